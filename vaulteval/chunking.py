@@ -1,0 +1,184 @@
+"""Frontmatter, paragraph chunks and the synthetic contextual prefix.
+
+Usage::
+
+    page = parse_page(raw_bytes, "wiki/howto/Descaling.md")
+    pieces = split_chunks(page.body)              # list of raw chunk texts
+    prefix = synthetic_prefix(page.title, page.body)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+TARGET_CHARS = 2_000
+OVERLAP_CHARS = 200
+HARD_MAX_CHARS = 4_000
+MAX_PREFIX_CHARS = 1_000
+FIRST_SENTENCE_CHARS = 300
+
+ADDRESS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_PARAGRAPH_SPLIT = re.compile(r"\n[ \t]*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return sha256_bytes(text.encode("utf-8"))
+
+
+def synthetic_address(page_rel: str) -> str:
+    """A stable address for a page without ``address:``; 12 hex digits keep large vaults collision-free."""
+    return "syn-" + hashlib.sha1(page_rel.encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass
+class ParsedPage:
+    rel: str
+    title: str
+    address: str | None
+    body: str
+    frontmatter: dict[str, Any] = field(default_factory=dict)
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str]:
+    """Usage: ``fm_text, body = split_frontmatter(text)``; fm_text is None without frontmatter."""
+    if not text.startswith("---\n"):
+        return None, text
+    end = re.search(r"^(?:---|\.\.\.)[ \t]*$", text[4:], re.MULTILINE)
+    if end is None:
+        return None, text
+    fm_text = text[4 : 4 + end.start()]
+    body = text[4 + end.end() :]
+    return fm_text, body.lstrip("\n")
+
+
+def parse_frontmatter(fm_text: str | None) -> dict[str, Any]:
+    if not fm_text:
+        return {}
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load(fm_text, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def decode_page(raw: bytes) -> str:
+    """Bytes to text with newlines normalised; hashes are always taken of the raw bytes."""
+    text = raw.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def parse_page(raw: bytes, rel: str) -> ParsedPage:
+    text = decode_page(raw)
+    fm_text, body = split_frontmatter(text)
+    fm = parse_frontmatter(fm_text)
+    stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
+    title = fm.get("title")
+    title = str(title).strip() if title not in (None, "") else stem
+    address = fm.get("address")
+    address = str(address).strip() if address not in (None, "") else None
+    if address is not None and not ADDRESS_RE.match(address):
+        log.warning("%s: ignoring unusable address %r (letters, digits, . _ - only)", rel, address)
+        address = None
+    return ParsedPage(rel=rel, title=title, address=address, body=body, frontmatter=fm)
+
+
+def _hard_split(paragraph: str, target: int, hard_max: int) -> list[str]:
+    """Cut an over-long paragraph into pieces near ``target`` chars, at whitespace when possible."""
+    pieces = []
+    rest = paragraph
+    while len(rest) > hard_max:
+        cut = rest.rfind(" ", target // 2, target)
+        if cut <= 0:
+            cut = target
+        pieces.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    if rest:
+        pieces.append(rest)
+    return [p for p in pieces if p]
+
+
+def _overlap_tail(text: str, overlap: int) -> str:
+    if overlap <= 0 or len(text) <= overlap:
+        return ""
+    tail = text[-overlap:]
+    space = tail.find(" ")
+    # Start the overlap at a word boundary when one is near.
+    if 0 <= space < overlap // 2:
+        tail = tail[space + 1 :]
+    return tail.strip()
+
+
+def split_chunks(
+    body: str,
+    target: int = TARGET_CHARS,
+    overlap: int = OVERLAP_CHARS,
+    hard_max: int = HARD_MAX_CHARS,
+) -> list[str]:
+    """Usage: ``split_chunks(body)``: paragraph-aligned chunks of ~target chars, overlapping, never over hard_max."""
+    paragraphs: list[str] = []
+    for para in _PARAGRAPH_SPLIT.split(body):
+        para = para.strip()
+        if para:
+            paragraphs.extend(_hard_split(para, target, hard_max) if len(para) > hard_max else [para])
+    chunks: list[str] = []
+    current: list[str] = []
+    fresh = 0  # paragraphs in `current` that are not the previous chunk's overlap tail
+
+    def flush() -> None:
+        nonlocal current, fresh
+        chunks.append("\n\n".join(current))
+        tail = _overlap_tail(chunks[-1], overlap)
+        current, fresh = ([tail] if tail else []), 0
+
+    for para in paragraphs:
+        size = sum(len(p) + 2 for p in current)
+        if fresh and size + len(para) > hard_max:
+            flush()
+            size = sum(len(p) + 2 for p in current)
+        if current and size + len(para) > hard_max:
+            current = []  # the overlap tail itself would break the hard limit
+        current.append(para)
+        fresh += 1
+        if sum(len(p) + 2 for p in current) >= target:
+            flush()
+    if fresh:
+        chunks.append("\n\n".join(current))
+    return chunks
+
+
+def first_sentence(body: str, limit: int = FIRST_SENTENCE_CHARS) -> str:
+    for para in _PARAGRAPH_SPLIT.split(body):
+        lines = [ln for ln in para.strip().splitlines() if ln.strip() and not _HEADING.match(ln)]
+        if not lines:
+            continue
+        text = " ".join(ln.strip() for ln in lines)
+        return _SENTENCE_END.split(text, maxsplit=1)[0][:limit].strip()
+    return ""
+
+
+def synthetic_prefix(title: str, body: str) -> str:
+    """Usage: ``synthetic_prefix("Descaling", body)``: page title plus its first sentence, local only."""
+    first = first_sentence(body)
+    prefix = f"{title}. {first}" if first else f"{title}."
+    return prefix[:MAX_PREFIX_CHARS]
+
+
+def contextualize(prefix: str, raw_text: str) -> str:
+    return f"{prefix}\n\n{raw_text}" if prefix else raw_text
