@@ -151,8 +151,8 @@ def build_records(
 def _progress(iterable, total: int, desc: str):
     from tqdm import tqdm
 
-    # delay: only runs longer than a couple of seconds show a bar (on stderr).
-    return tqdm(iterable, total=total, desc=desc, unit="page", delay=2.0, leave=False)
+    # Only runs longer than a couple of seconds show a bar, on stderr, and only on a terminal.
+    return tqdm(iterable, total=total, desc=desc, unit="page", delay=2.0, leave=False, disable=None)
 
 
 def run_prefix(

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .errors import PathEscape
+from .paths import open_confined
 
 if TYPE_CHECKING:
     from .index import DocMeta
@@ -39,8 +40,7 @@ class IntegrityChecker:
 
     def page_hash(self, page_rel: str) -> str | None:
         try:
-            path = self.vault.page_path(page_rel)
-            with open(path, "rb") as fh:
+            with open_confined(self.vault.wiki_dir, page_rel, strip="wiki") as fh:
                 st = os.fstat(fh.fileno())
                 key = _stat_key(st)
                 hit = self._page_hash.get(page_rel)
@@ -58,8 +58,7 @@ class IntegrityChecker:
         try:
             if not doc.chunk_file.startswith("chunks/"):
                 return None
-            path = self.vault.meta_path(doc.chunk_file)
-            with open(path, "rb") as fh:
+            with open_confined(self.vault.meta_dir, doc.chunk_file) as fh:
                 st = os.fstat(fh.fileno())
                 key = _stat_key(st)
                 hit = self._records.get(doc.chunk_file)
