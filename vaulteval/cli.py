@@ -178,6 +178,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@command("demo")
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    run_demo(args.out)
+    return EXIT_OK
+
+
 @command("sample")
 def cmd_sample(args: argparse.Namespace) -> int:
     from .sample import copy_sample
@@ -271,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work-dir", help="where to put the copy (default: a temporary folder)")
     p.add_argument("--json", action="store_true")
     _add_vault(p)
+
+    p = sub.add_parser("demo", help="copy the sample vault to a temporary folder, provision, retrieve, evaluate")
+    p.add_argument("--out", help="folder for the demo (default: a new temporary folder)")
 
     p = sub.add_parser("sample", help="copy the bundled sample vault to DEST")
     p.add_argument("dest")

@@ -1,0 +1,36 @@
+# vaulteval: `make demo` and `make test` do all set-up on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+# torch is pinned to the CPU build through constraints.txt (an unpinned torch pulls CUDA).
+PIP_INSTALL := $(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt
+
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install demo test lab bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP_INSTALL) --upgrade pip setuptools wheel
+	$(PIP_INSTALL) -e '.[dev]' --config-settings editable_mode=compat
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/vaulteval demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+# Benchmark on any vault: make bench VAULT=/path/to/vault
+bench: $(STAMP)
+	$(BIN)/vaulteval bench --vault $(VAULT)
+
+clean:
+	rm -rf $(VENV) build *.egg-info
