@@ -94,6 +94,31 @@ def _existing_addresses(chunks_dir: Path) -> set[str]:
         return set()
 
 
+def _chunk_stats(chunk_dir: Path, count: int) -> list[list[int]] | None:
+    """[size, mtime_ns] of chunk-000..count-1, or None when one is missing."""
+    if count < 0:
+        return None
+    out = []
+    for idx in range(count):
+        try:
+            st = os.stat(chunk_dir / chunk_file_name(idx), follow_symlinks=False)
+        except OSError:
+            return None
+        out.append([st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _record_intact(rec: dict) -> bool:
+    """A record whose text still agrees with its own hash and prefix (not edited by hand)."""
+    raw, text = rec.get("raw_text"), rec.get("contextualized_text")
+    return (
+        isinstance(raw, str)
+        and isinstance(text, str)
+        and text.endswith(raw)
+        and chunking.sha256_text(raw) == rec.get("body_hash")
+    )
+
+
 def _existing_records(chunk_dir: Path) -> dict[int, dict]:
     out: dict[int, dict] = {}
     try:
@@ -205,7 +230,8 @@ def run_prefix(
         page_hash = chunking.sha256_bytes(raw)
         cached = catalog.get(entry.rel)
         unchanged = bool(cached) and cached.get("hash") == page_hash
-        if unchanged and (cached.get("chunks") == 0 or (chunks_dir / cached["address"]).is_dir()):
+        # Trust the catalog only while every chunk file is exactly as this tool left it.
+        if unchanged and _chunk_stats(chunks_dir / cached["address"], cached.get("chunks", -1)) == cached.get("files"):
             address, parsed = cached["address"], None
         else:
             parsed = chunking.parse_page(raw, entry.rel)
@@ -247,6 +273,7 @@ def run_prefix(
                 and old.get("body_hash") == rec["body_hash"]
                 and old.get("page_body_hash") == page_hash
                 and old.get("page_path") == rel
+                and _record_intact(old)
             )
             if not same:
                 changed.append(rec)
@@ -259,6 +286,8 @@ def run_prefix(
         for rec in records:
             report.prefix_sources[rec["prefix_source"]] = report.prefix_sources.get(rec["prefix_source"], 0) + 1
         new_catalog[rel] = {"hash": page_hash, "address": address, "chunks": len(records)}
+        if not peek and not (changed or extra):
+            new_catalog[rel]["files"] = _chunk_stats(chunk_dir, len(records))
         if peek or not (changed or extra):
             report.chunks_written += len(changed) if peek else 0
             report.chunks_removed += len(extra) if peek else 0
@@ -273,6 +302,7 @@ def run_prefix(
         for idx in extra:
             (chunk_dir / chunk_file_name(idx)).unlink(missing_ok=True)
             report.chunks_removed += 1
+        new_catalog[rel]["files"] = _chunk_stats(chunk_dir, len(records))
         written_any = True
     for rel, parsed, address, page_hash in plans:
         if parsed is None:

@@ -206,7 +206,8 @@ def _add_rerank_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="embedding model (default: nomic-embed-text-v2-moe for ollama)")
     p.add_argument("--allow-remote-ollama", action="store_true",
                    help="allow an OLLAMA_HOST that is not this machine (sends query and chunk text there)")
-    p.add_argument("--timeout", type=float, default=5.0, help="seconds per embedding request (default: 5)")
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds per embedding request (default: 30; a cold model can take a while to load)")
 
 
 def _add_prefix_flags(p: argparse.ArgumentParser) -> None:
@@ -295,13 +296,14 @@ def build_parser() -> argparse.ArgumentParser:
 EXTENSIONS: list[Callable[[Any, Callable[[argparse.ArgumentParser], None]], None]] = []
 
 
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="vaulteval: %(levelname)s: %(message)s", stream=sys.stderr)
     if not args.command:
-        parser.print_help(sys.stderr)
+        sys.stderr.write("vaulteval: error: no command given (see vaulteval --help)\n")
         return EXIT_USAGE
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
     try:

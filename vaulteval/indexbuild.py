@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import bm25, chunking
-from .errors import PathEscape
+from .errors import PathEscape, UsageError
 from .index import INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, index_path
 from .indexfile import IndexFileError, write_sections
+from .paths import is_inside, open_confined
 from .tokenize import get_analyzer
 
 if TYPE_CHECKING:
@@ -140,6 +141,8 @@ def build_index(
         report.rejected[reason] = report.rejected.get(reason, 0) + 1
         log.warning("skipping chunk %s: %s", where, reason)
 
+    if (meta / "chunks").exists() and not is_inside(meta, meta / "chunks"):
+        raise UsageError(f"{meta / 'chunks'} leads outside {meta} (a symlink?); remove it and run provision")
     docs: list[DocMeta] = []
     lengths: list[int] = []
     reuse_pairs: list[tuple[int, int]] = []  # (old doc, new doc)
@@ -161,8 +164,12 @@ def build_index(
                 lengths.append(int(old.doc_len[prev]))
                 continue
         try:
-            rec = json.loads((meta / rel_file).read_bytes())
+            with open_confined(meta, rel_file) as fh:
+                rec = json.loads(fh.read())
             page_path, idx, text, page_hash = validate_record(vault, address, name, rec)
+        except PathEscape:
+            reject("outside-meta", rel_file)
+            continue
         except (OSError, ValueError):
             reject("unreadable", rel_file)
             continue

@@ -12,6 +12,7 @@ import json
 import time
 import unicodedata
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import NotProvisioned, UsageError
@@ -94,8 +95,14 @@ def retrieve(
     bm25_top: int = 20,
     rerank: "RerankConfig | None" = None,
     explain: bool = False,
+    embed_cache: Path | None | str = "default",
 ) -> RetrievalResult:
-    """Run the pipeline; ``rerank=None`` means BM25 order (``bm25-only``)."""
+    """Run the pipeline; ``rerank=None`` means BM25 order (``bm25-only``).
+
+    ``embed_cache`` is where rerank embeddings are cached: ``"default"`` is the
+    vault's ``.vault-meta/embeddings.sqlite``; evaluation passes its own cache
+    file so it never writes the vault; ``None`` disables caching.
+    """
     check_query(query)
     check_limit("--top", top)
     check_limit("--bm25-top", bm25_top)
@@ -111,7 +118,7 @@ def retrieve(
     t1 = time.perf_counter()
     hits = index.search(query, k=bm25_top)
     t2 = time.perf_counter()
-    checker = _checker(vault)
+    checker = vault.integrity()
     pool: list[Candidate] = []
     texts: list[str] = []
     stale = 0
@@ -142,7 +149,8 @@ def retrieve(
     if rerank is not None and pool:
         from .rerank import rerank as run_rerank
 
-        outcome = run_rerank(query, texts, rerank, _cache_path(vault))
+        cache = default_embed_cache(vault) if embed_cache == "default" else embed_cache
+        outcome = run_rerank(query, texts, rerank, cache)
         rerank_model = outcome.model
         if outcome.scores is not None:
             strategy = f"bm25+rerank:{outcome.source}"
@@ -156,7 +164,7 @@ def retrieve(
             for cand in pool:
                 cand.rerank_source = f"noop:{outcome.fallback_reason}"
     elif rerank is not None:
-        strategy = f"bm25+rerank:{rerank.backend}"
+        strategy = "bm25+noop-rerank:no-candidates"  # nothing to rerank; never counted as a rerank
         rerank_model = rerank.model
     t4 = time.perf_counter()
 
@@ -191,13 +199,6 @@ def retrieve(
                            explain=info, pool=ranked)
 
 
-def _checker(vault: "Vault") -> IntegrityChecker:
-    checker = getattr(vault, "_integrity", None)
-    if checker is None:
-        checker = vault._integrity = IntegrityChecker(vault)
-    return checker
-
-
-def _cache_path(vault: "Vault"):
-    # The embedding cache is the one thing retrieve may write, and only when reranking.
+def default_embed_cache(vault: "Vault") -> Path:
+    """The embedding cache: the one thing retrieve may write, and only when reranking."""
     return vault.meta_dir / "embeddings.sqlite"

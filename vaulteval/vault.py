@@ -20,6 +20,7 @@ from .paths import confine, is_inside
 
 if TYPE_CHECKING:
     from .index import BM25Index
+    from .integrity import IntegrityChecker
     from .retrieve import RetrievalResult
 
 MARKERS = (".vaulteval.json", ".claude-obsidian.json")
@@ -66,6 +67,7 @@ class Vault:
         # meta_dir may point outside the vault: evaluation builds variants in a cache.
         self.meta_dir = Path(meta_dir).resolve() if meta_dir else self.root / ".vault-meta"
         self._index: BM25Index | None = None
+        self._integrity: IntegrityChecker | None = None
 
     # -- selection -------------------------------------------------------
     @classmethod
@@ -133,7 +135,26 @@ class Vault:
 
     # -- pipeline --------------------------------------------------------
     def rebuild_command(self) -> str:
-        return f"vaulteval provision --vault {self.root}"
+        """The exact shell command that re-provisions this vault."""
+        import shlex
+
+        return f"vaulteval provision --vault {shlex.quote(str(self.root))}"
+
+    def use_index(self, index: "BM25Index") -> None:
+        """Serve queries from an already opened index (evaluation shares one per meta dir)."""
+        self._index = index
+
+    def integrity(self) -> "IntegrityChecker":
+        """The checker that verifies candidates against chunk files and pages (remembers verdicts)."""
+        if self._integrity is None:
+            from .integrity import IntegrityChecker
+
+            self._integrity = IntegrityChecker(self)
+        return self._integrity
+
+    def use_integrity(self, checker: "IntegrityChecker") -> None:
+        """Share another view's checker (same notes, same meta dir)."""
+        self._integrity = checker
 
     def index(self) -> "BM25Index":
         """The verified BM25 index, opened once per Vault object."""

@@ -1,0 +1,178 @@
+"""Shared helpers and fixtures for the retrieval-pipeline behaviour tests (tests/test_pipeline_*.py).
+
+Usage (in a test module)::
+
+    try:
+        from pipeline_fixtures import provisioned_sample, fresh_vault, run_cli  # noqa: F401
+    except ImportError:  # tests/ imported as a package
+        from tests.pipeline_fixtures import provisioned_sample, fresh_vault, run_cli  # noqa: F401
+
+Fixtures are imported by name so pytest finds them without a conftest.py.
+Nothing here mocks the package: vaults are real folders, the CLI is a real subprocess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vaulteval import Vault
+from vaulteval.sample import copy_sample
+
+# Environment variables that could select a vault or a model behind a test's back.
+_SCRUB = ("VAULTEVAL_VAULT", "CLAUDE_OBSIDIAN_VAULT", "OLLAMA_HOST", "OLLAMA_URL")
+
+LONG_NOTE = "wiki/homelab/Home server build log.md"
+CRLF_NOTE = "wiki/howto/Router reset.md"
+EMPTY_NOTE = "wiki/inbox/Untitled.md"
+CHINESE_NOTE = "wiki/tea/普洱茶.md"
+JAPANESE_NOTE = "wiki/travel/京都の紅葉.md"
+DESCALING_NOTE = "wiki/howto/Descaling.md"  # address c-000103, one chunk
+SEED_FIELDS = (
+    "page_path", "page_address", "chunk_index", "raw_text", "contextualized_text", "prefix",
+    "prefix_source", "char_count", "body_hash", "page_body_hash",
+)
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """os.environ without vault/Ollama selection variables, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+    env.update(extra)
+    return env
+
+
+def run_cli(*args: Any, env: dict[str, str] | None = None, cwd: Path | str | None = None,
+            timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run ``python -m vaulteval ARGS`` in a subprocess; text output, never raises on exit code."""
+    return subprocess.run(
+        [sys.executable, "-m", "vaulteval", *map(str, args)],
+        capture_output=True, text=True, env=env if env is not None else cli_env(),
+        cwd=str(cwd) if cwd is not None else None, timeout=timeout,
+    )
+
+
+def run_cli_json(*args: Any, **kw: Any) -> Any:
+    """Run the CLI in a subprocess, require exit 0 and return the parsed JSON on stdout."""
+    proc = run_cli(*args, **kw)
+    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr}"
+    return json.loads(proc.stdout)
+
+
+def run_main(*args: Any) -> tuple[int, str, str]:
+    """``vaulteval.cli.main(ARGS)`` in this process: (exit code, stdout, stderr). Fast; for functional tests."""
+    from vaulteval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse usage errors
+            code = exc.code if isinstance(exc.code, int) else 2
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_json(*args: Any) -> Any:
+    """Run the CLI in-process (``main``), require exit 0 and return the parsed JSON on stdout."""
+    code, out, err = run_main(*args)
+    assert code == 0, f"exit {code}: {err}"
+    return json.loads(out)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, code: int) -> str:
+    """The exit code is ``code`` and stderr is exactly one non-empty line, no traceback."""
+    assert proc.returncode == code, f"expected exit {code}, got {proc.returncode}; stderr={proc.stderr!r}"
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].strip(), f"stderr is not one line: {proc.stderr!r}"
+    return lines[0]
+
+
+def make_vault(dest: Path, *, provision: bool = True) -> Path:
+    """Copy the bundled sample vault to ``dest`` (and provision it in-process)."""
+    root = copy_sample(dest)
+    if provision:
+        Vault(root).provision()
+    return root
+
+
+def sha256_file(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def snapshot(root: Path, *, mtimes: bool = True) -> dict[str, tuple]:
+    """Every entry under ``root`` (dirs, files with content hash [+ mtime], symlinks with target)."""
+    out: dict[str, tuple] = {}
+    root = Path(root)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = Path(dirpath) / name
+            rel = str(full.relative_to(root))
+            st = os.lstat(full)
+            if full.is_symlink():
+                out[rel] = ("link", os.readlink(full))
+            elif full.is_dir():
+                out[rel] = ("dir",)
+            else:
+                digest = hashlib.sha256(full.read_bytes()).hexdigest()
+                out[rel] = ("file", digest, st.st_mtime_ns) if mtimes else ("file", digest)
+    return out
+
+
+def chunk_records(root: Path) -> list[dict]:
+    """Every chunk record under ``<root>/.vault-meta/chunks`` (sorted by file path)."""
+    files = sorted((Path(root) / ".vault-meta" / "chunks").glob("*/chunk-*.json"))
+    return [json.loads(f.read_bytes()) for f in files]
+
+
+def records_for(root: Path, page_rel: str) -> list[dict]:
+    return sorted((r for r in chunk_records(root) if r["page_path"] == page_rel), key=lambda r: r["chunk_index"])
+
+
+def index_file(root: Path) -> Path:
+    return Path(root) / ".vault-meta" / "bm25" / "index.vti"
+
+
+def append_text(root: Path, page_rel: str, text: str) -> None:
+    """Append ``text`` (bytes-exact, keeps the file's own newlines) to a note."""
+    path = Path(root) / page_rel
+    with open(path, "ab") as fh:
+        fh.write(text.encode("utf-8"))
+
+
+def write_note(root: Path, page_rel: str, text: str) -> Path:
+    path = Path(root) / page_rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+def retrieve_json(root: Path, query: str, *extra: Any) -> dict:
+    """``vaulteval retrieve --vault ROOT QUERY --no-rerank --explain EXTRA`` -> parsed JSON."""
+    return run_json("retrieve", "--vault", root, query, "--no-rerank", "--explain", *extra)
+
+
+@pytest.fixture(scope="module")
+def provisioned_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A provisioned copy of the sample vault shared by one test module; tests must not mutate it."""
+    return make_vault(tmp_path_factory.mktemp("shared") / "vault")
+
+
+@pytest.fixture
+def fresh_vault(tmp_path: Path) -> Path:
+    """A provisioned copy of the sample vault of the test's own (free to mutate)."""
+    return make_vault(tmp_path / "vault")
+
+
+@pytest.fixture
+def unprovisioned_vault(tmp_path: Path) -> Path:
+    """A copy of the sample vault with no .vault-meta."""
+    return make_vault(tmp_path / "bare-vault", provision=False)

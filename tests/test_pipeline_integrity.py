@@ -1,0 +1,264 @@
+"""Stale chunks are never served; every path stays inside the vault; CRLF pages hash their exact bytes.
+
+Usage: ``.venv/bin/python -m pytest tests/test_pipeline_integrity.py -q``
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from vaulteval import Vault
+from vaulteval.chunking import sha256_text
+from vaulteval.errors import PathEscape
+
+try:
+    from pipeline_fixtures import (  # noqa: F401
+        CRLF_NOTE,
+        DESCALING_NOTE,
+        append_text,
+        chunk_records,
+        fresh_vault,
+        index_file,
+        provisioned_sample,
+        records_for,
+        retrieve_json,
+        run_cli,
+        run_json,
+        sha256_file,
+    )
+except ImportError:  # tests/ imported as a package
+    from tests.pipeline_fixtures import (  # noqa: F401
+        CRLF_NOTE,
+        DESCALING_NOTE,
+        append_text,
+        chunk_records,
+        fresh_vault,
+        index_file,
+        provisioned_sample,
+        records_for,
+        retrieve_json,
+        run_cli,
+        run_json,
+        sha256_file,
+    )
+
+
+def _pages(result: dict) -> list[str]:
+    return [c["page_path"] for c in result["candidates"]]
+
+
+def _doctor(root: Path) -> tuple[int, dict]:
+    proc = run_cli("doctor", "--json", "--vault", root)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+# -- 3. stale handling ----------------------------------------------------------
+
+def test_edited_page_is_stale_until_reprovisioned(fresh_vault: Path) -> None:
+    query = "descaling citric acid"
+    before = retrieve_json(fresh_vault, query)
+    assert _pages(before)[0] == DESCALING_NOTE
+    assert before["explain"]["stale_candidates_skipped"] == 0
+    code, report = _doctor(fresh_vault)
+    assert (code, report["state"]) == (0, "verified")
+
+    append_text(fresh_vault, DESCALING_NOTE, "\nAfter the edit: try a quokkaberry rinse.\n")
+    stale = retrieve_json(fresh_vault, query)
+    assert DESCALING_NOTE not in _pages(stale)
+    assert stale["explain"]["stale_candidates_skipped"] >= 1
+    assert all(c["chunk_id"].split(":")[0] != "c-000103" for c in stale["candidates"])
+    assert retrieve_json(fresh_vault, "quokkaberry")["candidates"] == []  # not indexed yet
+
+    code, report = _doctor(fresh_vault)
+    assert code == 1
+    assert report["state"] == "configured"
+    assert report["stale_pages"] == 1
+    assert report["rebuild"] == f"vaulteval provision --vault {fresh_vault}"
+
+    run_json("provision", "--vault", fresh_vault)
+    code, report = _doctor(fresh_vault)
+    assert (code, report["state"], report["stale_pages"]) == (0, "verified", 0)
+    again = retrieve_json(fresh_vault, query)
+    assert _pages(again)[0] == DESCALING_NOTE
+    assert again["explain"]["stale_candidates_skipped"] == 0
+    assert _pages(retrieve_json(fresh_vault, "quokkaberry")) == [DESCALING_NOTE]
+
+
+def test_edited_chunk_record_is_not_served(fresh_vault: Path) -> None:
+    """A chunk record changed after the build (even consistently re-hashed) no longer matches the index."""
+    path = fresh_vault / ".vault-meta/chunks/c-000103/chunk-000.json"
+    rec = json.loads(path.read_bytes())
+    rec["raw_text"] = rec["raw_text"].replace("Citric acid", "Vinegar")
+    rec["body_hash"] = sha256_text(rec["raw_text"])
+    path.write_text(json.dumps(rec), encoding="utf-8")
+    result = retrieve_json(fresh_vault, "descaling citric acid")
+    assert DESCALING_NOTE not in _pages(result)
+    assert result["explain"]["stale_candidates_skipped"] >= 1
+
+
+def test_deleted_page_is_not_served(fresh_vault: Path) -> None:
+    (fresh_vault / DESCALING_NOTE).unlink()
+    result = retrieve_json(fresh_vault, "descaling citric acid")
+    assert DESCALING_NOTE not in _pages(result)
+    assert result["explain"]["stale_candidates_skipped"] >= 1
+    code, report = _doctor(fresh_vault)
+    assert code == 1 and report["missing_pages"] == 1
+
+
+# -- 4. confinement -------------------------------------------------------------
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder next to the vault holding a secret note and a secret folder."""
+    out = tmp_path / "outside"
+    (out / "dir").mkdir(parents=True)
+    (out / "secret.md").write_text("# Secret\n\nThe exfiltrationword lives outside the vault.\n")
+    (out / "dir" / "also.md").write_text("# Also\n\nAnother exfiltrationword outside.\n")
+    return out
+
+
+def test_symlinks_out_of_wiki_are_not_indexed(tmp_path: Path, outside: Path) -> None:
+    from vaulteval.sample import copy_sample
+
+    root = copy_sample(tmp_path / "vault")
+    os.symlink(outside / "secret.md", root / "wiki" / "leak.md")
+    os.symlink(outside / "dir", root / "wiki" / "leakdir")
+    os.symlink(root / ".vaulteval.json", root / "wiki" / "marker.md")  # inside the vault, outside wiki/
+    report = run_json("provision", "--vault", root)
+    assert report["prefix"]["pages_seen"] == 53
+    pages = {r["page_path"] for r in chunk_records(root)}
+    assert not {p for p in pages if "leak" in p or "marker" in p}
+    assert retrieve_json(root, "exfiltrationword")["candidates"] == []
+    assert "wiki/leak.md" not in [p.rel for p in Vault(root).iter_pages()]
+    # Naming the link directly is refused, not followed.
+    proc = run_cli("prefix", "wiki/leak.md", "--vault", root)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+
+
+def test_page_path_confinement(tmp_path: Path, outside: Path) -> None:
+    from vaulteval.sample import copy_sample
+
+    root = copy_sample(tmp_path / "vault")
+    os.symlink(outside / "secret.md", root / "wiki" / "leak.md")
+    os.symlink(outside / "dir", root / "wiki" / "leakdir")
+    vault = Vault(root)
+    assert vault.page_path(DESCALING_NOTE) == root / DESCALING_NOTE
+    for bad in (
+        str(outside / "secret.md"),         # absolute
+        "/etc/passwd",
+        "../outside/secret.md",             # ..
+        "wiki/../../outside/secret.md",
+        "wiki/howto/../../x.md",
+        "wiki/leak.md",                     # symlink escape (file)
+        "wiki/leakdir/also.md",             # symlink escape (folder)
+        "notes/x.md",                       # not under wiki/
+        "",
+    ):
+        with pytest.raises(PathEscape):
+            vault.page_path(bad)
+    for bad in ("/etc/passwd", "../x", "chunks/../../wiki/hot.md"):
+        with pytest.raises(PathEscape):
+            vault.meta_path(bad)
+
+
+def _record(address: str, page_path: str, raw: str, page_hash: str, index: int = 0) -> dict:
+    return {
+        "page_path": page_path, "page_address": address, "chunk_index": index, "raw_text": raw,
+        "contextualized_text": f"Evil.\n\n{raw}", "prefix": "Evil.", "prefix_source": "synthetic",
+        "char_count": len(raw), "body_hash": sha256_text(raw), "page_body_hash": page_hash,
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+
+
+def _put(root: Path, address: str, rec: dict, name: str = "chunk-000.json") -> Path:
+    folder = root / ".vault-meta" / "chunks" / address
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(rec), encoding="utf-8")
+    return folder / name
+
+
+def test_records_with_unsafe_page_paths_are_rejected(fresh_vault: Path, outside: Path) -> None:
+    secret = outside / "secret.md"
+    os.symlink(secret, fresh_vault / "wiki" / "leak.md")
+    h = sha256_file(secret)  # a correct hash of the target: only confinement can stop these
+    _put(fresh_vault, "evil-abs", _record("evil-abs", str(secret), "exfiltrationword absolute", h))
+    _put(fresh_vault, "evil-up", _record("evil-up", "../outside/secret.md", "exfiltrationword dotdot", h))
+    _put(fresh_vault, "evil-wup", _record("evil-wup", "wiki/../../outside/secret.md", "exfiltrationword wdotdot", h))
+    _put(fresh_vault, "evil-link", _record("evil-link", "wiki/leak.md", "exfiltrationword symlink", h))
+    report = run_json("index", "build", "--vault", fresh_vault)
+    assert report["rejected"].get("unsafe-page-path") == 4, report
+    assert report["docs"] == 55
+    result = retrieve_json(fresh_vault, "exfiltrationword")
+    assert result["candidates"] == [] and result["explain"]["bm25_candidate_count"] == 0
+    hits = run_json("index", "query", "--vault", fresh_vault, "exfiltrationword")
+    assert hits == []
+
+
+def test_chunk_file_symlinked_outside_is_not_read(fresh_vault: Path, outside: Path) -> None:
+    page = fresh_vault / DESCALING_NOTE
+    rec = _record("c-900001", DESCALING_NOTE, "the smugglerword chunk", sha256_file(page))
+    # Control: the same record as a plain file is served, so the symlink is what stops it below.
+    _put(fresh_vault, "c-900001", rec)
+    run_json("index", "build", "--vault", fresh_vault)
+    assert _pages(retrieve_json(fresh_vault, "smugglerword")) == [DESCALING_NOTE]
+    (fresh_vault / ".vault-meta/chunks/c-900001/chunk-000.json").unlink()
+
+    target = outside / "chunk.json"
+    target.write_text(json.dumps(rec), encoding="utf-8")
+    (fresh_vault / ".vault-meta/chunks/c-900002").mkdir()
+    os.symlink(target, fresh_vault / ".vault-meta/chunks/c-900002/chunk-000.json")
+    rec2 = dict(rec, page_address="c-900003")
+    (outside / "c-900003").mkdir()
+    (outside / "c-900003" / "chunk-000.json").write_text(json.dumps(rec2), encoding="utf-8")
+    os.symlink(outside / "c-900003", fresh_vault / ".vault-meta/chunks/c-900003")
+    report = run_json("index", "build", "--vault", fresh_vault)
+    assert report["docs"] == 55
+    assert retrieve_json(fresh_vault, "smugglerword")["candidates"] == []
+    assert run_json("index", "query", "--vault", fresh_vault, "smugglerword") == []
+
+
+def test_chunks_folder_symlinked_outside_is_not_read(fresh_vault: Path, tmp_path: Path) -> None:
+    """.vault-meta/chunks itself pointing outside .vault-meta: a symlink escape, so nothing is indexed."""
+    meta = fresh_vault / ".vault-meta"
+    elsewhere = tmp_path / "elsewhere-chunks"
+    (meta / "chunks").rename(elsewhere)
+    os.symlink(elsewhere, meta / "chunks")
+    index_file(fresh_vault).unlink()  # no postings to reuse: the build must read (or refuse) the files
+    proc = run_cli("index", "build", "--vault", fresh_vault)
+    if proc.returncode == 0:
+        assert json.loads(proc.stdout)["docs"] == 0, "chunk records outside .vault-meta were indexed"
+    else:
+        assert len(proc.stderr.splitlines()) == 1
+
+
+# -- 5. CRLF --------------------------------------------------------------------
+
+def test_crlf_page_hash_and_freshness(provisioned_sample: Path) -> None:
+    raw = (provisioned_sample / CRLF_NOTE).read_bytes()
+    assert b"\r\n" in raw
+    recs = records_for(provisioned_sample, CRLF_NOTE)
+    assert recs
+    for rec in recs:
+        assert rec["page_body_hash"] == sha256_file(provisioned_sample / CRLF_NOTE)
+        assert "\r" not in rec["raw_text"]
+        assert rec["body_hash"] == sha256_text(rec["raw_text"])
+    assert recs[0]["raw_text"].startswith("# Router reset"), "frontmatter of a CRLF page must be parsed"
+    assert recs[0]["prefix"].startswith("Router reset.")
+    result = retrieve_json(provisioned_sample, "zyxel router factory reset PPPoE")
+    assert _pages(result)[0] == CRLF_NOTE
+    assert result["explain"]["stale_candidates_skipped"] == 0
+    code, report = _doctor(provisioned_sample)
+    assert code == 0 and report["stale_pages"] == 0
+
+
+def test_crlf_edit_is_detected(fresh_vault: Path) -> None:
+    """Converting the CRLF page to LF changes its bytes: stale, even though the text is the same."""
+    path = fresh_vault / CRLF_NOTE
+    path.write_bytes(path.read_bytes().replace(b"\r\n", b"\n"))
+    result = retrieve_json(fresh_vault, "zyxel router factory reset PPPoE")
+    assert CRLF_NOTE not in _pages(result)
+    assert result["explain"]["stale_candidates_skipped"] >= 1

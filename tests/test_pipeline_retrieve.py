@@ -1,0 +1,226 @@
+"""Retrieval results: CJK queries, the JSON schema, dedupe, read-only behaviour, the Python API.
+
+Usage: ``.venv/bin/python -m pytest tests/test_pipeline_retrieve.py -q``
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vaulteval import Vault
+from vaulteval.cli import main
+
+try:
+    from pipeline_fixtures import (  # noqa: F401
+        CHINESE_NOTE,
+        DESCALING_NOTE,
+        JAPANESE_NOTE,
+        LONG_NOTE,
+        append_text,
+        fresh_vault,
+        provisioned_sample,
+        records_for,
+        retrieve_json,
+        run_cli,
+        run_cli_json,
+        run_json,
+        snapshot,
+    )
+except ImportError:  # tests/ imported as a package
+    from tests.pipeline_fixtures import (  # noqa: F401
+        CHINESE_NOTE,
+        DESCALING_NOTE,
+        JAPANESE_NOTE,
+        LONG_NOTE,
+        append_text,
+        fresh_vault,
+        provisioned_sample,
+        records_for,
+        retrieve_json,
+        run_cli,
+        run_cli_json,
+        run_json,
+        snapshot,
+    )
+
+CANDIDATE_KEYS = {
+    "chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "bm25_score", "rerank_score",
+    "rerank_source", "snippet",
+}
+EXPLAIN_KEYS = {
+    "bm25_candidate_count", "post_rerank_count", "deduped_count", "bm25_top_param", "rerank_model",
+    "stale_candidates_skipped", "timings_ms",
+}
+
+
+@pytest.fixture(autouse=True)
+def _no_vault_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("VAULTEVAL_VAULT", "CLAUDE_OBSIDIAN_VAULT", "OLLAMA_HOST", "OLLAMA_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+# -- 6. CJK -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "query, page",
+    [
+        ("熟普和生普", CHINESE_NOTE),          # Chinese: ripe and raw pu'er
+        ("普洱茶怎么泡", CHINESE_NOTE),        # Chinese: how to brew pu'er
+        ("東福寺の通天橋", JAPANESE_NOTE),      # Japanese: Tōfuku-ji's Tsūten bridge
+        ("京都の紅葉の見頃", JAPANESE_NOTE),    # Japanese: best time for Kyoto's autumn leaves
+    ],
+)
+def test_cjk_queries(provisioned_sample: Path, query: str, page: str) -> None:
+    result = retrieve_json(provisioned_sample, query)
+    assert result["candidates"], query
+    assert result["candidates"][0]["page_path"] == page
+
+
+def test_cjk_fullwidth_and_halfwidth_forms_match(provisioned_sample: Path) -> None:
+    """NFKC: half-width katakana in the query finds the full-width note text."""
+    full = retrieve_json(provisioned_sample, "ジャパンレールパス")
+    half = retrieve_json(provisioned_sample, "ｼﾞｬﾊﾟﾝﾚｰﾙﾊﾟｽ")
+    assert [c["chunk_id"] for c in half["candidates"]] == [c["chunk_id"] for c in full["candidates"]]
+    assert [c["bm25_score"] for c in half["candidates"]] == [c["bm25_score"] for c in full["candidates"]]
+
+
+# -- 11. JSON schema and dedupe ------------------------------------------------------
+
+def test_explain_json_schema(provisioned_sample: Path) -> None:
+    data = retrieve_json(provisioned_sample, "espresso grinder coffee beans", "--top", "50", "--bm25-top", "8")
+    assert set(data) == {"query", "strategy", "top_k", "candidates", "explain"}
+    assert data["query"] == "espresso grinder coffee beans"
+    assert data["strategy"] == "bm25-only"
+    assert data["top_k"] == 50
+    cands = data["candidates"]
+    assert len(cands) >= 5
+    for c in cands:
+        assert set(c) == CANDIDATE_KEYS
+        assert isinstance(c["chunk_id"], str) and c["chunk_id"] == f"{c['page_address']}:{c['chunk_index']}"
+        assert isinstance(c["chunk_index"], int)
+        assert c["page_path"].startswith("wiki/") and c["page_path"].endswith(".md")
+        assert c["absolute_path"] == str(provisioned_sample / c["page_path"])
+        assert Path(c["absolute_path"]).is_file()
+        assert isinstance(c["bm25_score"], float) and c["bm25_score"] > 0
+        assert c["rerank_score"] == c["bm25_score"]
+        assert c["rerank_source"] == "skipped"
+        assert isinstance(c["snippet"], str) and 0 < len(c["snippet"]) <= 200
+        rec = records_for(provisioned_sample, c["page_path"])[c["chunk_index"]]
+        assert rec["raw_text"].startswith(c["snippet"])
+        assert c["snippet"] == rec["raw_text"][:200]
+    scores = [c["bm25_score"] for c in cands]
+    assert scores == sorted(scores, reverse=True)
+    assert len({c["page_path"] for c in cands}) == len(cands), "two candidates share a page"
+
+    ex = data["explain"]
+    assert EXPLAIN_KEYS <= set(ex)
+    assert ex["bm25_top_param"] == 8
+    assert ex["rerank_model"] is None
+    assert ex["stale_candidates_skipped"] == 0
+    assert ex["bm25_candidate_count"] == 8  # the query hits 13 chunks: the pool is full
+    assert ex["post_rerank_count"] == ex["bm25_candidate_count"] - ex["stale_candidates_skipped"]
+    assert ex["deduped_count"] == len(cands)  # --top 50 cuts nothing here
+    assert isinstance(ex["timings_ms"], dict) and ex["timings_ms"]
+    assert all(isinstance(v, (int, float)) and v >= 0 for v in ex["timings_ms"].values())
+
+    plain = run_json("retrieve", "--vault", provisioned_sample, "espresso grinder coffee beans", "--no-rerank")
+    assert "explain" not in plain
+
+
+def test_dedupe_keeps_the_best_chunk_of_a_page(provisioned_sample: Path) -> None:
+    query = "zfs pool server boot disk"
+    hits = run_json("index", "query", "--vault", provisioned_sample, query, "--top", "20")
+    long_hits = [h for h in hits if h["page_path"] == LONG_NOTE]
+    assert len(long_hits) >= 2, "the query should hit several chunks of the long note"
+    data = retrieve_json(provisioned_sample, query, "--top", "20")
+    ex = data["explain"]
+    assert ex["deduped_count"] < ex["post_rerank_count"]
+    (cand,) = [c for c in data["candidates"] if c["page_path"] == LONG_NOTE]
+    assert cand["chunk_id"] == long_hits[0]["chunk_id"]
+    assert cand["bm25_score"] == max(h["score"] for h in long_hits)
+    assert len({c["page_path"] for c in data["candidates"]}) == len(data["candidates"])
+
+
+def test_top_1_and_top_limits(provisioned_sample: Path) -> None:
+    one = retrieve_json(provisioned_sample, "espresso", "--top", "1")
+    assert len(one["candidates"]) == 1 and one["top_k"] == 1
+    five = retrieve_json(provisioned_sample, "espresso")
+    assert five["top_k"] == 5 and len(five["candidates"]) == 5
+    assert one["candidates"][0] == five["candidates"][0]
+    narrow = retrieve_json(provisioned_sample, "espresso", "--bm25-top", "1", "--top", "5")
+    assert len(narrow["candidates"]) == 1 and narrow["explain"]["bm25_candidate_count"] == 1
+    wide = retrieve_json(provisioned_sample, "espresso", "--top", "1000", "--bm25-top", "1000")
+    assert len(wide["candidates"]) == wide["explain"]["deduped_count"]
+
+
+# -- 9. read-only -----------------------------------------------------------------
+
+QUERIES = [
+    ["descaling citric acid"],
+    ["espresso", "--top", "1"],
+    ["熟普和生普", "--explain"],
+    ["東福寺の通天橋", "--top", "3"],
+    ["xylophonequux"],
+    ["zyxel router reset", "--explain", "--bm25-top", "5"],
+    ["zfs pool server", "--top", "10", "--explain"],
+    ["the of and"],
+    ["sourdough starter hydration", "--explain"],
+    ["bike chain wax", "--top", "1000", "--bm25-top", "1000"],
+]
+
+
+def test_retrieve_is_read_only(fresh_vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    append_text(fresh_vault, DESCALING_NOTE, "\nA change after provisioning.\n")  # stale path exercised too
+    before = snapshot(fresh_vault)
+    stale_seen = 0
+    for i in range(100):
+        args = QUERIES[i % len(QUERIES)]
+        code = main(["retrieve", "--vault", str(fresh_vault), args[0], "--no-rerank", "--explain", *args[1:]])
+        out = capsys.readouterr().out
+        assert code == 0
+        stale_seen += json.loads(out)["explain"]["stale_candidates_skipped"]
+    assert stale_seen > 0
+    for args in QUERIES[:3]:
+        proc = run_cli("retrieve", "--vault", fresh_vault, *args, "--no-rerank")
+        assert proc.returncode == 0, proc.stderr
+    assert snapshot(fresh_vault) == before
+
+
+# -- 13. the Python API ---------------------------------------------------------------
+
+def test_python_api_matches_cli(tmp_path: Path) -> None:
+    from vaulteval.sample import copy_sample
+
+    root = copy_sample(tmp_path / "api")
+    report = Vault(root).provision()
+    assert report["index"]["docs"] == 55 and report["prefix"]["chunks_written"] == 55
+    for query in ("descale espresso machine", "普洱茶怎么泡", "xylophonequux"):
+        api = Vault(root).retrieve(query, top=3).to_dict()
+        cli = run_cli_json("retrieve", "--vault", root, query, "--top", "3", "--no-rerank")
+        assert api == cli
+        api_ex = Vault(root).retrieve(query, top=3, explain=True).to_dict()
+        cli_ex = run_cli_json("retrieve", "--vault", root, query, "--top", "3", "--no-rerank", "--explain")
+        api_ex["explain"].pop("timings_ms")
+        cli_ex["explain"].pop("timings_ms")
+        assert api_ex == cli_ex
+    assert json.loads(Vault(root).retrieve("espresso", top=2).to_json()) == \
+        run_cli_json("retrieve", "--vault", root, "espresso", "--top", "2", "--no-rerank")
+
+
+def test_python_api_errors(tmp_path: Path) -> None:
+    from vaulteval import NotProvisioned, UsageError
+    from vaulteval.sample import copy_sample
+
+    root = copy_sample(tmp_path / "api")
+    with pytest.raises(NotProvisioned) as exc:
+        Vault(root).retrieve("espresso")
+    assert exc.value.exit_code == 10 and f"vaulteval provision --vault {root}" in str(exc.value)
+    Vault(root).provision()
+    for kwargs in ({"top": 0}, {"top": 1001}, {"bm25_top": 0}, {"top": True}):
+        with pytest.raises(UsageError):
+            Vault(root).retrieve("espresso", **kwargs)
+    with pytest.raises(UsageError):
+        Vault(root).retrieve("  ")
