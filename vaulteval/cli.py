@@ -295,6 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
 # Later modules (evaluation, notebooks) add their subcommands here.
 EXTENSIONS: list[Callable[[Any, Callable[[argparse.ArgumentParser], None]], None]] = []
 
+from . import cli_eval  # noqa: E402  (cheap: argparse only; heavy imports live in its handlers)
+
+EXTENSIONS.append(cli_eval.register)
+
 
 
 def main(argv: Sequence[str] | None = None) -> int:

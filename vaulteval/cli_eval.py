@@ -1,0 +1,164 @@
+"""Workbench subcommands: ``queryset check``, ``import beir``, ``eval run|verify|compare``.
+
+Usage::
+
+    vaulteval queryset check --vault V querysets/sample-vault.yaml
+    vaulteval import beir /data/scifact --out /tmp/scifact --split test
+    vaulteval eval run --vault V --queryset Q --strategy bm25 --strategy bm25:analyzer=english --out runs/
+    vaulteval eval verify runs/<id>
+    vaulteval eval compare runs/<a> runs/<b> --baseline bm25
+
+Each handler parses arguments, calls one library function and prints; the
+heavy modules (pandas, scipy, ir-measures) are imported inside handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+
+STRATEGY_HELP = """strategy grammar: KIND[:OPTION,KEY=VALUE,...]
+  KIND      bm25 | rerank   (rerank OPTION: ollama (default) | st)
+  KEYS      name, analyzer (default|english), k1, b, target, overlap, hard_max,
+            prefix (provisioned|synthetic), bm25_top (100), top (100);
+            rerank also: model, host, timeout, batch_size, allow_remote
+  examples  bm25 | bm25:analyzer=english,k1=1.2,b=0.6 | bm25:target=800,overlap=100
+            bm25:bm25_top=20,top=5 (what `retrieve` returns by default) | rerank:st,bm25_top=20
+Strategies whose analyzer or chunking differ from the vault's index are built in
+$VAULTEVAL_CACHE (default ~/.cache/vaulteval), never in the vault."""
+
+
+def cmd_queryset_check(args: argparse.Namespace) -> int:
+    from .querysets import QuerySetInvalid, open_queryset
+
+    try:
+        vault, qs = open_queryset(args.queryset, args.vault, qrels=args.qrels, split=args.split)
+    except QuerySetInvalid as exc:
+        for problem in exc.problems:
+            sys.stderr.write(f"{problem}\n")
+        sys.stderr.write(f"vaulteval: {len(exc.problems)} problem(s) in {args.queryset}\n")
+        return EXIT_USAGE
+    s = qs.summary()
+    print(f"ok: {s['queries']} queries ({s['positive']} with relevant pages, {s['negative']} negative), "
+          f"{s['judgments']} judgments, resolved in {vault.root}")
+    return EXIT_OK
+
+
+def cmd_import_beir(args: argparse.Namespace) -> int:
+    from .beir import import_beir
+
+    report = import_beir(args.source, args.out, split=args.split, name=args.name)
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def cmd_eval_run(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate
+    from .querysets import open_queryset
+    from .report import markdown_table
+
+    vault, qs = open_queryset(args.queryset, args.vault, qrels=args.qrels, split=args.split)
+    ev = evaluate(vault, qs, args.strategy or ["bm25"], measures=_measures(args.measures), k=args.k,
+                  baseline=args.baseline, cache_dir=args.cache, use_vault_index=not args.cache_index,
+                  progress=sys.stderr.isatty())
+    path = ev.save(args.out, run_id=args.id)
+    table = ev.metrics.pivot_table(index="run", columns="measure", values="value", sort=False).reset_index()
+    print(markdown_table(table))
+    for note in ev.report.notes:
+        print(note)
+    print(f"{len(ev.misses)} misses at k={ev.k}; {ev.seconds:.2f} s")
+    print(path)
+    return EXIT_OK
+
+
+def cmd_eval_verify(args: argparse.Namespace) -> int:
+    from .verify import verify_run
+
+    result = verify_run(args.run, vault=args.vault, cache_dir=args.cache)
+    if result.ok:
+        print(f"verified: {args.run} reproduces exactly")
+        return EXIT_OK
+    print(f"NOT reproduced: {args.run} ({len(result.diffs)} difference(s))")
+    for line in result.diffs:
+        print(f"  {line}")
+    return EXIT_FAILED
+
+
+def cmd_eval_compare(args: argparse.Namespace) -> int:
+    from .manifest import compare_run_dirs
+
+    report = compare_run_dirs(args.runs, baseline=args.baseline, measures=_measures(args.measures), k=args.k,
+                              vault=args.vault)
+    if args.out:
+        report.save(args.out)
+    print(report.to_markdown())
+    return EXIT_OK
+
+
+def _measures(value: list[str] | None) -> list[str] | None:
+    if not value:
+        return None
+    return [m for item in value for m in item.replace(",", " ").split()]
+
+
+def _qs_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--qrels", help="TREC qrels file (the query set is then a TREC topics file)")
+    p.add_argument("--split", default="test", help="BEIR split to read (default: test)")
+
+
+def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add the workbench commands to ``vaulteval``'s subparsers (called by cli.build_parser)."""
+    raw = argparse.RawDescriptionHelpFormatter
+
+    p = sub.add_parser("queryset", help="check a query set against a vault")
+    qsub = p.add_subparsers(dest="queryset_cmd", metavar="ACTION", required=True, parser_class=type(p))
+    c = qsub.add_parser("check", help="validate: exit 0 when valid, 2 with file:line problems")
+    c.add_argument("queryset", help="YAML, JSONL, BEIR folder, or TREC topics (with --qrels)")
+    _qs_args(c)
+    add_vault(c)
+    c.set_defaults(handler=cmd_queryset_check)
+
+    p = sub.add_parser("import", help="turn a benchmark into a vault and a query set")
+    isub = p.add_subparsers(dest="import_cmd", metavar="FORMAT", required=True, parser_class=type(p))
+    b = isub.add_parser("beir", help="one note per BEIR document (wiki/<id>.md) + VAULT/querysets/<name>-<split>.yaml")
+    b.add_argument("source", help="BEIR folder: corpus.jsonl(.gz), queries.jsonl, qrels/<split>.tsv")
+    b.add_argument("--out", required=True, help="new vault folder (must be empty or missing)")
+    b.add_argument("--split", default="test")
+    b.add_argument("--name", help="vault and query set name (default: the folder name)")
+    b.set_defaults(handler=cmd_import_beir)
+
+    p = sub.add_parser("eval", help="evaluate strategies on a query set; verify and compare run directories")
+    esub = p.add_subparsers(dest="eval_cmd", metavar="ACTION", required=True, parser_class=type(p))
+    r = esub.add_parser("run", help="run strategies, write runs/<id>/", epilog=STRATEGY_HELP, formatter_class=raw)
+    r.add_argument("--queryset", required=True, help="query set (YAML, JSONL, BEIR folder, TREC topics)")
+    _qs_args(r)
+    r.add_argument("--strategy", action="append", help="a strategy string; repeat to compare (default: bm25)")
+    r.add_argument("--out", default="runs", help="parent folder of the run directory (default: runs)")
+    r.add_argument("--id", help="run directory name (default: <UTC time>-<query set>)")
+    r.add_argument("--measures", nargs="+", help="ir-measures names, e.g. nDCG@10 R@100 RR (default: nDCG, R, P, Success @k, RR, AP)")
+    r.add_argument("--k", type=int, default=10, help="cutoff for the default measures and for misses (default 10)")
+    r.add_argument("--baseline", help="strategy name to compare against (default: the first)")
+    r.add_argument("--cache", help="evaluation cache folder (default: $VAULTEVAL_CACHE or ~/.cache/vaulteval)")
+    r.add_argument("--cache-index", action="store_true", help="build every index in the cache, even when the vault's fits")
+    add_vault(r)
+    r.set_defaults(handler=cmd_eval_run)
+
+    v = esub.add_parser("verify", help="recompute a run directory; exit 1 with a diff if anything differs")
+    v.add_argument("run", help="runs/<id>")
+    v.add_argument("--cache", help="evaluation cache folder")
+    add_vault(v)
+    v.set_defaults(handler=cmd_eval_verify)
+
+    m = esub.add_parser("compare", help="compare the runs of run directories (one query set)")
+    m.add_argument("runs", nargs="+", help="runs/<id> folders")
+    m.add_argument("--baseline", help="run name to compare against (default: the first)")
+    m.add_argument("--measures", nargs="+")
+    m.add_argument("--k", type=int)
+    m.add_argument("--out", help="also save the report (.md, .html, .json, .csv)")
+    add_vault(m)
+    m.set_defaults(handler=cmd_eval_compare)
