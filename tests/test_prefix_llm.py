@@ -320,10 +320,9 @@ def test_ollama_remote_host_refused(monkeypatch, guard, host):
 @pytest.mark.parametrize("host, url", [
     (None, "http://127.0.0.1:11434"),
     ("localhost", "http://localhost:11434"),
-    (":5000", "http://127.0.0.1:5000"),
     ("0.0.0.0", "http://127.0.0.1:11434"),
     ("http://[::1]:8080/", "http://[::1]:8080"),
-    ("https://127.0.0.2", "https://127.0.0.2:443"),
+    ("https://127.0.0.2", "https://127.0.0.2"),
 ])
 def test_ollama_base_url_normalised(host, url):
     assert ollama_base_url(host) == url

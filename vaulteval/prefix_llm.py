@@ -69,28 +69,22 @@ def ollama_base_url(host: str | None = None) -> str:
     """Usage: ``ollama_base_url("localhost:11435")`` -> ``"http://localhost:11435"``.
 
     Resolve the Ollama endpoint (argument, then OLLAMA_HOST, OLLAMA_URL, then
-    the default) and refuse any host that is not loopback. The unspecified
-    addresses 0.0.0.0 and :: (common server bind values) mean this machine.
+    the default) with the rerank stage's host rules, and refuse any host that
+    is not this machine: page text only goes to a local Ollama.
     """
+    from .rerankconfig import RerankConfigError, normalize_host
+
     raw = (host or os.environ.get("OLLAMA_HOST") or os.environ.get("OLLAMA_URL") or DEFAULT_OLLAMA_HOST).strip()
-    has_scheme = "://" in raw
-    parts = urlsplit(raw if has_scheme else f"http://{raw}")
-    if parts.scheme not in {"http", "https"}:
-        raise RemoteHostNotAllowed(f"ollama host {raw!r}: scheme must be http or https")
-    name = parts.hostname or "127.0.0.1"
-    if name in {"0.0.0.0", "::"}:
-        name = "127.0.0.1"
-    if not _is_loopback(name):
+    try:
+        url = normalize_host(raw, allow_remote=True)
+    except RerankConfigError as exc:
+        raise RemoteHostNotAllowed(f"ollama prefix tier: {exc}") from None
+    if not _is_loopback((urlsplit(url).hostname or "")):
         raise RemoteHostNotAllowed(
             f"ollama prefix host {raw!r} is not loopback; page text is only sent to a local Ollama "
             f"(use e.g. {DEFAULT_OLLAMA_HOST})"
         )
-    try:
-        port = parts.port or (11434 if not has_scheme else (443 if parts.scheme == "https" else 80))
-    except ValueError as exc:
-        raise RemoteHostNotAllowed(f"ollama host {raw!r}: {exc}") from None
-    shown = f"[{name}]" if ":" in name else name
-    return f"{parts.scheme}://{shown}:{port}{parts.path.rstrip('/')}"
+    return url
 
 
 def anthropic_base_url() -> str:
