@@ -1,13 +1,8 @@
 """Shared helpers and fixtures for the retrieval-pipeline behaviour tests (tests/test_pipeline_*.py).
 
-Usage (in a test module)::
-
-    try:
-        from pipeline_fixtures import provisioned_sample, fresh_vault, run_cli  # noqa: F401
-    except ImportError:  # tests/ imported as a package
-        from tests.pipeline_fixtures import provisioned_sample, fresh_vault, run_cli  # noqa: F401
-
-Fixtures are imported by name so pytest finds them without a conftest.py.
+Usage (in a test module): ``from pipeline_fixtures import run_cli, snapshot``; the
+fixtures (``provisioned_sample``, ``fresh_vault``, ``unprovisioned_vault``) come
+from tests/conftest.py.
 Nothing here mocks the package: vaults are real folders, the CLI is a real subprocess.
 """
 

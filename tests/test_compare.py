@@ -23,10 +23,7 @@ from vaulteval.runs import Run
 from vaulteval.stats import holm, paired_test
 from vaulteval.strategy import Strategy
 
-try:
-    from evalkit import eval_cache  # noqa: F401
-except ImportError:  # tests/ imported as a package
-    from tests.evalkit import eval_cache  # noqa: F401
+from evalkit import eval_cache  # noqa: F401
 
 
 # ---------------------------------------------------------------------- stats

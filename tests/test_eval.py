@@ -18,10 +18,7 @@ from vaulteval.strategy import Strategy, StrategyError
 from vaulteval.vault import BUNDLED_SAMPLE, Vault
 from vaulteval.workspace import Workspace
 
-try:
-    from evalkit import QUERYSET, eval_cache, snapshot  # noqa: F401
-except ImportError:  # tests/ imported as a package
-    from tests.evalkit import QUERYSET, eval_cache, snapshot  # noqa: F401
+from evalkit import QUERYSET, eval_cache, snapshot  # noqa: F401
 
 
 # ------------------------------------------------------------------ strategy

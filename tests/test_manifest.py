@@ -23,12 +23,8 @@ from vaulteval.strategy import Strategy
 from vaulteval.vault import Vault
 from vaulteval.verify import verify_run
 
-try:
-    from evalkit import QUERYSET, eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
-    from ollama_server import FakeOllama
-except ImportError:  # tests/ imported as a package
-    from tests.evalkit import QUERYSET, eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
-    from tests.ollama_server import FakeOllama
+from evalkit import QUERYSET, eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
+from ollama_server import FakeOllama
 
 STRATEGIES = ["bm25", "bm25:analyzer=english", "bm25:target=800,overlap=100"]
 

@@ -23,12 +23,8 @@ from vaulteval.strategy import Strategy
 from vaulteval.vault import Vault
 from vaulteval.workspace import Workspace
 
-try:
-    from evalkit import eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
-    from ollama_server import FakeOllama
-except ImportError:  # tests/ imported as a package
-    from tests.evalkit import eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
-    from tests.ollama_server import FakeOllama
+from evalkit import eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
+from ollama_server import FakeOllama
 
 FILLER = " ".join(f"filler{i}" for i in range(60))
 PAGES = {

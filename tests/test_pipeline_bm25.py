@@ -22,10 +22,7 @@ import pytest
 
 from vaulteval import Vault
 
-try:
-    from pipeline_fixtures import chunk_records, run_json, write_note
-except ImportError:  # tests/ imported as a package
-    from tests.pipeline_fixtures import chunk_records, run_json, write_note
+from pipeline_fixtures import chunk_records, run_json, write_note
 
 SCIFACT = Path("/work/shared/data/scifact")
 N_QUERIES = 50

@@ -10,50 +10,27 @@ from pathlib import Path
 
 from vaulteval.chunking import sha256_text
 
-try:
-    from pipeline_fixtures import (  # noqa: F401
-        DESCALING_NOTE,
-        EMPTY_NOTE,
-        LONG_NOTE,
-        SEED_FIELDS,
-        append_text,
-        chunk_records,
-        fresh_vault,
-        index_file,
-        make_vault,
-        provisioned_sample,
-        records_for,
-        retrieve_json,
-        run_cli,
-        run_json,
-        run_main,
-        sha256_file,
-        snapshot,
-        unprovisioned_vault,
-        write_note,
-    )
-except ImportError:  # tests/ imported as a package
-    from tests.pipeline_fixtures import (  # noqa: F401
-        DESCALING_NOTE,
-        EMPTY_NOTE,
-        LONG_NOTE,
-        SEED_FIELDS,
-        append_text,
-        chunk_records,
-        fresh_vault,
-        index_file,
-        make_vault,
-        provisioned_sample,
-        records_for,
-        retrieve_json,
-        run_cli,
-        run_json,
-        run_main,
-        sha256_file,
-        snapshot,
-        unprovisioned_vault,
-        write_note,
-    )
+from pipeline_fixtures import (  # noqa: F401
+    DESCALING_NOTE,
+    EMPTY_NOTE,
+    LONG_NOTE,
+    SEED_FIELDS,
+    append_text,
+    chunk_records,
+    fresh_vault,
+    index_file,
+    make_vault,
+    provisioned_sample,
+    records_for,
+    retrieve_json,
+    run_cli,
+    run_json,
+    run_main,
+    sha256_file,
+    snapshot,
+    unprovisioned_vault,
+    write_note,
+)
 
 CHUNKS = Path(".vault-meta") / "chunks"
 

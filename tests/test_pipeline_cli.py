@@ -20,38 +20,21 @@ import pytest
 
 from vaulteval import Vault
 
-try:
-    from pipeline_fixtures import (  # noqa: F401
-        CRLF_NOTE,
-        assert_one_line_error,
-        cli_env,
-        fresh_vault,
-        index_file,
-        make_vault,
-        provisioned_sample,
-        run_cli,
-        run_json,
-        run_main,
-        snapshot,
-        unprovisioned_vault,
-        write_note,
-    )
-except ImportError:  # tests/ imported as a package
-    from tests.pipeline_fixtures import (  # noqa: F401
-        CRLF_NOTE,
-        assert_one_line_error,
-        cli_env,
-        fresh_vault,
-        index_file,
-        make_vault,
-        provisioned_sample,
-        run_cli,
-        run_json,
-        run_main,
-        snapshot,
-        unprovisioned_vault,
-        write_note,
-    )
+from pipeline_fixtures import (  # noqa: F401
+    CRLF_NOTE,
+    assert_one_line_error,
+    cli_env,
+    fresh_vault,
+    index_file,
+    make_vault,
+    provisioned_sample,
+    run_cli,
+    run_json,
+    run_main,
+    snapshot,
+    unprovisioned_vault,
+    write_note,
+)
 
 REBUILD = "vaulteval provision --vault"
 

@@ -15,36 +15,20 @@ from vaulteval import Vault
 from vaulteval.chunking import sha256_text
 from vaulteval.errors import PathEscape
 
-try:
-    from pipeline_fixtures import (  # noqa: F401
-        CRLF_NOTE,
-        DESCALING_NOTE,
-        append_text,
-        chunk_records,
-        fresh_vault,
-        index_file,
-        provisioned_sample,
-        records_for,
-        retrieve_json,
-        run_cli,
-        run_json,
-        sha256_file,
-    )
-except ImportError:  # tests/ imported as a package
-    from tests.pipeline_fixtures import (  # noqa: F401
-        CRLF_NOTE,
-        DESCALING_NOTE,
-        append_text,
-        chunk_records,
-        fresh_vault,
-        index_file,
-        provisioned_sample,
-        records_for,
-        retrieve_json,
-        run_cli,
-        run_json,
-        sha256_file,
-    )
+from pipeline_fixtures import (  # noqa: F401
+    CRLF_NOTE,
+    DESCALING_NOTE,
+    append_text,
+    chunk_records,
+    fresh_vault,
+    index_file,
+    provisioned_sample,
+    records_for,
+    retrieve_json,
+    run_cli,
+    run_json,
+    sha256_file,
+)
 
 
 def _pages(result: dict) -> list[str]:

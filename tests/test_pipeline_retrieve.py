@@ -13,38 +13,21 @@ import pytest
 from vaulteval import Vault
 from vaulteval.cli import main
 
-try:
-    from pipeline_fixtures import (  # noqa: F401
-        CHINESE_NOTE,
-        DESCALING_NOTE,
-        JAPANESE_NOTE,
-        LONG_NOTE,
-        append_text,
-        fresh_vault,
-        provisioned_sample,
-        records_for,
-        retrieve_json,
-        run_cli,
-        run_cli_json,
-        run_json,
-        snapshot,
-    )
-except ImportError:  # tests/ imported as a package
-    from tests.pipeline_fixtures import (  # noqa: F401
-        CHINESE_NOTE,
-        DESCALING_NOTE,
-        JAPANESE_NOTE,
-        LONG_NOTE,
-        append_text,
-        fresh_vault,
-        provisioned_sample,
-        records_for,
-        retrieve_json,
-        run_cli,
-        run_cli_json,
-        run_json,
-        snapshot,
-    )
+from pipeline_fixtures import (  # noqa: F401
+    CHINESE_NOTE,
+    DESCALING_NOTE,
+    JAPANESE_NOTE,
+    LONG_NOTE,
+    append_text,
+    fresh_vault,
+    provisioned_sample,
+    records_for,
+    retrieve_json,
+    run_cli,
+    run_cli_json,
+    run_json,
+    snapshot,
+)
 
 CANDIDATE_KEYS = {
     "chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "bm25_score", "rerank_score",

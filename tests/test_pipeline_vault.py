@@ -13,10 +13,7 @@ import pytest
 import vaulteval
 from vaulteval.vault import BUNDLED_SAMPLE, MARKERS
 
-try:
-    from pipeline_fixtures import assert_one_line_error, cli_env, run_cli, snapshot, write_note
-except ImportError:  # tests/ imported as a package
-    from tests.pipeline_fixtures import assert_one_line_error, cli_env, run_cli, snapshot, write_note
+from pipeline_fixtures import assert_one_line_error, cli_env, run_cli, snapshot, write_note
 
 REPO_ROOT = Path(vaulteval.__file__).resolve().parents[1]
 

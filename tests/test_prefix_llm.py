@@ -30,10 +30,7 @@ from vaulteval.prefix_llm import (
     ollama_base_url,
 )
 
-try:
-    from fake_llm_servers import EgressGuard, FakeServer, Reply, fake_claude
-except ImportError:  # tests/ imported as a package
-    from tests.fake_llm_servers import EgressGuard, FakeServer, Reply, fake_claude
+from fake_llm_servers import EgressGuard, FakeServer, Reply, fake_claude
 
 TITLE = "Descaling"
 BODY = "# Descaling\n\nRun citric acid through the machine.\n\nRinse twice with water afterwards."

@@ -18,10 +18,7 @@ from vaulteval.links import AmbiguousLink, LinkResolver, UnknownLink
 from vaulteval.querysets import QuerySetInvalid, load_queryset
 from vaulteval.vault import BUNDLED_SAMPLE, Vault
 
-try:
-    from evalkit import QUERYSET, eval_cache, make_vault, write_yaml  # noqa: F401
-except ImportError:  # tests/ imported as a package
-    from tests.evalkit import QUERYSET, eval_cache, make_vault, write_yaml  # noqa: F401
+from evalkit import QUERYSET, eval_cache, make_vault, write_yaml  # noqa: F401
 
 PAGES = {
     "books/Notes.md": "---\naliases: [Reading notes]\n---\nHow I write up books.",

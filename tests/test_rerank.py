@@ -18,10 +18,7 @@ import pytest
 
 from vaulteval.rerank import RerankConfig, RerankOutcome, peek, rerank
 
-try:
-    from ollama_server import SocketAudit, minilm_model, ollama_server, ollama_server_session  # noqa: F401
-except ImportError:  # tests/ imported as a package
-    from tests.ollama_server import SocketAudit, minilm_model, ollama_server, ollama_server_session  # noqa: F401
+from ollama_server import SocketAudit, minilm_model, ollama_server, ollama_server_session  # noqa: F401
 
 QUERY = "how do I descale the espresso machine"
 TEXTS = [

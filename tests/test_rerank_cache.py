@@ -21,10 +21,7 @@ import pytest
 from vaulteval.embedcache import EmbeddingCache, input_key
 from vaulteval.rerank import RerankConfig, rerank
 
-try:
-    from ollama_server import minilm_model, ollama_server, ollama_server_session  # noqa: F401
-except ImportError:  # tests/ imported as a package
-    from tests.ollama_server import minilm_model, ollama_server, ollama_server_session  # noqa: F401
+from ollama_server import minilm_model, ollama_server, ollama_server_session  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = "espresso machine descaling"

@@ -25,10 +25,7 @@ from vaulteval.rerank import (
     resolve,
 )
 
-try:
-    from ollama_server import SocketAudit
-except ImportError:  # tests/ imported as a package
-    from tests.ollama_server import SocketAudit
+from ollama_server import SocketAudit
 
 REPO = Path(__file__).resolve().parents[1]
 
