@@ -113,3 +113,14 @@ def test_workspace_reuses_cache_builds(tmp_path: Path, eval_cache: Path) -> None
     ws = Workspace(Vault(vault.root))
     assert ws.env(Strategy.parse("bm25:prefix=synthetic")).source == "vault"  # every chunk has a synthetic prefix
     assert ws.env(Strategy.parse("bm25:hard_max=5000")).source == "cache"
+
+
+def test_run_directory_inside_the_vault_is_refused(tmp_path):
+    from vaulteval.cli import main
+    from vaulteval.sample import copy_sample
+
+    vault = copy_sample(tmp_path / "v")
+    before = sorted(p.relative_to(vault) for p in vault.rglob("*"))
+    code = main(["eval", "run", "--vault", str(vault), "--queryset", str(QUERYSET), "--out", str(vault / "runs")])
+    assert code == 2
+    assert sorted(p.relative_to(vault) for p in vault.rglob("*")) == before

@@ -758,3 +758,14 @@ def test_skill_falls_back_to_vaulteval_on_path(skills, tmp_path):
     (tmp_path / "c").mkdir()
     product = Runner(tmp_path / "c", elsewhere, {"VAULT": str(REPO)}, path_env=f"{VENV_BIN}{os.pathsep}{system_path}")
     assert product.run(setup).rc != 0, "a folder without wiki/ is not a vault"
+
+
+@pytest.mark.parametrize("where", ["inside", "vault", "missing-parent"])
+def test_wiki_eval_refuses_a_runs_folder_in_the_vault(skills, tmp_path, where):
+    vault = copy_sample(tmp_path / "vault")
+    runs = {"inside": vault / "runs", "vault": vault, "missing-parent": tmp_path / "no" / "such" / "runs"}[where]
+    before = snapshot(vault)
+    runner = make_runner(tmp_path, "wiki-eval", vault, RUNS=str(runs))
+    out = runner.run(skills["wiki-eval"].shell_blocks()[0])
+    assert out.rc != 0, out.describe()
+    assert snapshot(vault) == before and not (tmp_path / "no").exists()

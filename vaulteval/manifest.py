@@ -132,6 +132,11 @@ def write_run_dir(ev: "EvalRun", out: Path, run_id: str | None = None) -> Path:
     """Write the run directory ``out/<run_id>/`` (a new folder; an existing one is refused)."""
     import pandas as pd
 
+    from .paths import is_inside
+
+    if is_inside(ev.vault.root, out):
+        raise UsageError(f"run directory {out} is inside the vault {ev.vault.root}; evaluation never writes "
+                         "the vault, pass --out to a folder outside it")
     run_id = run_id or new_run_id(out, ev.queryset.name)
     target = out / run_id
     if target.exists() and any(target.iterdir()):
