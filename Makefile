@@ -13,7 +13,6 @@ export TRANSFORMERS_OFFLINE := 1
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP_INSTALL) --upgrade pip setuptools wheel
 	$(PIP_INSTALL) -e '.[dev]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
@@ -22,8 +21,9 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/vaulteval demo
 
+# One pytest run: the tests, then every cell of the bundled notebooks against its stored output (nbval).
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

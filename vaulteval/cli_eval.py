@@ -7,6 +7,8 @@ Usage::
     vaulteval eval run --vault V --queryset Q --strategy bm25 --strategy bm25:analyzer=english --out runs/
     vaulteval eval verify runs/<id>
     vaulteval eval compare runs/<a> runs/<b> --baseline bm25
+    vaulteval eval run --vault V --queryset Q --strategy bm25 --strategy rerank:st --notebooks evaluate,rerank_impact
+    vaulteval notebooks            # the bundled notebooks and their parameters
 
 Each handler parses arguments, calls one library function and prints; the
 heavy modules (pandas, scipy, ir-measures) are imported inside handlers.
@@ -18,9 +20,10 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 
 STRATEGY_HELP = """strategy grammar: KIND[:OPTION,KEY=VALUE,...]
   KIND      bm25 | rerank   (rerank OPTION: ollama (default) | st)
@@ -62,6 +65,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     from .querysets import open_queryset
     from .report import markdown_table
 
+    notebooks, overrides = _notebook_choice(args)
     vault, qs = open_queryset(args.queryset, args.vault, qrels=args.qrels, split=args.split)
     ev = evaluate(vault, qs, args.strategy or ["bm25"], measures=_measures(args.measures), k=args.k,
                   baseline=args.baseline, cache_dir=args.cache, use_vault_index=not args.cache_index,
@@ -72,7 +76,64 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     for note in ev.report.notes:
         print(note)
     print(f"{len(ev.misses)} misses at k={ev.k}; {ev.seconds:.2f} s")
+    if notebooks:
+        from .notebooks_run import run_for_eval
+
+        context = {"vault": str(vault.root), "queryset": str(Path(args.queryset).expanduser().resolve()),
+                   "k": args.k, "strategies": list(args.strategy or ["bm25"]),
+                   "cache": str(Path(args.cache).expanduser().resolve()) if args.cache else None}
+        for done in run_for_eval(notebooks, path, context, overrides):
+            print(f"notebook: {path / done['file']}")
     print(path)
+    return EXIT_OK
+
+
+def _notebook_choice(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
+    """The --notebooks names and --notebook-param values, checked before any evaluation starts."""
+    if not args.notebooks:
+        if args.notebook_param:
+            raise UsageError("--notebook-param needs --notebooks NAME[,NAME...]")
+        return [], {}
+    from .notebooks_run import check_overrides, parse_names
+
+    if args.qrels:
+        raise UsageError("--notebooks reads YAML, JSONL or BEIR query sets; TREC topics with --qrels are not supported")
+    notebooks, overrides = parse_names(args.notebooks), _notebook_params(args.notebook_param or [])
+    check_overrides(notebooks, overrides)
+    return notebooks, overrides
+
+
+def _notebook_params(items: list[str]) -> dict[str, Any]:
+    import yaml
+
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise UsageError(f"--notebook-param expects NAME=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        except yaml.YAMLError:
+            out[key.strip()] = value
+    return out
+
+
+def cmd_notebooks(args: argparse.Namespace) -> int:
+    from . import notebooks_run as nr
+
+    if args.refresh is not None:
+        for path in nr.refresh(nr.parse_names(args.refresh) if args.refresh else None):
+            print(f"refreshed {path.name}")
+        return EXIT_OK
+    described = nr.describe()
+    if args.json:
+        print(json.dumps(described, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    print(f"notebooks in {nr.NOTEBOOK_DIR} (run: vaulteval eval run ... --notebooks NAME[,NAME])")
+    for nb in described:
+        print(f"\n{nb['name']}: {nb['title']}")
+        for name, p in nb["parameters"].items():
+            print(f"  {name} = {p['default']}" + (f"  # {p['help']}" if p["help"] else ""))
     return EXIT_OK
 
 
@@ -145,6 +206,10 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     r.add_argument("--baseline", help="strategy name to compare against (default: the first)")
     r.add_argument("--cache", help="evaluation cache folder (default: $VAULTEVAL_CACHE or ~/.cache/vaulteval)")
     r.add_argument("--cache-index", action="store_true", help="build every index in the cache, even when the vault's fits")
+    r.add_argument("--notebooks", metavar="NAME[,NAME]", help="also execute these notebooks (papermill) into the "
+                   "run directory, e.g. evaluate,rerank_impact; see `vaulteval notebooks`")
+    r.add_argument("--notebook-param", action="append", metavar="NAME=VALUE",
+                   help="a notebook parameter (YAML value), for every chosen notebook that takes it; repeatable")
     add_vault(r)
     r.set_defaults(handler=cmd_eval_run)
 
@@ -153,6 +218,12 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     v.add_argument("--cache", help="evaluation cache folder")
     add_vault(v)
     v.set_defaults(handler=cmd_eval_verify)
+
+    n = sub.add_parser("notebooks", help="list the bundled notebooks and their parameters")
+    n.add_argument("--json", action="store_true", help="as JSON")
+    n.add_argument("--refresh", nargs="*", metavar="NAME",
+                   help="maintainers: re-execute bundled notebooks in place to store their outputs (default: all)")
+    n.set_defaults(handler=cmd_notebooks)
 
     m = esub.add_parser("compare", help="compare the runs of run directories (one query set)")
     m.add_argument("runs", nargs="+", help="runs/<id> folders")

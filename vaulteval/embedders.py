@@ -271,6 +271,7 @@ def load_st_model(model: str) -> Any:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise EmbedFailure("backend-unavailable", f"sentence-transformers is not importable ({exc})") from None
+        _quiet_model_loading()
         try:
             loaded = SentenceTransformer(model, device="cpu", local_files_only=True)
         except Exception as exc:  # noqa: BLE001 - any load failure means: no usable local model
@@ -315,3 +316,13 @@ class SentenceTransformerEmbedder:
 
     def close(self) -> None:
         """Usage: ``embedder.close()``; keeps the model loaded for the next call."""
+
+
+def _quiet_model_loading() -> None:
+    """Loading a local model is not long work: keep its progress bar out of stderr and notebooks."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass

@@ -104,7 +104,7 @@ def _read_header(raw: RawSet, data: dict, path: Path, line: int) -> None:
         if not isinstance(vault, str) or not vault.strip():
             raw.problems.append(Problem(str(path), line, "vault: must be a folder path relative to this file"))
         else:
-            raw.vault_root = (path.parent / Path(vault).expanduser()).resolve()
+            raw.vault_root = (path.resolve().parent / Path(vault).expanduser()).resolve()  # after symlinks
 
 
 def _read_entry(raw: RawSet, item: Any, line: int) -> None:
