@@ -1,0 +1,71 @@
+"""The docs are part of the contract: README commands, command table, --help, CI entry point."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vaulteval.cli import build_parser
+
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _command_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out.append(prefix + (name,))
+                out.extend(_command_paths(sub, prefix + (name,)))
+    return out
+
+
+COMMANDS = _command_paths(build_parser())
+
+
+def test_readme_opens_with_the_two_setup_commands():
+    first_block = re.search(r"```(?:sh|bash)?\n(.*?)```", README, re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in first_block.splitlines() if line.strip()]
+    assert commands == ["make demo", "make test"]
+    assert README.index("make demo") < README.index("## ")
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (REPO / ".ci" / "run").read_text()
+    assert re.search(r"^make test$", ci, re.M)
+    assert os.access(REPO / ".ci" / "run", os.X_OK)
+
+
+def test_make_test_runs_pytest_in_the_venv():
+    dry = subprocess.run(["make", "-n", "test"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert ".venv/bin/python -m pytest" in dry
+
+
+@pytest.mark.parametrize("path", [p for p in COMMANDS if len(p) == 1], ids=lambda p: " ".join(p))
+def test_every_command_is_in_the_readme(path):
+    assert f"vaulteval {path[0]}" in README, f"`vaulteval {path[0]}` is not documented in README.md"
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p))
+def test_every_command_has_help(path, capsys):
+    from vaulteval.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([*path, "--help"])
+    assert exc.value.code == 0
+    assert "usage: vaulteval" in capsys.readouterr().out
+
+
+def test_make_demo_runs_end_to_end(tmp_path):
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    proc = subprocess.run(["make", "demo"], cwd=REPO, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "== provisioned: 53 pages" in proc.stdout
+    assert '"strategy": "bm25-only"' in proc.stdout
