@@ -124,3 +124,21 @@ def test_run_directory_inside_the_vault_is_refused(tmp_path):
     code = main(["eval", "run", "--vault", str(vault), "--queryset", str(QUERYSET), "--out", str(vault / "runs")])
     assert code == 2
     assert sorted(p.relative_to(vault) for p in vault.rglob("*")) == before
+
+
+def test_remote_ollama_needs_the_explicit_flag(tmp_path, capsys):
+    from vaulteval.cli import main
+    from vaulteval.sample import copy_sample
+    from vaulteval.strategy import Strategy, StrategyError
+
+    with pytest.raises(StrategyError):
+        Strategy.parse("rerank:ollama,allow_remote=true")
+    remote = "rerank:ollama,host=http://203.0.113.9:11434"
+    assert Strategy.parse(remote).rerank.allow_remote is False
+    assert Strategy.parse(remote).with_remote_ollama(True).rerank.allow_remote is True
+    vault = copy_sample(tmp_path / "v")
+    code = main(["eval", "run", "--vault", str(vault), "--queryset", str(QUERYSET), "--strategy", remote,
+                 "--out", str(tmp_path / "runs")])
+    assert code == 2
+    assert "--allow-remote-ollama" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()

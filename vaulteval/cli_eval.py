@@ -65,11 +65,16 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     from .querysets import open_queryset
     from .report import markdown_table
 
+    from .paths import is_inside
+
     notebooks, overrides = _notebook_choice(args)
     vault, qs = open_queryset(args.queryset, args.vault, qrels=args.qrels, split=args.split)
+    if is_inside(vault.root, Path(args.out)):
+        raise UsageError(f"--out {args.out} is inside the vault; evaluation never writes the vault, "
+                         "choose a folder outside it")
     ev = evaluate(vault, qs, args.strategy or ["bm25"], measures=_measures(args.measures), k=args.k,
                   baseline=args.baseline, cache_dir=args.cache, use_vault_index=not args.cache_index,
-                  progress=sys.stderr.isatty())
+                  progress=sys.stderr.isatty(), allow_remote_ollama=args.allow_remote_ollama)
     path = ev.save(args.out, run_id=args.id)
     table = ev.metrics.pivot_table(index="run", columns="measure", values="value", sort=False).reset_index()
     print(markdown_table(table))
@@ -140,7 +145,8 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
 def cmd_eval_verify(args: argparse.Namespace) -> int:
     from .verify import verify_run
 
-    result = verify_run(args.run, vault=args.vault, cache_dir=args.cache)
+    result = verify_run(args.run, vault=args.vault, cache_dir=args.cache,
+                        allow_remote_ollama=args.allow_remote_ollama)
     if result.ok:
         print(f"verified: {args.run} reproduces exactly")
         return EXIT_OK
@@ -165,6 +171,11 @@ def _measures(value: list[str] | None) -> list[str] | None:
     if not value:
         return None
     return [m for item in value for m in item.replace(",", " ").split()]
+
+
+def _remote_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-remote-ollama", action="store_true",
+                   help="allow rerank strategies whose Ollama host is not this machine (sends queries and notes there)")
 
 
 def _qs_args(p: argparse.ArgumentParser) -> None:
@@ -210,12 +221,14 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
                    "run directory, e.g. evaluate,rerank_impact; see `vaulteval notebooks`")
     r.add_argument("--notebook-param", action="append", metavar="NAME=VALUE",
                    help="a notebook parameter (YAML value), for every chosen notebook that takes it; repeatable")
+    _remote_flag(r)
     add_vault(r)
     r.set_defaults(handler=cmd_eval_run)
 
     v = esub.add_parser("verify", help="recompute a run directory; exit 1 with a diff if anything differs")
     v.add_argument("run", help="runs/<id>")
     v.add_argument("--cache", help="evaluation cache folder")
+    _remote_flag(v)
     add_vault(v)
     v.set_defaults(handler=cmd_eval_verify)
 

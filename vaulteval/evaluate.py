@@ -91,7 +91,7 @@ def _now() -> str:
 def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | str]", *,
              measures: list[Any] | str | None = None, k: int = 10, baseline: str | None = None,
              cache_dir: str | os.PathLike[str] | None = None, use_vault_index: bool = True, seed: int = 0,
-             progress: bool = False) -> "EvalRun":
+             progress: bool = False, allow_remote_ollama: bool = False) -> "EvalRun":
     """Run every strategy, then measures, misses, negatives and a comparison against ``baseline``."""
     import pandas as pd
 
@@ -104,7 +104,8 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
 
     if not 1 <= k <= 1000:
         raise UsageError(f"--k must be from 1 to 1000, got {k}")
-    parsed = [s if isinstance(s, Strategy) else Strategy.parse(s) for s in strategies]
+    parsed = [(s if isinstance(s, Strategy) else Strategy.parse(s)).with_remote_ollama(allow_remote_ollama)
+              for s in strategies]
     if not parsed:
         raise UsageError("name at least one strategy, e.g. --strategy bm25")
     names = [s.name for s in parsed]

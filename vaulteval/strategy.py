@@ -13,7 +13,8 @@ Grammar of a strategy string (``--strategy`` on the command line)::
     OPTION   (rerank only) the backend: ollama (default) | st | sentence-transformers
     KEY      name, analyzer (default|english), k1, b, target, overlap, hard_max,
              prefix (provisioned|synthetic), bm25_top, top,
-             and for rerank: model, host, timeout, batch_size, allow_remote (true|false)
+             and for rerank: model, host, timeout, batch_size
+             (a non-local host also needs --allow-remote-ollama on the command)
 
 Examples: ``bm25``, ``bm25:analyzer=english,k1=1.2,b=0.6``, ``bm25:target=800,overlap=100``,
 ``rerank:st``, ``rerank:ollama,model=nomic-embed-text-v2-moe,bm25_top=20``.
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 
 PREFIXES = ("provisioned", "synthetic")
 _BACKENDS = {"st": "sentence-transformers", "sentence-transformers": "sentence-transformers", "ollama": "ollama"}
-_RERANK_KEYS = {"model": str, "host": str, "timeout": float, "batch_size": int, "allow_remote": bool}
+# No allow_remote key: a remote Ollama is allowed only by the --allow-remote-ollama flag.
+_RERANK_KEYS = {"model": str, "host": str, "timeout": float, "batch_size": int}
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._=+-]+")
 
 
@@ -165,6 +167,12 @@ class Strategy:
 
     def with_name(self, name: str) -> "Strategy":
         return replace(self, name=name)
+
+    def with_remote_ollama(self, allowed: bool) -> "Strategy":
+        """The same strategy with the user's --allow-remote-ollama decision applied to its reranker."""
+        if self.rerank is None or self.rerank.allow_remote == allowed:
+            return self
+        return replace(self, rerank=replace(self.rerank, allow_remote=allowed))
 
 
 _FIELD_TYPES: dict[str, type] = {"name": str, "analyzer": str, "k1": float, "b": float, "target": int,

@@ -54,7 +54,7 @@ class VerifyResult:
 
 
 def verify_run(run_dir: str | Path, *, vault: str | Path | None = None,
-               cache_dir: str | Path | None = None) -> VerifyResult:
+               cache_dir: str | Path | None = None, allow_remote_ollama: bool = False) -> VerifyResult:
     """Usage: ``verify_run("runs/<id>").ok``; ``vault`` overrides the manifest's vault folder."""
     from .evaluate import evaluate
     from .fingerprint import VaultFingerprint
@@ -83,7 +83,7 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None,
     ev = evaluate(v, qs, [Strategy.from_dict(s["strategy"]) for s in manifest["strategies"]],
                   measures=params["measures"], k=params["k"], baseline=params.get("baseline"),
                   cache_dir=cache_dir, use_vault_index=params.get("use_vault_index", True),
-                  seed=params.get("seed", 0))
+                  seed=params.get("seed", 0), allow_remote_ollama=allow_remote_ollama)
     result.recomputed = ev
     fp = ev.workspace.fingerprint
     if fp.digest != manifest["vault"]["fingerprint"]:
