@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .errors import PathEscape
-from .paths import open_confined
+from .paths import cached_lexical_path, open_confined
 
 if TYPE_CHECKING:
     from .index import DocMeta
@@ -23,8 +23,24 @@ if TYPE_CHECKING:
 _RACY_SECONDS = 2.0
 
 
-def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+def _stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _cached_verdict(cache: dict, name: str, path: str):
+    """A remembered verdict when the file at ``path`` is still the very file it was given for.
+
+    Same device, inode, size, mtime and ctime means the bytes already checked
+    (and found inside the vault) are the bytes there now, so no open is needed.
+    """
+    hit = cache.get(name)
+    if hit is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return hit[1] if hit[0] == _stat_key(st) else None
 
 
 class IntegrityChecker:
@@ -40,6 +56,9 @@ class IntegrityChecker:
 
     def page_hash(self, page_rel: str) -> str | None:
         try:
+            hit = _cached_verdict(self._page_hash, page_rel, cached_lexical_path(self.vault.wiki_dir, page_rel, "wiki"))
+            if hit is not None:
+                return hit
             with open_confined(self.vault.wiki_dir, page_rel, strip="wiki") as fh:
                 st = os.fstat(fh.fileno())
                 key = _stat_key(st)
@@ -58,6 +77,10 @@ class IntegrityChecker:
         try:
             if not doc.chunk_file.startswith("chunks/"):
                 return None
+            hit = _cached_verdict(self._records, doc.chunk_file,
+                                  cached_lexical_path(self.vault.meta_dir, doc.chunk_file, None))
+            if hit is not None:
+                return hit
             with open_confined(self.vault.meta_dir, doc.chunk_file) as fh:
                 st = os.fstat(fh.fileno())
                 key = _stat_key(st)

@@ -47,6 +47,16 @@ def lexical_path(base: Path | str, relative: str, *, strip: str | None = None) -
     return os.path.join(str(base), *parts)
 
 
+@lru_cache(maxsize=1 << 16)
+def _lexical_cached(base: str, relative: str, strip: str | None) -> str:
+    return lexical_path(base, relative, strip=strip)
+
+
+def cached_lexical_path(base: Path | str, relative: str, strip: str | None) -> str:
+    """``lexical_path`` memoised: the hot path joins the same few thousand index paths again and again."""
+    return _lexical_cached(str(base), relative, strip)
+
+
 def confine(base: Path, relative: str, *, strip: str | None = None) -> Path:
     """Resolve ``relative`` under ``base``, refusing absolute paths, ``..`` and symlink escapes.
 
@@ -64,7 +74,7 @@ def open_confined(base: Path, relative: str, *, strip: str | None = None) -> Bin
     Checking the opened descriptor (not the name) is both cheaper than resolving
     every component and immune to a symlink swapped in between check and open.
     """
-    candidate = lexical_path(base, relative, strip=strip)
+    candidate = cached_lexical_path(base, relative, strip)
     fh = open(candidate, "rb")
     try:
         real = os.readlink(f"{_PROC_FD}/{fh.fileno()}") if _HAVE_PROC else os.path.realpath(candidate)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import NotProvisioned, UsageError
 from .integrity import IntegrityChecker
-from .paths import lexical_path
+from .paths import cached_lexical_path
 from .tokenize import MAX_INPUT_CHARS
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def retrieve(
             chunk_id=doc.chunk_id,
             page_address=doc.page_address,
             page_path=doc.page_path,
-            absolute_path=lexical_path(vault.wiki_dir, doc.page_path, strip="wiki"),
+            absolute_path=cached_lexical_path(vault.wiki_dir, doc.page_path, "wiki"),
             chunk_index=doc.chunk_index,
             bm25_score=round(hit.score, 6),
             rerank_score=round(hit.score, 6),
