@@ -246,3 +246,23 @@ def test_crlf_edit_is_detected(fresh_vault: Path) -> None:
     result = retrieve_json(fresh_vault, "zyxel router factory reset PPPoE")
     assert CRLF_NOTE not in _pages(result)
     assert result["explain"]["stale_candidates_skipped"] >= 1
+
+
+def test_remembered_verdicts_notice_an_edit_that_keeps_size_and_mtime(fresh_vault: Path) -> None:
+    """A long-lived process caches verdicts by stat; a same-size edit with a restored mtime is still caught."""
+    page = fresh_vault / "wiki" / "howto" / "Descaling.md"
+    old = os.stat(page)
+    past = old.st_mtime_ns - 3_600 * 10**9  # older than the racy window, so verdicts are cached
+    for path in (fresh_vault / "wiki").rglob("*.md"):
+        os.utime(path, ns=(past, past))
+    vault = Vault(fresh_vault)
+    first = vault.retrieve("descale espresso machine citric acid", top=5)
+    assert "wiki/howto/Descaling.md" in [c.page_path for c in first.candidates]
+    data = page.read_bytes()
+    flipped = data.replace(b"citric", b"CITRIC", 1)
+    assert flipped != data and len(flipped) == len(data)
+    page.write_bytes(flipped)
+    os.utime(page, ns=(past, past))  # same size, same mtime: only the ctime and the bytes changed
+    second = vault.retrieve("descale espresso machine citric acid", top=5, explain=True)
+    assert "wiki/howto/Descaling.md" not in [c.page_path for c in second.candidates]
+    assert second.explain["stale_candidates_skipped"] >= 1
