@@ -266,3 +266,17 @@ def test_index_built_from_foreign_records(tmp_path: Path) -> None:
     assert cand["snippet"] == "Descale with citric acid."
     assert retrieve_json(root, "kettle whistles")["candidates"][0]["chunk_id"] == "c-000001:0"
     assert retrieve_json(root, "gramophone")["candidates"] == []
+
+
+def test_full_prefix_run_lists_exactly_the_chunk_files_on_disk(fresh_vault: Path) -> None:
+    """provision hands this listing to the index build instead of scanning again; it must match a scan."""
+    from vaulteval import Vault
+    from vaulteval.chunkstore import run_prefix
+    from vaulteval.indexbuild import _scan_chunk_files
+
+    vault = Vault(fresh_vault)
+    append_text(fresh_vault, "wiki/howto/Descaling.md", "\n\nA new paragraph about citric acid.\n")
+    (fresh_vault / "wiki" / "inbox" / "Untitled.md").write_text("Now the empty note has text.\n")
+    report = run_prefix(vault)
+    assert report.pages_changed == 2
+    assert report.chunk_listing == _scan_chunk_files(vault.meta_dir / "chunks")

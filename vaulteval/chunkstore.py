@@ -56,9 +56,13 @@ class PrefixReport:
     peek: bool = False
     changed_pages: list[str] = field(default_factory=list)
     index_invalidated: bool = False
+    # What a full run leaves under chunks/: lets provision skip a second directory scan.
+    chunk_listing: list[tuple[str, str, int, int]] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        del out["chunk_listing"]
+        return out
 
 
 def chunk_file_name(index: int) -> str:
@@ -94,17 +98,30 @@ def _existing_addresses(chunks_dir: Path) -> set[str]:
         return set()
 
 
-def _chunk_stats(chunk_dir: Path, count: int) -> list[list[int]] | None:
+def _chunk_stats(chunk_dir: Path | str, count: int) -> list[list[int]] | None:
     """[size, mtime_ns] of chunk-000..count-1, or None when one is missing."""
     if count < 0:
         return None
     out = []
+    base = str(chunk_dir)
     for idx in range(count):
         try:
-            st = os.stat(chunk_dir / chunk_file_name(idx), follow_symlinks=False)
+            st = os.stat(f"{base}/chunk-{idx:03d}.json", follow_symlinks=False)
         except OSError:
             return None
         out.append([st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _listing(catalog: dict[str, dict]) -> list[tuple[str, str, int, int]] | None:
+    """Every chunk file the catalog vouches for, as (address, name, size, mtime_ns), sorted like a scan."""
+    out = []
+    for info in catalog.values():
+        files = info.get("files")
+        if files is None or len(files) != info.get("chunks"):
+            return None
+        out.extend((info["address"], chunk_file_name(i), size, mtime) for i, (size, mtime) in enumerate(files))
+    out.sort(key=lambda item: (item[0], item[1]))
     return out
 
 
@@ -231,7 +248,7 @@ def run_prefix(
         cached = catalog.get(entry.rel)
         unchanged = bool(cached) and cached.get("hash") == page_hash
         # Trust the catalog only while every chunk file is exactly as this tool left it.
-        if unchanged and _chunk_stats(chunks_dir / cached["address"], cached.get("chunks", -1)) == cached.get("files"):
+        if unchanged and _chunk_stats(f"{chunks_dir}/{cached['address']}", cached.get("chunks", -1)) == cached.get("files"):
             address, parsed = cached["address"], None
         else:
             parsed = chunking.parse_page(raw, entry.rel)
@@ -317,6 +334,8 @@ def run_prefix(
             report.chunks_removed += sum(1 for _ in target.glob("chunk-*.json"))
             shutil.rmtree(target, ignore_errors=True)
         written_any = True
+    if page is None:
+        report.chunk_listing = _listing(new_catalog)
     if written_any or page is None or not (meta / CATALOG_NAME).is_file():
         payload = {"schema": CATALOG_SCHEMA, "params": asdict(params), "pages": new_catalog}
         atomic_write_bytes(meta / CATALOG_NAME, json.dumps(payload, ensure_ascii=False).encode("utf-8"))

@@ -65,8 +65,8 @@ def _previous(meta_dir: Path, analyzer: str) -> tuple[BM25Index | None, list[Doc
     return None, []
 
 
-def _scan_chunk_files(chunks_dir: Path) -> list[tuple[str, str, os.stat_result]]:
-    """(address, file name, stat) for every chunk-*.json, sorted; symlinks are not followed."""
+def _scan_chunk_files(chunks_dir: Path) -> list[tuple[str, str, int, int]]:
+    """(address, file name, size, mtime_ns) for every chunk-*.json, sorted; symlinks are not followed."""
     found = []
     base = str(chunks_dir)
     try:
@@ -78,7 +78,8 @@ def _scan_chunk_files(chunks_dir: Path) -> list[tuple[str, str, os.stat_result]]
             for entry in it:
                 name = entry.name
                 if name.startswith("chunk-") and name.endswith(".json") and entry.is_file(follow_symlinks=False):
-                    found.append((address, name, entry.stat(follow_symlinks=False)))
+                    st = entry.stat(follow_symlinks=False)
+                    found.append((address, name, st.st_size, st.st_mtime_ns))
     found.sort(key=lambda item: (item[0], item[1]))
     return found
 
@@ -120,8 +121,13 @@ def build_index(
     b: float = bm25.B,
     page_hashes: dict[str, str] | None = None,
     chunk_params: dict | None = None,
+    listing: list[tuple[str, str, int, int]] | None = None,
 ) -> BuildReport:
-    """Index every valid, current chunk record; publish atomically."""
+    """Index every valid, current chunk record; publish atomically.
+
+    ``listing`` (address, file name, size, mtime_ns) replaces the directory scan
+    when the caller has just written and stat'ed every chunk file (provision).
+    """
     tokenize = get_analyzer(analyzer)
     meta = vault.meta_dir
     report = BuildReport(analyzer=analyzer)
@@ -150,12 +156,14 @@ def build_index(
     new_terms: list[np.ndarray] = []
     new_docs: list[np.ndarray] = []
     new_tfs: list[np.ndarray] = []
-    for address, name, st in _scan_chunk_files(meta / "chunks"):
+    if listing is None:
+        listing = _scan_chunk_files(meta / "chunks")
+    for address, name, size, mtime_ns in listing:
         rel_file = f"chunks/{address}/{name}"
         prev = old_by_file.get(rel_file)
         if prev is not None:
             pm = old_docs_meta[prev]
-            if pm.size == st.st_size and pm.mtime_ns == st.st_mtime_ns:
+            if pm.size == size and pm.mtime_ns == mtime_ns:
                 if current_page_hash(pm.page_path) != pm.page_body_hash:
                     report.stale_skipped += 1
                     continue
@@ -187,7 +195,7 @@ def build_index(
         new_docs.append(np.full(len(counts), doc_id, dtype=np.int64))
         new_tfs.append(np.fromiter(counts.values(), dtype=np.int64, count=len(counts)))
         docs.append(DocMeta(f"{address}:{idx}", rel_file, page_path, address, idx, rec["body_hash"], page_hash,
-                            chunking.sha256_text(text), st.st_size, st.st_mtime_ns))
+                            chunking.sha256_text(text), size, mtime_ns))
         lengths.append(len(terms))
         report.tokenized += 1
     report.reused = len(reuse_pairs)

@@ -68,7 +68,7 @@ def provision(
         hashes = {rel: chunking.sha256_bytes(raw) for rel, raw in page_bytes.items()}
         del page_bytes
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=hashes,
-                                   chunk_params=asdict(params))
+                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing)
         t2 = time.perf_counter()
     vault._index = None
     return {
