@@ -57,12 +57,14 @@ class PrefixSettings:
 
 
 def _is_loopback(host: str) -> bool:
-    if host.lower() in {"localhost", "localhost."}:
-        return True
+    """The rerank stage's rule (localhost, 127.0.0.0/8, ::1), applied to a bare host name."""
+    from .rerankconfig import is_loopback
+
     try:
-        return ipaddress.ip_address(host).is_loopback
+        ip = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        return False
+        ip = None
+    return is_loopback(host, ip)
 
 
 def ollama_base_url(host: str | None = None) -> str:
