@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python -m pytest tests/test_pipeline_bm25.py -q``
 
-The SciFact corpus (/work/shared/data/scifact, read-only) becomes a temporary
+The SciFact corpus (../shared/data/scifact, read-only) becomes a temporary
 vault with one note per abstract; the index's own documents (read back from
 the chunk records on disk and analysed with ``index.analyze``) are indexed by
 bm25s as an independent reference.
@@ -22,9 +22,10 @@ import pytest
 
 from vaulteval import Vault
 
+from shared_data import SHARED
 from pipeline_fixtures import chunk_records, run_json, write_note
 
-SCIFACT = Path("/work/shared/data/scifact")
+SCIFACT = SHARED / "data" / "scifact"
 N_QUERIES = 50
 K1, B = 1.5, 0.75
 

@@ -44,11 +44,13 @@ import yaml
 from vaulteval.cli import build_parser
 from vaulteval.sample import copy_sample
 
+from shared_data import SHARED
+
 REPO = Path(__file__).resolve().parents[1]
 SKILLS_DIR = REPO / "skills"
 SKILL_NAMES = ("wiki-retrieve", "wiki-query", "wiki-eval")
 VENV_BIN = Path(sys.executable).parent
-SEEDS_DIR = REPO.parent / "shared" / "seeds"
+SEEDS_DIR = SHARED / "seeds"
 
 QUERY = "how do I descale the espresso machine"
 KEYWORD = "descale"
