@@ -1,0 +1,105 @@
+"""The rerank fault matrix end to end: `vaulteval retrieve` -> real ollama client -> loopback server.
+
+Each case checks the exit code, the strategy and rerank_source labels, that the
+order is exactly the BM25 order on a fallback (and a true cosine order on
+success), and that nothing under the vault changed except the embedding cache.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline_fixtures import run_main, snapshot
+
+QUERY = "how do I descale the espresso machine"
+CACHE_FILES = ("embeddings.sqlite", "embeddings.sqlite-wal", "embeddings.sqlite-shm")
+
+FAULTS = [
+    ("down", "ollama-unreachable"),
+    ("500", "http-error"),
+    ("slow", "timeout"),
+    ("wrong-dimension", "bad-dimension"),
+    ("nan", "bad-vector"),
+    ("zero", "bad-vector"),
+    ("missing-model", "model-missing"),
+    ("one-bad-candidate", "candidate-failed"),
+]
+
+
+def _retrieve(vault: Path, *extra: Any) -> tuple[int, dict, str]:
+    code, out, err = run_main("retrieve", "--vault", vault, QUERY, "--top", 10, *extra)
+    return code, (json.loads(out) if out.strip() else {}), err
+
+
+def _without_cache(snap: dict) -> dict:
+    return {k: v for k, v in snap.items() if not k.startswith(tuple(f".vault-meta/{n}" for n in CACHE_FILES))}
+
+
+@pytest.fixture
+def reranking(fresh_vault: Path, ollama_server: Any, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OLLAMA_HOST", ollama_server.url)
+    code, bm25, _ = _retrieve(fresh_vault, "--no-rerank")
+    assert code == 0 and bm25["candidates"]
+    return fresh_vault, bm25
+
+
+@pytest.mark.parametrize("fault, reason", FAULTS)
+def test_every_fault_keeps_bm25_order_and_says_why(reranking, ollama_server: Any, fault: str, reason: str) -> None:
+    vault, bm25 = reranking
+    before = snapshot(vault)
+    ollama_server.set_fault(fault)
+    timeout = "0.5" if fault == "slow" else "30"
+    code, result, err = _retrieve(vault, "--model", "all-minilm", "--timeout", timeout)
+    assert code == 0, err
+    assert result["strategy"] == f"bm25+noop-rerank:{reason}"
+    assert [c["chunk_id"] for c in result["candidates"]] == [c["chunk_id"] for c in bm25["candidates"]]
+    for cand in result["candidates"]:
+        assert cand["rerank_source"] == f"noop:{reason}"
+        assert cand["rerank_score"] == cand["bm25_score"]  # never a cosine mixed into a BM25 ranking
+    assert snapshot(vault) == before  # a fallback writes nothing at all, not even the cache
+
+
+def test_success_reranks_by_cosine_and_writes_only_the_cache(reranking, ollama_server: Any) -> None:
+    vault, bm25 = reranking
+    before = snapshot(vault)
+    code, result, err = _retrieve(vault, "--model", "all-minilm", "--explain")
+    assert code == 0, err
+    assert result["strategy"] == "bm25+rerank:ollama"
+    scores = [c["rerank_score"] for c in result["candidates"]]
+    assert scores == sorted(scores, reverse=True) and all(-1.0 <= s <= 1.0 for s in scores)
+    assert {c["rerank_source"] for c in result["candidates"]} == {"ollama"}
+    # Rerank reorders the same BM25 pool (bm25_top 20), then dedupes: every page came from that pool.
+    code, pool, _ = _retrieve(vault, "--no-rerank", "--top", 1000)
+    assert {c["page_path"] for c in result["candidates"]} <= {c["page_path"] for c in pool["candidates"]}
+    after = snapshot(vault)
+    assert (vault / ".vault-meta" / "embeddings.sqlite").is_file()
+    assert _without_cache(after) == _without_cache(before)
+
+
+def test_no_rerank_never_touches_the_cache(reranking, ollama_server: Any) -> None:
+    vault, _ = reranking
+    code, _, err = _retrieve(vault, "--model", "all-minilm")  # fills the cache
+    assert code == 0, err
+    before = snapshot(vault)
+    requests_before = len(ollama_server.requests)
+    code, result, _ = _retrieve(vault, "--no-rerank")
+    assert code == 0 and result["strategy"] == "bm25-only"
+    assert snapshot(vault) == before
+    assert len(ollama_server.requests) == requests_before  # no model was contacted
+
+
+def test_remote_host_is_refused_before_any_connection(fresh_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ollama_server import SocketAudit
+
+    monkeypatch.setenv("OLLAMA_HOST", "http://203.0.113.7:11434")
+    before = snapshot(fresh_vault)
+    with SocketAudit() as events:
+        code, result, err = _retrieve(fresh_vault)
+    assert code == 2 and result == {}
+    assert "--allow-remote-ollama" in err and len(err.strip().splitlines()) == 1
+    assert events == []
+    assert snapshot(fresh_vault) == before
