@@ -197,6 +197,11 @@ def _progress(iterable, total: int, desc: str):
     return tqdm(iterable, total=total, desc=desc, unit="page", delay=2.0, leave=False, disable=None)
 
 
+def _duplicate(address: str, first: str, second: str) -> DuplicateAddress:
+    return DuplicateAddress(f"address {address} is declared by both {first} and {second}; "
+                            "give one of them a unique address (nothing was changed)")
+
+
 def run_prefix(
     vault: "Vault",
     *,
@@ -236,8 +241,10 @@ def run_prefix(
         selected = all_pages
     if page_bytes is None:
         page_bytes = read_pages(vault, selected)
-    catalog = {} if rebuild else load_catalog(meta, params)
-    new_catalog = dict(load_catalog(meta, params)) if page is not None else {}
+    stored = load_catalog(meta, params)
+    catalog = {} if rebuild else stored
+    # A single-page run keeps every other page's entry; a full run rebuilds the catalog.
+    new_catalog = dict(stored) if page is not None else {}
 
     # Plan every page first so a conflict aborts before anything is written.
     plans: list[tuple[str, chunking.ParsedPage | None, str, str]] = []
@@ -254,20 +261,14 @@ def run_prefix(
             parsed = chunking.parse_page(raw, entry.rel)
             address = parsed.address or chunking.synthetic_address(entry.rel)
         if address in owner:
-            raise DuplicateAddress(
-                f"address {address} is used by both {owner[address]} and {entry.rel}; "
-                "give one of them a unique address: (nothing was changed)"
-            )
+            raise _duplicate(address, owner[address], entry.rel)
         owner[address] = entry.rel
         plans.append((entry.rel, parsed, address, page_hash))
     if page is not None:
         # A single-page run must still not collide with pages already in the catalog.
         for rel, info in new_catalog.items():
             if rel != page and info.get("address") in owner and owner[info["address"]] != rel:
-                raise DuplicateAddress(
-                    f"address {info['address']} is used by both {rel} and {owner[info['address']]}; "
-                    "give one of them a unique address: (nothing was changed)"
-                )
+                raise _duplicate(info["address"], rel, owner[info["address"]])
 
     present = _existing_addresses(chunks_dir)
     surplus = sorted(present - set(owner)) if page is None else []
@@ -303,11 +304,12 @@ def run_prefix(
         for rec in records:
             report.prefix_sources[rec["prefix_source"]] = report.prefix_sources.get(rec["prefix_source"], 0) + 1
         new_catalog[rel] = {"hash": page_hash, "address": address, "chunks": len(records)}
-        if not peek and not (changed or extra):
+        if peek:
+            report.chunks_written += len(changed)
+            report.chunks_removed += len(extra)
+            continue
+        if not (changed or extra):
             new_catalog[rel]["files"] = _chunk_stats(chunk_dir, len(records))
-        if peek or not (changed or extra):
-            report.chunks_written += len(changed) if peek else 0
-            report.chunks_removed += len(extra) if peek else 0
             continue
         if not invalidated:
             report.index_invalidated = invalidate_index(meta)
