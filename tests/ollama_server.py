@@ -47,6 +47,17 @@ import numpy as np
 import pytest
 
 FAULTS = ("down", "500", "slow", "wrong-dimension", "nan", "zero", "missing-model", "one-bad-candidate")
+# The fallback reason vaulteval must report for each fault.
+FAULT_REASONS = [
+    ("down", "ollama-unreachable"),
+    ("500", "http-error"),
+    ("slow", "timeout"),
+    ("wrong-dimension", "bad-dimension"),
+    ("nan", "bad-vector"),
+    ("zero", "bad-vector"),
+    ("missing-model", "model-missing"),
+    ("one-bad-candidate", "candidate-failed"),
+]
 DEFAULT_MODELS = ("all-minilm:latest", "nomic-embed-text-v2-moe:latest")
 EmbedFn = Callable[[list[str]], np.ndarray]
 

@@ -18,7 +18,7 @@ import pytest
 
 from vaulteval.rerank import RerankConfig, RerankOutcome, peek, rerank
 
-from ollama_server import SocketAudit, minilm_model, ollama_server, ollama_server_session  # noqa: F401
+from ollama_server import FAULT_REASONS, SocketAudit, minilm_model, ollama_server, ollama_server_session  # noqa: F401
 
 QUERY = "how do I descale the espresso machine"
 TEXTS = [
@@ -64,16 +64,6 @@ def test_nomic_models_get_task_prefixes(ollama_server: Any, minilm_model: Any) -
     np.testing.assert_allclose(out.scores, prefixed, atol=1e-5)
 
 
-FAULT_REASONS = [
-    ("down", "ollama-unreachable"),
-    ("500", "http-error"),
-    ("slow", "timeout"),
-    ("wrong-dimension", "bad-dimension"),
-    ("nan", "bad-vector"),
-    ("zero", "bad-vector"),
-    ("missing-model", "model-missing"),
-    ("one-bad-candidate", "candidate-failed"),
-]
 
 
 @pytest.mark.parametrize("fault, reason", FAULT_REASONS)

@@ -13,21 +13,12 @@ from typing import Any
 
 import pytest
 
+from ollama_server import FAULT_REASONS
 from pipeline_fixtures import run_main, snapshot
 
 QUERY = "how do I descale the espresso machine"
 CACHE_FILES = ("embeddings.sqlite", "embeddings.sqlite-wal", "embeddings.sqlite-shm")
 
-FAULTS = [
-    ("down", "ollama-unreachable"),
-    ("500", "http-error"),
-    ("slow", "timeout"),
-    ("wrong-dimension", "bad-dimension"),
-    ("nan", "bad-vector"),
-    ("zero", "bad-vector"),
-    ("missing-model", "model-missing"),
-    ("one-bad-candidate", "candidate-failed"),
-]
 
 
 def _retrieve(vault: Path, *extra: Any) -> tuple[int, dict, str]:
@@ -47,7 +38,7 @@ def reranking(fresh_vault: Path, ollama_server: Any, monkeypatch: pytest.MonkeyP
     return fresh_vault, bm25
 
 
-@pytest.mark.parametrize("fault, reason", FAULTS)
+@pytest.mark.parametrize("fault, reason", FAULT_REASONS)
 def test_every_fault_keeps_bm25_order_and_says_why(reranking, ollama_server: Any, fault: str, reason: str) -> None:
     vault, bm25 = reranking
     before = snapshot(vault)
