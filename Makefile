@@ -4,7 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 # torch is pinned to the CPU build through constraints.txt (an unpinned torch pulls CUDA).
-PIP_INSTALL := $(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt
+# -qq: errors only (this machine's pip configuration warns about every package otherwise).
+PIP_INSTALL := $(BIN)/pip install -qq --disable-pip-version-check -c constraints.txt
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
