@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import NotProvisioned
 from .index import index_path
-from .integrity import IntegrityChecker
 
 if TYPE_CHECKING:
     from .vault import Vault
@@ -46,7 +45,8 @@ def doctor(vault: "Vault") -> DoctorReport:
     path = index_path(vault.meta_dir)
     report = DoctorReport(state="available", vault=str(vault.root), index_path=str(path),
                           index_present=path.is_file(), index_readable=False)
-    report.pages_in_vault = sum(1 for _ in vault.iter_pages())
+    pages = list(vault.iter_pages())
+    report.pages_in_vault = len(pages)
     if not report.index_present:
         report.problems.append("no index: the vault is not provisioned")
         report.rebuild = vault.rebuild_command()
@@ -60,7 +60,7 @@ def doctor(vault: "Vault") -> DoctorReport:
         return report
     report.index_readable = True
     report.stats = index.stats()
-    checker = IntegrityChecker(vault)
+    checker = vault.integrity()
     page_state: dict[str, bool] = {}
     for doc in index.iter_docs():
         if doc.page_path not in page_state:
@@ -74,7 +74,7 @@ def doctor(vault: "Vault") -> DoctorReport:
             report.stale_chunks += 1
     report.pages_indexed = len(page_state)
     indexed = set(page_state)
-    report.unindexed_pages = sum(1 for p in vault.iter_pages() if p.rel not in indexed and _has_text(p.path))
+    report.unindexed_pages = sum(1 for p in pages if p.rel not in indexed and _has_text(p.path))
     if report.stale_pages:
         report.problems.append(f"{report.stale_pages} page(s) changed since the index was built")
     if report.missing_pages:

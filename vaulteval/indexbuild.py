@@ -135,12 +135,11 @@ def build_index(
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
     page_hashes = dict(page_hashes or {})
 
+    checker = vault.integrity()
+
     def current_page_hash(rel: str) -> str | None:
         if rel not in page_hashes:
-            try:
-                page_hashes[rel] = chunking.sha256_bytes(vault.page_path(rel).read_bytes())
-            except (OSError, PathEscape):
-                page_hashes[rel] = ""
+            page_hashes[rel] = checker.page_hash(rel) or ""
         return page_hashes[rel] or None
 
     def reject(reason: str, where: str) -> None:

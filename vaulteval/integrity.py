@@ -54,47 +54,34 @@ class IntegrityChecker:
     def _cacheable(self, st: os.stat_result) -> bool:
         return time.time() - st.st_mtime > _RACY_SECONDS
 
-    def page_hash(self, page_rel: str) -> str | None:
+    def _read(self, cache: dict, base, rel: str, strip: str | None, parse, accept=None):
+        """Parse a confined file, or reuse the value remembered for this very file (same stat)."""
         try:
-            hit = _cached_verdict(self._page_hash, page_rel, cached_lexical_path(self.vault.wiki_dir, page_rel, "wiki"))
+            hit = _cached_verdict(cache, rel, cached_lexical_path(base, rel, strip))
             if hit is not None:
                 return hit
-            with open_confined(self.vault.wiki_dir, page_rel, strip="wiki") as fh:
+            with open_confined(base, rel, strip=strip) as fh:
                 st = os.fstat(fh.fileno())
-                key = _stat_key(st)
-                hit = self._page_hash.get(page_rel)
-                if hit is not None and hit[0] == key:
-                    return hit[1]
-                digest = "sha256:" + hashlib.sha256(fh.read()).hexdigest()
-        except (OSError, PathEscape):
+                value = parse(fh.read())
+        except (OSError, ValueError, PathEscape):
+            return None
+        if accept is not None and not accept(value):
             return None
         if self._cacheable(st):
-            self._page_hash[page_rel] = (key, digest)
-        return digest
+            cache[rel] = (_stat_key(st), value)
+        return value
+
+    def page_hash(self, page_rel: str) -> str | None:
+        """``sha256:<hex>`` of the page's exact bytes, or None when it is missing or outside wiki/."""
+        return self._read(self._page_hash, self.vault.wiki_dir, page_rel, "wiki",
+                          lambda data: "sha256:" + hashlib.sha256(data).hexdigest())
 
     def record(self, doc: "DocMeta") -> dict | None:
         """The chunk record on disk if it is the one the index was built from, else None."""
-        try:
-            if not doc.chunk_file.startswith("chunks/"):
-                return None
-            hit = _cached_verdict(self._records, doc.chunk_file,
-                                  cached_lexical_path(self.vault.meta_dir, doc.chunk_file, None))
-            if hit is not None:
-                return hit
-            with open_confined(self.vault.meta_dir, doc.chunk_file) as fh:
-                st = os.fstat(fh.fileno())
-                key = _stat_key(st)
-                hit = self._records.get(doc.chunk_file)
-                if hit is not None and hit[0] == key:
-                    return hit[1]
-                rec = json.loads(fh.read())
-        except (OSError, ValueError, PathEscape):
+        if not doc.chunk_file.startswith("chunks/"):
             return None
-        if not self._matches(doc, rec):
-            return None
-        if self._cacheable(st):
-            self._records[doc.chunk_file] = (key, rec)
-        return rec
+        return self._read(self._records, self.vault.meta_dir, doc.chunk_file, None, json.loads,
+                          lambda rec: self._matches(doc, rec))
 
     @staticmethod
     def _matches(doc: "DocMeta", rec: dict) -> bool:

@@ -17,7 +17,6 @@ opened once per workspace.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import asdict, dataclass
@@ -143,16 +142,6 @@ class Workspace:
 
 def _all_synthetic(vault: Vault) -> bool:
     """True when every indexed chunk record carries a synthetic prefix (a default build would match it)."""
-    index = vault.index()
-    seen: set[str] = set()
-    for doc in index.iter_docs():
-        if doc.chunk_file in seen:
-            continue
-        seen.add(doc.chunk_file)
-        try:
-            rec = json.loads((vault.meta_dir / doc.chunk_file).read_bytes())
-        except (OSError, ValueError):
-            return False
-        if rec.get("prefix_source") != "synthetic":
-            return False
-    return True
+    checker = vault.integrity()
+    return all((rec := checker.record(doc)) is not None and rec.get("prefix_source") == "synthetic"
+               for doc in vault.index().iter_docs())
