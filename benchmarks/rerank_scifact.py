@@ -38,10 +38,10 @@ def main() -> int:
 
     from ollama_server import FakeOllama, load_minilm, normalized_embed_fn
 
-    from vaulteval.beir import import_beir
-    from vaulteval.evaluate import evaluate
-    from vaulteval.querysets import load_queryset
-    from vaulteval.vault import Vault
+    from vaulteval.querysets.beir import import_beir
+    from vaulteval.workbench.evaluate import evaluate
+    from vaulteval.querysets.queryset import load_queryset
+    from vaulteval.vault.vault import Vault
 
     vault_dir = Path(args.vault)
     if not (vault_dir / "wiki").is_dir():
@@ -82,7 +82,7 @@ def main() -> int:
 
 def _latency(vault, qs, server) -> dict:
     """Added latency of reranking 20 candidates: cold cache (fresh file) vs warm (same queries again)."""
-    from vaulteval.rerank import RerankConfig
+    from vaulteval.rerank.stage import RerankConfig
 
     queries = [q.text for q in qs.queries[:20]]
     out = {}

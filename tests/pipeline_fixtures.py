@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from vaulteval import Vault
-from vaulteval.sample import copy_sample
+from vaulteval.cli.sample import copy_sample
 
 # Environment variables that could select a vault or a model behind a test's back.
 _SCRUB = ("VAULTEVAL_VAULT", "CLAUDE_OBSIDIAN_VAULT", "OLLAMA_HOST", "OLLAMA_URL")
@@ -63,8 +63,8 @@ def run_cli_json(*args: Any, **kw: Any) -> Any:
 
 
 def run_main(*args: Any) -> tuple[int, str, str]:
-    """``vaulteval.cli.main(ARGS)`` in this process: (exit code, stdout, stderr). Fast; for functional tests."""
-    from vaulteval.cli import main
+    """``vaulteval.cli.main.main(ARGS)`` in this process: (exit code, stdout, stderr). Fast; for functional tests."""
+    from vaulteval.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -14,14 +14,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from vaulteval.compare import compare
-from vaulteval.measures import UnknownMeasure, aggregate, negatives, parse_measures, per_query
-from vaulteval.querysets import Query, QuerySet
-from vaulteval.report import markdown_table
-from vaulteval.rerank import RerankConfig
-from vaulteval.runs import Run
-from vaulteval.stats import holm, paired_test
-from vaulteval.strategy import Strategy
+from vaulteval.workbench.compare import compare
+from vaulteval.workbench.measures import UnknownMeasure, aggregate, negatives, parse_measures, per_query
+from vaulteval.querysets.queryset import Query, QuerySet
+from vaulteval.workbench.report import markdown_table
+from vaulteval.rerank.stage import RerankConfig
+from vaulteval.workbench.runs import Run
+from vaulteval.workbench.stats import holm, paired_test
+from vaulteval.workbench.strategy import Strategy
 
 from evalkit import eval_cache  # noqa: F401
 

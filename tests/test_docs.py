@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from vaulteval.cli import build_parser
+from vaulteval.cli.main import build_parser
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -55,7 +55,7 @@ def test_every_command_is_in_the_readme(path):
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p))
 def test_every_command_has_help(path, capsys):
-    from vaulteval.cli import main
+    from vaulteval.cli.main import main
 
     with pytest.raises(SystemExit) as exc:
         main([*path, "--help"])

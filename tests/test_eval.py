@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from vaulteval.evaluate import evaluate
-from vaulteval.querysets import load_queryset
-from vaulteval.rerank import RerankConfig
-from vaulteval.runs import Run, encode_doc_id, run_strategy
-from vaulteval.sample import copy_sample
-from vaulteval.strategy import Strategy, StrategyError
-from vaulteval.vault import BUNDLED_SAMPLE, Vault
-from vaulteval.workspace import Workspace
+from vaulteval.workbench.evaluate import evaluate
+from vaulteval.querysets.queryset import load_queryset
+from vaulteval.rerank.stage import RerankConfig
+from vaulteval.workbench.runs import Run, encode_doc_id, run_strategy
+from vaulteval.cli.sample import copy_sample
+from vaulteval.workbench.strategy import Strategy, StrategyError
+from vaulteval.vault.vault import BUNDLED_SAMPLE, Vault
+from vaulteval.workbench.workspace import Workspace
 
 from evalkit import QUERYSET, eval_cache, snapshot  # noqa: F401
 
@@ -116,8 +116,8 @@ def test_workspace_reuses_cache_builds(tmp_path: Path, eval_cache: Path) -> None
 
 
 def test_run_directory_inside_the_vault_is_refused(tmp_path):
-    from vaulteval.cli import main
-    from vaulteval.sample import copy_sample
+    from vaulteval.cli.main import main
+    from vaulteval.cli.sample import copy_sample
 
     vault = copy_sample(tmp_path / "v")
     before = sorted(p.relative_to(vault) for p in vault.rglob("*"))
@@ -127,9 +127,9 @@ def test_run_directory_inside_the_vault_is_refused(tmp_path):
 
 
 def test_remote_ollama_needs_the_explicit_flag(tmp_path, capsys):
-    from vaulteval.cli import main
-    from vaulteval.sample import copy_sample
-    from vaulteval.strategy import Strategy, StrategyError
+    from vaulteval.cli.main import main
+    from vaulteval.cli.sample import copy_sample
+    from vaulteval.workbench.strategy import Strategy, StrategyError
 
     with pytest.raises(StrategyError):
         Strategy.parse("rerank:ollama,allow_remote=true")

@@ -13,15 +13,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from vaulteval.cli import main
-from vaulteval.evaluate import evaluate
-from vaulteval.manifest import load_run_dir
-from vaulteval.querysets import load_queryset
-from vaulteval.rerank import RerankConfig
-from vaulteval.sample import copy_sample
-from vaulteval.strategy import Strategy
-from vaulteval.vault import Vault
-from vaulteval.verify import verify_run
+from vaulteval.cli.main import main
+from vaulteval.workbench.evaluate import evaluate
+from vaulteval.workbench.manifest import load_run_dir
+from vaulteval.querysets.queryset import load_queryset
+from vaulteval.rerank.stage import RerankConfig
+from vaulteval.cli.sample import copy_sample
+from vaulteval.workbench.strategy import Strategy
+from vaulteval.vault.vault import Vault
+from vaulteval.workbench.verify import verify_run
 
 from evalkit import QUERYSET, eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
 from ollama_server import FakeOllama

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from vaulteval.compare import rescued_and_lost
-from vaulteval.misses import CAUSES, NoIndexForMisses, find_misses
-from vaulteval.querysets import load_queryset
-from vaulteval.rerank import RerankConfig
-from vaulteval.runs import Run, run_strategy
-from vaulteval.strategy import Strategy
-from vaulteval.vault import Vault
-from vaulteval.workspace import Workspace
+from vaulteval.workbench.compare import rescued_and_lost
+from vaulteval.workbench.misses import CAUSES, NoIndexForMisses, find_misses
+from vaulteval.querysets.queryset import load_queryset
+from vaulteval.rerank.stage import RerankConfig
+from vaulteval.workbench.runs import Run, run_strategy
+from vaulteval.workbench.strategy import Strategy
+from vaulteval.vault.vault import Vault
+from vaulteval.workbench.workspace import Workspace
 
 from evalkit import eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
 from ollama_server import FakeOllama

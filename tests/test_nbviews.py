@@ -15,15 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from vaulteval import nbexplore, nbplots, nbviews
+from vaulteval.notebooks import explore as nbexplore
+from vaulteval.notebooks import plots as nbplots
+from vaulteval.notebooks import views as nbviews
 from vaulteval.errors import UsageError
-from vaulteval.evaluate import evaluate
-from vaulteval.misses import CAUSES
-from vaulteval.notebook_support import SAMPLE_QUERYSET, describe_inputs, prepare, resolve_inputs
-from vaulteval.querysets import load_queryset
-from vaulteval.strategy import Strategy
-from vaulteval.sweep import Grid, split_queries, sweep
-from vaulteval.vault import Vault
+from vaulteval.workbench.evaluate import evaluate
+from vaulteval.workbench.misses import CAUSES
+from vaulteval.notebooks.support import SAMPLE_QUERYSET, describe_inputs, prepare, resolve_inputs
+from vaulteval.querysets.queryset import load_queryset
+from vaulteval.workbench.strategy import Strategy
+from vaulteval.workbench.sweep import Grid, split_queries, sweep
+from vaulteval.vault.vault import Vault
 
 from evalkit import eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
 from ollama_server import FakeOllama

@@ -18,8 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from vaulteval.cli import main
-from vaulteval.notebooks_run import NOTEBOOK_DIR, NotebookFailed, execute, names, notebook_params, parameters
+from vaulteval.cli.main import main
+from vaulteval.notebooks.run import NOTEBOOK_DIR, NotebookFailed, execute, names, notebook_params, parameters
 
 from evalkit import QUERYSET, eval_cache  # noqa: F401
 

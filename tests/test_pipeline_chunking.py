@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vaulteval.chunking import sha256_text
+from vaulteval.chunks.chunking import sha256_text
 
 from pipeline_fixtures import (  # noqa: F401
     DESCALING_NOTE,
@@ -271,8 +271,8 @@ def test_index_built_from_foreign_records(tmp_path: Path) -> None:
 def test_full_prefix_run_lists_exactly_the_chunk_files_on_disk(fresh_vault: Path) -> None:
     """provision hands this listing to the index build instead of scanning again; it must match a scan."""
     from vaulteval import Vault
-    from vaulteval.chunkstore import run_prefix
-    from vaulteval.indexbuild import _scan_chunk_files
+    from vaulteval.chunks.store import run_prefix
+    from vaulteval.index.build import _scan_chunk_files
 
     vault = Vault(fresh_vault)
     append_text(fresh_vault, "wiki/howto/Descaling.md", "\n\nA new paragraph about citric acid.\n")

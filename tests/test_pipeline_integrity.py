@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vaulteval import Vault
-from vaulteval.chunking import sha256_text
+from vaulteval.chunks.chunking import sha256_text
 from vaulteval.errors import PathEscape
 
 from pipeline_fixtures import (  # noqa: F401
@@ -106,7 +106,7 @@ def outside(tmp_path: Path) -> Path:
 
 
 def test_symlinks_out_of_wiki_are_not_indexed(tmp_path: Path, outside: Path) -> None:
-    from vaulteval.sample import copy_sample
+    from vaulteval.cli.sample import copy_sample
 
     root = copy_sample(tmp_path / "vault")
     os.symlink(outside / "secret.md", root / "wiki" / "leak.md")
@@ -124,7 +124,7 @@ def test_symlinks_out_of_wiki_are_not_indexed(tmp_path: Path, outside: Path) -> 
 
 
 def test_page_path_confinement(tmp_path: Path, outside: Path) -> None:
-    from vaulteval.sample import copy_sample
+    from vaulteval.cli.sample import copy_sample
 
     root = copy_sample(tmp_path / "vault")
     os.symlink(outside / "secret.md", root / "wiki" / "leak.md")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vaulteval import Vault
-from vaulteval.cli import main
+from vaulteval.cli.main import main
 
 from pipeline_fixtures import (  # noqa: F401
     CHINESE_NOTE,
@@ -175,7 +175,7 @@ def test_retrieve_is_read_only(fresh_vault: Path, capsys: pytest.CaptureFixture[
 # -- 13. the Python API ---------------------------------------------------------------
 
 def test_python_api_matches_cli(tmp_path: Path) -> None:
-    from vaulteval.sample import copy_sample
+    from vaulteval.cli.sample import copy_sample
 
     root = copy_sample(tmp_path / "api")
     report = Vault(root).provision()
@@ -195,7 +195,7 @@ def test_python_api_matches_cli(tmp_path: Path) -> None:
 
 def test_python_api_errors(tmp_path: Path) -> None:
     from vaulteval import NotProvisioned, UsageError
-    from vaulteval.sample import copy_sample
+    from vaulteval.cli.sample import copy_sample
 
     root = copy_sample(tmp_path / "api")
     with pytest.raises(NotProvisioned) as exc:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import vaulteval
-from vaulteval.vault import BUNDLED_SAMPLE, MARKERS
+from vaulteval.vault.vault import BUNDLED_SAMPLE, MARKERS
 
 from pipeline_fixtures import assert_one_line_error, cli_env, run_cli, snapshot, write_note
 

@@ -1,4 +1,4 @@
-"""Tests for the gated LLM prefix tiers (vaulteval.prefix_llm).
+"""Tests for the gated LLM prefix tiers (vaulteval.chunks.prefix_llm).
 
 Usage: ``.venv/bin/python -m pytest tests/test_prefix_llm.py -q``
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from vaulteval import prefix_llm
-from vaulteval.prefix_llm import (
+from vaulteval.chunks import prefix_llm
+from vaulteval.chunks.prefix_llm import (
     EgressNotAllowed,
     PrefixGenerator,
     PrefixSettings,
@@ -183,7 +183,7 @@ def test_anthropic_api_failures_fall_back(monkeypatch, guard, reply):
 
 
 def test_failures_stop_provider_after_three_and_warn_once(monkeypatch, caplog):
-    caplog.set_level(logging.DEBUG, logger="vaulteval.prefix_llm")
+    caplog.set_level(logging.DEBUG, logger="vaulteval.chunks.prefix_llm")
     with FakeServer([Reply(500, {})]) as srv:
         gen = api_generator(monkeypatch, srv.url)
         results = [gen.prefix(TITLE, BODY, CHUNK) for _ in range(6)]
@@ -341,7 +341,7 @@ def test_clean_output():
 
 
 def test_import_does_not_load_clients():
-    code = "import sys, vaulteval.prefix_llm; print(sorted(m for m in ('ollama', 'httpx') if m in sys.modules))"
+    code = "import sys, vaulteval.chunks.prefix_llm; print(sorted(m for m in ('ollama', 'httpx') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip() == "[]"

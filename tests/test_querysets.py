@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from vaulteval.beir import beir_page_path, import_beir
-from vaulteval.cli import main
-from vaulteval.links import AmbiguousLink, LinkResolver, UnknownLink
-from vaulteval.querysets import QuerySetInvalid, load_queryset
-from vaulteval.vault import BUNDLED_SAMPLE, Vault
+from vaulteval.querysets.beir import beir_page_path, import_beir
+from vaulteval.cli.main import main
+from vaulteval.querysets.links import AmbiguousLink, LinkResolver, UnknownLink
+from vaulteval.querysets.queryset import QuerySetInvalid, load_queryset
+from vaulteval.vault.vault import BUNDLED_SAMPLE, Vault
 
 from evalkit import QUERYSET, eval_cache, make_vault, write_yaml  # noqa: F401
 

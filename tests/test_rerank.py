@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vaulteval.rerank import RerankConfig, RerankOutcome, peek, rerank
+from vaulteval.rerank.stage import RerankConfig, RerankOutcome, peek, rerank
 
 from ollama_server import FAULT_REASONS, SocketAudit, minilm_model, ollama_server, ollama_server_session  # noqa: F401
 

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vaulteval.embedcache import EmbeddingCache, input_key
-from vaulteval.rerank import RerankConfig, rerank
+from vaulteval.rerank.embedcache import EmbeddingCache, input_key
+from vaulteval.rerank.stage import RerankConfig, rerank
 
 from ollama_server import minilm_model, ollama_server, ollama_server_session  # noqa: F401
 
@@ -158,7 +158,7 @@ def test_concurrent_threads_share_one_cache(ollama_server: Any, tmp_path: Path) 
 CHILD = textwrap.dedent(
     """
     import json, sys
-    from vaulteval.rerank import RerankConfig, rerank
+    from vaulteval.rerank.stage import RerankConfig, rerank
     host, cache, tag = sys.argv[1:4]
     texts = [f"shared note {i} about descaling" for i in range(8)] + [f"{tag} note {i}" for i in range(4)]
     outs = [rerank("descale", texts, RerankConfig(host=host, model="all-minilm"), cache_path=cache) for _ in range(3)]

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from vaulteval.embedders import input_scheme, match_installed, split_tag
+from vaulteval.rerank.embedders import input_scheme, match_installed, split_tag
 from vaulteval.errors import UsageError
-from vaulteval.rerank import (
+from vaulteval.rerank.stage import (
     DEFAULT_OLLAMA_MODEL,
     RerankConfig,
     RerankConfigError,
@@ -240,7 +240,7 @@ def test_input_scheme_by_model_name() -> None:
 def test_import_does_not_load_heavy_modules() -> None:
     code = textwrap.dedent(
         """
-        import sys, vaulteval.rerank
+        import sys, vaulteval.rerank.stage
         heavy = ("ollama", "httpx", "torch", "sentence_transformers", "transformers")
         print(",".join(m for m in heavy if m in sys.modules))
         """

@@ -41,8 +41,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vaulteval.cli import build_parser
-from vaulteval.sample import copy_sample
+from vaulteval.cli.main import build_parser
+from vaulteval.cli.sample import copy_sample
 
 from shared_data import SHARED
 

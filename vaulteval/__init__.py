@@ -13,7 +13,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import (  # noqa: E402
+from vaulteval.errors import (  # noqa: E402
     DuplicateAddress,
     NotProvisioned,
     UsageError,
@@ -21,7 +21,7 @@ from .errors import (  # noqa: E402
     VaultevalError,
     VaultSelectionError,
 )
-from .vault import Vault  # noqa: E402
+from vaulteval.vault.vault import Vault  # noqa: E402
 
 __all__ = [
     "Vault",

@@ -1,5 +1,5 @@
 """Usage: ``python -m vaulteval retrieve --vault V "query"``."""
 
-from .cli import main
+from vaulteval.cli.main import main
 
 raise SystemExit(main())

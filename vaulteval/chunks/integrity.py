@@ -1,0 +1,110 @@
+"""Is an indexed chunk still current? Checked against the chunk file and the page bytes.
+
+Usage: ``record = checker.current_record(doc)``; None means stale and must not be served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from typing import TYPE_CHECKING
+
+from vaulteval.errors import PathEscape
+from vaulteval.vault.paths import cached_lexical_path, open_confined
+
+if TYPE_CHECKING:
+    from vaulteval.index.reader import DocMeta
+    from vaulteval.vault.vault import Vault
+
+# Racy-file rule (as git uses): a file modified this recently may change again
+# within the same timestamp tick, so its verdict is not cached.
+_RACY_SECONDS = 2.0
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _cached_verdict(cache: dict, name: str, path: str):
+    """A remembered verdict when the file at ``path`` is still the very file it was given for.
+
+    Same device, inode, size, mtime and ctime means the bytes already checked
+    (and found inside the vault) are the bytes there now, so no open is needed.
+    """
+    hit = cache.get(name)
+    if hit is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return hit[1] if hit[0] == _stat_key(st) else None
+
+
+class IntegrityChecker:
+    """Verifies chunks against their records and pages; remembers verdicts per unchanged file."""
+
+    def __init__(self, vault: "Vault"):
+        self.vault = vault
+        self._page_hash: dict[str, tuple[tuple, str]] = {}
+        self._records: dict[str, tuple[tuple, dict]] = {}
+
+    def _cacheable(self, st: os.stat_result) -> bool:
+        return time.time() - st.st_mtime > _RACY_SECONDS
+
+    def _read(self, cache: dict, base, rel: str, strip: str | None, parse, accept=None):
+        """Parse a confined file, or reuse the value remembered for this very file (same stat)."""
+        try:
+            hit = _cached_verdict(cache, rel, cached_lexical_path(base, rel, strip))
+            if hit is not None:
+                return hit
+            with open_confined(base, rel, strip=strip) as fh:
+                st = os.fstat(fh.fileno())
+                value = parse(fh.read())
+        except (OSError, ValueError, PathEscape):
+            return None
+        if accept is not None and not accept(value):
+            return None
+        if self._cacheable(st):
+            cache[rel] = (_stat_key(st), value)
+        return value
+
+    def page_hash(self, page_rel: str) -> str | None:
+        """``sha256:<hex>`` of the page's exact bytes, or None when it is missing or outside wiki/."""
+        return self._read(self._page_hash, self.vault.wiki_dir, page_rel, "wiki",
+                          lambda data: "sha256:" + hashlib.sha256(data).hexdigest())
+
+    def record(self, doc: "DocMeta") -> dict | None:
+        """The chunk record on disk if it is the one the index was built from, else None."""
+        if not doc.chunk_file.startswith("chunks/"):
+            return None
+        return self._read(self._records, self.vault.meta_dir, doc.chunk_file, None, json.loads,
+                          lambda rec: self._matches(doc, rec))
+
+    @staticmethod
+    def _matches(doc: "DocMeta", rec: dict) -> bool:
+        if not isinstance(rec, dict):
+            return False
+        raw = rec.get("raw_text")
+        text = rec.get("contextualized_text")
+        if not isinstance(raw, str):
+            return False
+        if not isinstance(text, str):
+            text = raw
+        return (
+            rec.get("chunk_index") == doc.chunk_index
+            and rec.get("page_address") == doc.page_address
+            and rec.get("page_path") == doc.page_path
+            and rec.get("body_hash") == doc.body_hash
+            and rec.get("page_body_hash") == doc.page_body_hash
+            and "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest() == doc.body_hash
+            and "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest() == doc.context_hash
+        )
+
+    def current_record(self, doc: "DocMeta") -> dict | None:
+        rec = self.record(doc)
+        if rec is None or self.page_hash(doc.page_path) != doc.page_body_hash:
+            return None
+        return rec

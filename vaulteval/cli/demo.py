@@ -1,0 +1,83 @@
+"""``vaulteval demo``: the bundled sample vault, end to end, in a temporary folder.
+
+Usage: ``run_demo(out=None)`` prints what it does and returns the folder it used.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+DEMO_QUERY = "how do I descale the espresso machine"
+
+
+def _say(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def run_demo(out: str | None = None) -> Path:
+    from vaulteval.cli.sample import copy_sample
+    from vaulteval.vault.vault import Vault
+
+    base = Path(out) if out else Path(tempfile.mkdtemp(prefix="vaulteval-demo-"))
+    vault_dir = copy_sample(base / "sample-vault")
+    _say(f"== sample vault copied to {vault_dir}")
+    vault = Vault(vault_dir)
+    report = vault.provision()
+    _say(f"== provisioned: {report['prefix']['pages_seen']} pages, {report['index']['docs']} chunks, "
+         f"{report['index']['terms']} terms in {report['seconds']['total']:.2f} s")
+    result = vault.retrieve(DEMO_QUERY, top=3, explain=True)
+    _say(f"== vaulteval retrieve --vault {vault_dir} {DEMO_QUERY!r} --top 3 --no-rerank --explain")
+    _say(result.to_json())
+    for extra in DEMO_STEPS:
+        extra(vault, base)
+    return base
+
+
+DEMO_STRATEGIES = ["bm25", "bm25:analyzer=english", "rerank:st,bm25_top=20"]
+DEMO_NOTEBOOKS = ["evaluate", "rerank_impact"]
+
+
+def notebooks_step(vault, base: Path) -> Path | None:
+    """Evaluate the sample query set on the demo vault, then execute two notebooks into the run directory.
+
+    The same calls as ``vaulteval eval run --notebooks evaluate,rerank_impact``;
+    the reranker is the offline MiniLM, and every cache stays under ``base``.
+    """
+    import importlib.util
+    import os
+
+    from vaulteval.workbench.evaluate import evaluate
+    from vaulteval.notebooks.support import SAMPLE_QUERYSET
+    from vaulteval.querysets.queryset import load_queryset
+    from vaulteval.workbench.report import markdown_table
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # the MiniLM load bar would interleave the output
+    qs = load_queryset(SAMPLE_QUERYSET, vault)
+    cache = base / "cache"
+    _say(f"== vaulteval eval run --vault {vault.root} --queryset {SAMPLE_QUERYSET} "
+         + " ".join(f"--strategy {s}" for s in DEMO_STRATEGIES) + f" --notebooks {','.join(DEMO_NOTEBOOKS)}")
+    ev = evaluate(vault, qs, DEMO_STRATEGIES, cache_dir=cache)
+    run_dir = ev.save(base / "runs", run_id="demo")
+    table = ev.metrics.pivot_table(index="run", columns="measure", values="value", sort=False).reset_index()
+    _say(markdown_table(table))
+    for note in ev.report.notes:
+        _say(note)
+    if importlib.util.find_spec("papermill") is None:
+        _say(f"== run directory: {run_dir} (notebooks skipped: install vaulteval[notebook] for papermill)")
+        return run_dir
+    from vaulteval.notebooks.run import run_for_eval
+
+    context = {"vault": str(vault.root), "queryset": str(SAMPLE_QUERYSET), "k": ev.k,
+               "strategies": DEMO_STRATEGIES, "cache": str(cache)}
+    done = run_for_eval(DEMO_NOTEBOOKS, run_dir, context)
+    _say(f"== run directory: {run_dir}")
+    for nb in done:
+        _say(f"== executed notebook: {run_dir / nb['file']}")
+    return run_dir
+
+
+# Steps after retrieval: fn(vault, base_dir).
+DEMO_STEPS: list = [notebooks_step]

@@ -1,0 +1,270 @@
+"""Build the BM25 index from the chunk records under ``<meta>/chunks/``.
+
+Usage: ``report = build_index(vault, analyzer="default")`` (the caller holds the vault lock).
+
+Any record in the seed's schema is accepted, whoever wrote it. A chunk file
+whose size and mtime match the previous index reuses that index's postings,
+so a rebuild re-tokenizes only the chunks that changed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vaulteval.index import bm25
+from vaulteval.chunks import chunking
+from vaulteval.errors import PathEscape, UsageError
+from vaulteval.index.reader import INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, index_path
+from vaulteval.index.file import IndexFileError, write_sections
+from vaulteval.vault.paths import is_inside, open_confined
+from vaulteval.index.tokenize import get_analyzer
+
+if TYPE_CHECKING:
+    from vaulteval.vault.vault import Vault
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BuildReport:
+    docs: int = 0
+    pages: int = 0
+    terms: int = 0
+    reused: int = 0
+    tokenized: int = 0
+    stale_skipped: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+    size_bytes: int = 0
+    analyzer: str = "default"
+    path: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _previous(meta_dir: Path, analyzer: str) -> tuple[BM25Index | None, list[DocMeta]]:
+    """The last index (current or invalidated) with the same analyzer, to reuse its postings."""
+    path = index_path(meta_dir)
+    for candidate in (path, path.with_name(INDEX_NAME + STALE_SUFFIX)):
+        try:
+            old = BM25Index(candidate)
+            if old.analyzer_name == analyzer:
+                docs = old.all_docs()
+                if len(docs) == old.n_docs and len(old.all_terms()) == old.n_terms:
+                    return old, docs
+        except (IndexFileError, KeyError, ValueError, TypeError):
+            continue
+    return None, []
+
+
+def _scan_chunk_files(chunks_dir: Path) -> list[tuple[str, str, int, int]]:
+    """(address, file name, size, mtime_ns) for every chunk-*.json, sorted; symlinks are not followed."""
+    found = []
+    base = str(chunks_dir)
+    try:
+        addresses = [e.name for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        return found
+    for address in addresses:
+        with os.scandir(base + os.sep + address) as it:
+            for entry in it:
+                name = entry.name
+                if name.startswith("chunk-") and name.endswith(".json") and entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    found.append((address, name, st.st_size, st.st_mtime_ns))
+    found.sort(key=lambda item: (item[0], item[1]))
+    return found
+
+
+class RecordRejected(Exception):
+    """A chunk record fails validation; the reason is a short slug."""
+
+
+def validate_record(vault: "Vault", address: str, name: str, rec: dict) -> tuple[str, int, str, str]:
+    """Check one record; return (page_path, chunk_index, text, page_body_hash)."""
+    if not isinstance(rec, dict):
+        raise RecordRejected("not-an-object")
+    page_path, idx = rec.get("page_path"), rec.get("chunk_index")
+    body_hash, page_hash = rec.get("body_hash"), rec.get("page_body_hash")
+    if not isinstance(body_hash, str) or not isinstance(page_hash, str):
+        raise RecordRejected("hashless")
+    if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
+        raise RecordRejected("bad-chunk-index")
+    if rec.get("page_address") != address:
+        raise RecordRejected("address-mismatch")
+    try:
+        vault.page_path(page_path)
+    except PathEscape:
+        raise RecordRejected("unsafe-page-path") from None
+    raw = rec.get("raw_text")
+    if not isinstance(raw, str) or chunking.sha256_text(raw) != body_hash:
+        raise RecordRejected("body-hash-mismatch")
+    text = rec.get("contextualized_text")
+    if not isinstance(text, str):
+        text = raw
+    return page_path, idx, text, page_hash
+
+
+def build_index(
+    vault: "Vault",
+    *,
+    analyzer: str = "default",
+    k1: float = bm25.K1,
+    b: float = bm25.B,
+    page_hashes: dict[str, str] | None = None,
+    chunk_params: dict | None = None,
+    listing: list[tuple[str, str, int, int]] | None = None,
+) -> BuildReport:
+    """Index every valid, current chunk record; publish atomically.
+
+    ``listing`` (address, file name, size, mtime_ns) replaces the directory scan
+    when the caller has just written and stat'ed every chunk file (provision).
+    """
+    tokenize = get_analyzer(analyzer)
+    meta = vault.meta_dir
+    report = BuildReport(analyzer=analyzer)
+    old, old_docs_meta = _previous(meta, analyzer)
+    old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
+    page_hashes = dict(page_hashes or {})
+
+    checker = vault.integrity()
+
+    def current_page_hash(rel: str) -> str | None:
+        if rel not in page_hashes:
+            page_hashes[rel] = checker.page_hash(rel) or ""
+        return page_hashes[rel] or None
+
+    def reject(reason: str, where: str) -> None:
+        report.rejected[reason] = report.rejected.get(reason, 0) + 1
+        log.warning("skipping chunk %s: %s", where, reason)
+
+    if (meta / "chunks").exists() and not is_inside(meta, meta / "chunks"):
+        raise UsageError(f"{meta / 'chunks'} leads outside {meta} (a symlink?); remove it and run provision")
+    docs: list[DocMeta] = []
+    lengths: list[int] = []
+    reuse_pairs: list[tuple[int, int]] = []  # (old doc, new doc)
+    vocab: dict[str, int] = {}
+    new_terms: list[np.ndarray] = []
+    new_docs: list[np.ndarray] = []
+    new_tfs: list[np.ndarray] = []
+    if listing is None:
+        listing = _scan_chunk_files(meta / "chunks")
+    for address, name, size, mtime_ns in listing:
+        rel_file = f"chunks/{address}/{name}"
+        prev = old_by_file.get(rel_file)
+        if prev is not None:
+            pm = old_docs_meta[prev]
+            if pm.size == size and pm.mtime_ns == mtime_ns:
+                if current_page_hash(pm.page_path) != pm.page_body_hash:
+                    report.stale_skipped += 1
+                    continue
+                reuse_pairs.append((prev, len(docs)))
+                docs.append(pm)
+                lengths.append(int(old.doc_len[prev]))
+                continue
+        try:
+            with open_confined(meta, rel_file) as fh:
+                rec = json.loads(fh.read())
+            page_path, idx, text, page_hash = validate_record(vault, address, name, rec)
+        except PathEscape:
+            reject("outside-meta", rel_file)
+            continue
+        except (OSError, ValueError):
+            reject("unreadable", rel_file)
+            continue
+        except RecordRejected as exc:
+            reject(str(exc), rel_file)
+            continue
+        if current_page_hash(page_path) != page_hash:
+            report.stale_skipped += 1
+            continue
+        terms = tokenize(text)
+        counts = Counter(terms)
+        doc_id = len(docs)
+        ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in counts), dtype=np.int64, count=len(counts))
+        new_terms.append(ids)
+        new_docs.append(np.full(len(counts), doc_id, dtype=np.int64))
+        new_tfs.append(np.fromiter(counts.values(), dtype=np.int64, count=len(counts)))
+        docs.append(DocMeta(f"{address}:{idx}", rel_file, page_path, address, idx, rec["body_hash"], page_hash,
+                            chunking.sha256_text(text), size, mtime_ns))
+        lengths.append(len(terms))
+        report.tokenized += 1
+    report.reused = len(reuse_pairs)
+
+    # Postings of reused documents, pulled from the old inverted lists in bulk.
+    if reuse_pairs and old is not None:
+        remap = np.full(old.n_docs, -1, dtype=np.int64)
+        pairs = np.array(reuse_pairs, dtype=np.int64)
+        remap[pairs[:, 0]] = pairs[:, 1]
+        old_docs = old.post_docs.astype(np.int64)
+        keep = remap[old_docs] >= 0
+        df_old = np.diff(old._post_off.astype(np.int64))
+        old_term_of = np.repeat(np.arange(old.n_terms, dtype=np.int64), df_old)[keep]
+        used_old_terms = np.unique(old_term_of)
+        old_words = old.all_terms()
+        old_to_new = np.full(old.n_terms, -1, dtype=np.int64)
+        for t in used_old_terms.tolist():
+            old_to_new[t] = vocab.setdefault(old_words[t], len(vocab))
+        new_terms.append(old_to_new[old_term_of])
+        new_docs.append(remap[old_docs[keep]])
+        new_tfs.append(old.post_tfs[keep].astype(np.int64))
+
+    term_ids = np.concatenate(new_terms) if new_terms else np.zeros(0, np.int64)
+    doc_ids = np.concatenate(new_docs) if new_docs else np.zeros(0, np.int64)
+    tfs = np.concatenate(new_tfs) if new_tfs else np.zeros(0, np.int64)
+    # Final vocabulary: sorted by code point (== UTF-8 byte order) for binary search.
+    words = sorted(vocab)
+    rank = np.empty(len(vocab), dtype=np.int64)
+    for new_id, word in enumerate(words):
+        rank[vocab[word]] = new_id
+    term_ids = rank[term_ids] if term_ids.size else term_ids
+    order = np.lexsort((doc_ids, term_ids))
+    term_ids, doc_ids, tfs = term_ids[order], doc_ids[order], tfs[order]
+    df = np.bincount(term_ids, minlength=len(words)) if words else np.zeros(0, np.int64)
+    post_off = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum(df, out=post_off[1:])
+    # Newline-terminated terms: binary search by offsets, bulk decode by split.
+    encoded = [w.encode("utf-8") + b"\n" for w in words]
+    term_off = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=term_off[1:])
+    reused_line = {new: old.doc_line(prev) for prev, new in reuse_pairs} if old is not None else {}
+    doc_lines = [reused_line.get(i) or d.to_json() for i, d in enumerate(docs)]
+    doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum([len(line) for line in doc_lines], out=doc_off[1:])
+    doc_len = np.array(lengths, dtype=np.int32)
+    n_pages = len({d.page_path for d in docs})
+    header = {
+        "analyzer": analyzer,
+        "k1": k1,
+        "b": b,
+        "n_docs": len(docs),
+        "n_pages": n_pages,
+        "n_terms": len(words),
+        "avgdl": float(doc_len.mean()) if len(docs) else 0.0,
+        "built_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "chunk_params": chunk_params,
+    }
+    sections = {
+        "terms": b"".join(encoded),
+        "term_offsets": term_off,
+        "post_offsets": post_off,
+        "post_docs": doc_ids.astype(np.int32),
+        "post_tfs": tfs.astype(np.int32),
+        "doc_len": doc_len,
+        "docs": b"".join(doc_lines),
+        "doc_offsets": doc_off,
+    }
+    path = index_path(meta)
+    report.size_bytes = write_sections(path, header, sections)
+    path.with_name(INDEX_NAME + STALE_SUFFIX).unlink(missing_ok=True)
+    report.docs, report.pages, report.terms, report.path = len(docs), n_pages, len(words), str(path)
+    return report

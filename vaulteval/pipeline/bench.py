@@ -1,0 +1,150 @@
+"""``vaulteval bench``: time provisioning and retrieval on a throwaway copy of a vault.
+
+Usage: ``report = run_bench(Vault("tldr-vault"), queries=20, edits=10)``; ``print(report["table"])``
+
+The vault itself is never touched: its notes are copied to a work folder, which
+is provisioned, edited and queried there.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vaulteval.vault.vault import Vault
+
+SEED = 20261130
+
+# Runs the real CLI, then reports the process's own peak RSS (VmHWM). A parent's
+# rusage would count the memory of the forked benchmark process as well.
+_CLI_PROBE = (
+    "import sys\n"
+    "from vaulteval.cli.main import main\n"
+    "rc = main(sys.argv[1:])\n"
+    "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
+    "sys.stderr.write(f'vmhwm_kb={hwm[0]}\\n')\n"
+    "sys.exit(rc)\n"
+)
+
+
+def _pick_queries(vault: "Vault", n: int) -> list[str]:
+    """Queries made from random pages' titles and first words, so they have answers."""
+    from vaulteval.chunks.chunking import decode_page, parse_page
+
+    pages = list(vault.iter_pages())
+    rng = random.Random(SEED)
+    rng.shuffle(pages)
+    out: list[str] = []
+    for page in pages:
+        raw = page.path.read_bytes()
+        parsed = parse_page(raw, page.rel)
+        words = [w for w in decode_page(raw).split() if w.isalpha()][:6]
+        text = " ".join([parsed.title, *words[2:5]]).strip()
+        if text:
+            out.append(text[:200])
+        if len(out) == n:
+            break
+    return out
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    idx = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[idx]
+
+
+def run_bench(vault: "Vault", *, queries: int = 20, edits: int = 10, work_dir: str | None = None,
+              in_process_queries: int = 1000) -> dict[str, Any]:
+    from vaulteval.vault.vault import Vault
+
+    tmp = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="vaulteval-bench-"))
+    copy = tmp / "vault"
+    if copy.exists():
+        shutil.rmtree(copy)
+    copy.mkdir(parents=True)
+    shutil.copytree(vault.wiki_dir, copy / "wiki", symlinks=True)
+    bench_vault = Vault(copy)
+    pages = list(bench_vault.iter_pages())
+    result: dict[str, Any] = {"vault": str(vault.root), "pages": len(pages), "work_dir": str(copy)}
+
+    t0 = time.perf_counter()
+    report = bench_vault.provision()
+    result["provision_s"] = round(time.perf_counter() - t0, 3)
+    result["prefix_s"] = report["seconds"]["prefix"]
+    result["index_build_s"] = report["seconds"]["index"]
+    result["chunks"] = report["index"]["docs"]
+    result["index_bytes"] = report["index"]["size_bytes"]
+
+    # Full index rebuild alone, from an empty index folder (chunks already there).
+    from vaulteval.index.reader import index_path
+
+    index_path(bench_vault.meta_dir).unlink()
+    t0 = time.perf_counter()
+    from vaulteval.pipeline.provision import build
+
+    build(bench_vault)
+    result["index_full_rebuild_s"] = round(time.perf_counter() - t0, 3)
+
+    rng = random.Random(SEED)
+    for page in rng.sample(pages, min(edits, len(pages))):
+        with open(page.abspath, "ab") as fh:
+            fh.write(b"\n\nEdited by vaulteval bench.\n")
+    t0 = time.perf_counter()
+    bench_vault.provision()
+    result["edited_pages"] = min(edits, len(pages))
+    result["incremental_provision_s"] = round(time.perf_counter() - t0, 3)
+
+    qs = _pick_queries(bench_vault, queries)
+    latencies, peaks = [], []
+    for q in qs:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", _CLI_PROBE, "retrieve", "--vault", str(copy), q,
+                               "--no-rerank"], capture_output=True)
+        latencies.append(time.perf_counter() - t0)
+        if proc.returncode != 0:
+            raise RuntimeError(f"retrieve failed during bench: {proc.stderr.decode(errors='replace').strip()}")
+        peaks.append(int(proc.stderr.decode().rsplit("vmhwm_kb=", 1)[1].split()[0]))
+    result["cli_queries"] = len(qs)
+    result["cli_p50_s"] = round(statistics.median(latencies), 4)
+    result["cli_p95_s"] = round(_percentile(latencies, 0.95), 4)
+    result["cli_peak_rss_mb"] = round(max(peaks) / 1024, 1)
+
+    fresh = Vault(copy)
+    many = _pick_queries(fresh, in_process_queries) or qs
+    fresh.retrieve(many[0], top=5)  # opens the index once
+    t0 = time.perf_counter()
+    for q in many:
+        fresh.retrieve(q, top=5)
+    total = time.perf_counter() - t0
+    result["in_process_queries"] = len(many)
+    result["in_process_total_s"] = round(total, 3)
+    result["in_process_mean_ms"] = round(1000 * total / max(1, len(many)), 3)
+    result["table"] = _table(result)
+    if not work_dir:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return result
+
+
+def _table(r: dict[str, Any]) -> str:
+    rows = [
+        ("pages / chunks", f"{r['pages']} / {r['chunks']}"),
+        ("full provision (prefix + index)", f"{r['provision_s']:.2f} s ({r['prefix_s']:.2f} + {r['index_build_s']:.2f})"),
+        ("index build alone (all chunks)", f"{r['index_full_rebuild_s']:.2f} s"),
+        (f"incremental provision, {r['edited_pages']} pages edited", f"{r['incremental_provision_s']:.2f} s"),
+        (f"CLI retrieve --no-rerank, cold process, p50 / p95 ({r['cli_queries']} queries)",
+         f"{r['cli_p50_s']:.3f} s / {r['cli_p95_s']:.3f} s"),
+        ("CLI retrieve peak RSS", f"{r['cli_peak_rss_mb']:.0f} MB"),
+        (f"in-process retrieve x{r['in_process_queries']} (integrity checks included)",
+         f"{r['in_process_total_s']:.2f} s ({r['in_process_mean_ms']:.2f} ms/query)"),
+        ("index size", f"{r['index_bytes'] / 1e6:.1f} MB"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"| {k.ljust(width)} | {v} |" for k, v in rows)

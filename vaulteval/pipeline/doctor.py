@@ -1,0 +1,104 @@
+"""The state of the ``retrieve`` capability: available, configured, verified or degraded.
+
+Usage: ``report = doctor(vault)``; ``report.state == "verified"`` when retrieval is safe to use.
+
+- available: the package and a vault with wiki/ exist, but nothing is provisioned;
+- configured: an index exists but is not current (stale or missing pages);
+- verified: the index opens, passes its checksum, and every indexed page is current;
+- degraded: the index is corrupt, unreadable or from another schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.errors import NotProvisioned
+from vaulteval.index.reader import index_path
+
+if TYPE_CHECKING:
+    from vaulteval.vault.vault import Vault
+
+
+@dataclass
+class DoctorReport:
+    state: str
+    vault: str
+    index_path: str
+    index_present: bool
+    index_readable: bool
+    problems: list[str] = field(default_factory=list)
+    stats: dict[str, Any] | None = None
+    pages_in_vault: int = 0
+    pages_indexed: int = 0
+    stale_pages: int = 0
+    missing_pages: int = 0
+    unindexed_pages: int = 0
+    stale_chunks: int = 0
+    rebuild: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def doctor(vault: "Vault") -> DoctorReport:
+    path = index_path(vault.meta_dir)
+    report = DoctorReport(state="available", vault=str(vault.root), index_path=str(path),
+                          index_present=path.is_file(), index_readable=False)
+    pages = list(vault.iter_pages())
+    report.pages_in_vault = len(pages)
+    if not report.index_present:
+        report.problems.append("no index: the vault is not provisioned")
+        report.rebuild = vault.rebuild_command()
+        return report
+    try:
+        index = vault.index()
+    except NotProvisioned as exc:
+        report.state = "degraded"
+        report.problems.append(str(exc))
+        report.rebuild = vault.rebuild_command()
+        return report
+    report.index_readable = True
+    report.stats = index.stats()
+    checker = vault.integrity()
+    page_state: dict[str, bool] = {}
+    for doc in index.iter_docs():
+        if doc.page_path not in page_state:
+            current = checker.page_hash(doc.page_path)
+            if current is None:
+                report.missing_pages += 1
+            elif current != doc.page_body_hash:
+                report.stale_pages += 1
+            page_state[doc.page_path] = current == doc.page_body_hash
+        if page_state[doc.page_path] and checker.record(doc) is None:
+            report.stale_chunks += 1
+    report.pages_indexed = len(page_state)
+    indexed = set(page_state)
+    report.unindexed_pages = sum(1 for p in pages if p.rel not in indexed and _has_text(p.path))
+    if report.stale_pages:
+        report.problems.append(f"{report.stale_pages} page(s) changed since the index was built")
+    if report.missing_pages:
+        report.problems.append(f"{report.missing_pages} indexed page(s) no longer exist")
+    if report.stale_chunks:
+        report.problems.append(f"{report.stale_chunks} chunk record(s) differ from the index")
+    if report.unindexed_pages:
+        report.problems.append(f"{report.unindexed_pages} page(s) are not in the index (new, or without text)")
+    if index.n_docs == 0:
+        report.problems.append("the index has no chunks")
+    if report.problems:
+        report.state = "configured"
+        report.rebuild = vault.rebuild_command()
+    else:
+        report.state = "verified"
+    return report
+
+
+def _has_text(path) -> bool:
+    """True when a page would produce at least one chunk (frontmatter-only stubs do not)."""
+    from vaulteval.chunks.chunking import decode_page, split_frontmatter
+
+    try:
+        body = split_frontmatter(decode_page(path.read_bytes()))[1]
+    except OSError:
+        return False
+    return bool(body.strip())

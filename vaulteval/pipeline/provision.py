@@ -1,0 +1,79 @@
+"""Provisioning: ``prefix --all`` then ``index build``, under one vault lock.
+
+Usage: ``report = provision(vault)``; ``report["index"]["docs"]``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.index import bm25
+from vaulteval.chunks import chunking
+from vaulteval.chunks.store import ChunkParams, read_pages, run_prefix
+from vaulteval.vault.locking import vault_lock
+
+if TYPE_CHECKING:
+    from vaulteval.vault.vault import Vault
+
+
+def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, peek: bool = False,
+           params: ChunkParams = ChunkParams(), prefix_settings=None):
+    """Usage: ``prefix(vault, peek=True).to_dict()``; writes only when ``peek`` is false."""
+    if peek:
+        return run_prefix(vault, page=page, rebuild=rebuild, peek=True, params=params,
+                          prefix_settings=prefix_settings)
+    vault.require_writable()
+    with vault_lock(vault.meta_dir):
+        return run_prefix(vault, page=page, rebuild=rebuild, params=params, prefix_settings=prefix_settings)
+
+
+def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: float = bm25.B,
+          page_hashes: dict[str, str] | None = None, chunk_params: ChunkParams | None = None):
+    """Usage: ``build(vault, analyzer="english")``: rebuild the index under the vault lock."""
+    from dataclasses import asdict
+
+    from vaulteval.index.build import build_index
+
+    vault.require_writable()
+    with vault_lock(vault.meta_dir):
+        report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
+                             chunk_params=asdict(chunk_params or ChunkParams()))
+    vault._index = None
+    return report
+
+
+def provision(
+    vault: "Vault",
+    *,
+    rebuild: bool = False,
+    analyzer: str = "default",
+    k1: float = bm25.K1,
+    b: float = bm25.B,
+    params: ChunkParams = ChunkParams(),
+    prefix_settings=None,
+) -> dict[str, Any]:
+    """Prefix every page and build the index in one locked step; returns both reports and timings."""
+    from dataclasses import asdict
+
+    from vaulteval.index.build import build_index
+
+    vault.require_writable()
+    with vault_lock(vault.meta_dir):
+        t0 = time.perf_counter()
+        pages = list(vault.iter_pages())
+        page_bytes = read_pages(vault, pages)
+        prefix_report = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
+                                   page_bytes=page_bytes, pages=pages)
+        t1 = time.perf_counter()
+        hashes = {rel: chunking.sha256_bytes(raw) for rel, raw in page_bytes.items()}
+        del page_bytes
+        index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=hashes,
+                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing)
+        t2 = time.perf_counter()
+    vault._index = None
+    return {
+        "prefix": prefix_report.to_dict(),
+        "index": index_report.to_dict(),
+        "seconds": {"prefix": round(t1 - t0, 3), "index": round(t2 - t1, 3), "total": round(t2 - t0, 3)},
+    }

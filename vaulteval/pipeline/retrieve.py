@@ -1,0 +1,204 @@
+"""The retrieval pipeline: BM25 -> drop stale -> optional rerank -> dedupe by page -> top.
+
+Usage::
+
+    result = retrieve(vault, "descale the espresso machine", top=5, bm25_top=20, rerank=None)
+    print(result.to_json())
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import unicodedata
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.errors import NotProvisioned, UsageError
+from vaulteval.chunks.integrity import IntegrityChecker
+from vaulteval.vault.paths import cached_lexical_path
+from vaulteval.index.tokenize import MAX_INPUT_CHARS
+
+if TYPE_CHECKING:
+    from vaulteval.rerank.stage import RerankConfig
+    from vaulteval.vault.vault import Vault
+
+SNIPPET_CHARS = 200
+MAX_TOP = 1000
+
+
+@dataclass
+class Candidate:
+    chunk_id: str
+    page_address: str
+    page_path: str
+    absolute_path: str
+    chunk_index: int
+    bm25_score: float
+    rerank_score: float | None
+    rerank_source: str
+    snippet: str
+
+
+@dataclass
+class RetrievalResult:
+    query: str
+    strategy: str
+    top_k: int
+    candidates: list[Candidate]
+    explain: dict[str, Any] | None = None
+    # Not serialised: what evaluation needs to explain misses.
+    pool: list[Candidate] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "query": self.query,
+            "strategy": self.strategy,
+            "top_k": self.top_k,
+            "candidates": [asdict(c) for c in self.candidates],
+        }
+        if self.explain is not None:
+            out["explain"] = self.explain
+        return out
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+
+
+def check_limit(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOP:
+        raise UsageError(f"{name} must be a whole number from 1 to {MAX_TOP}, got {value!r}")
+    return value
+
+
+def check_query(query: str) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise UsageError("the query is empty; pass the text to search for")
+    normalized = unicodedata.normalize("NFKC", query)
+    if len(normalized) > MAX_INPUT_CHARS:
+        raise UsageError(
+            f"the query is {len(normalized)} characters; the limit is {MAX_INPUT_CHARS}, shorten it"
+        )
+    return query
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)
+
+
+def retrieve(
+    vault: "Vault",
+    query: str,
+    *,
+    top: int = 5,
+    bm25_top: int = 20,
+    rerank: "RerankConfig | None" = None,
+    explain: bool = False,
+    embed_cache: Path | None | str = "default",
+) -> RetrievalResult:
+    """Run the pipeline; ``rerank=None`` means BM25 order (``bm25-only``).
+
+    ``embed_cache`` is where rerank embeddings are cached: ``"default"`` is the
+    vault's ``.vault-meta/embeddings.sqlite``; evaluation passes its own cache
+    file so it never writes the vault; ``None`` disables caching.
+    """
+    check_query(query)
+    check_limit("--top", top)
+    check_limit("--bm25-top", bm25_top)
+    if rerank is not None:
+        from vaulteval.rerank.stage import resolve
+
+        rerank = resolve(rerank)  # settings errors surface before any work or connection
+    t0 = time.perf_counter()
+    index = vault.index()
+    if index.n_docs == 0:
+        raise NotProvisioned("the index has no chunks (no notes with text under wiki/?)",
+                             rebuild=vault.rebuild_command())
+    t1 = time.perf_counter()
+    hits = index.search(query, k=bm25_top)
+    t2 = time.perf_counter()
+    checker = vault.integrity()
+    pool: list[Candidate] = []
+    texts: list[str] = []
+    stale = 0
+    for hit in hits:
+        doc = index.doc(hit.doc)
+        rec = checker.current_record(doc)
+        if rec is None:
+            stale += 1
+            continue
+        raw = rec["raw_text"]
+        pool.append(Candidate(
+            chunk_id=doc.chunk_id,
+            page_address=doc.page_address,
+            page_path=doc.page_path,
+            absolute_path=cached_lexical_path(vault.wiki_dir, doc.page_path, "wiki"),
+            chunk_index=doc.chunk_index,
+            bm25_score=round(hit.score, 6),
+            rerank_score=round(hit.score, 6),
+            rerank_source="skipped",
+            snippet=raw[:SNIPPET_CHARS],
+        ))
+        texts.append(rec.get("contextualized_text") or raw)
+    t3 = time.perf_counter()
+
+    strategy = "bm25-only"
+    rerank_model = None
+    ranked = pool
+    if rerank is not None and pool:
+        from vaulteval.rerank.stage import rerank as run_rerank
+
+        cache = default_embed_cache(vault) if embed_cache == "default" else embed_cache
+        outcome = run_rerank(query, texts, rerank, cache)
+        rerank_model = outcome.model
+        if outcome.scores is not None:
+            strategy = f"bm25+rerank:{outcome.source}"
+            for cand, score in zip(pool, outcome.scores):
+                cand.rerank_score = round(float(score), 6)
+                cand.rerank_source = outcome.source
+            # Stable sort: equal cosines keep their BM25 order.
+            ranked = sorted(pool, key=lambda c: -c.rerank_score)
+        else:
+            strategy = f"bm25+noop-rerank:{outcome.fallback_reason}"
+            for cand in pool:
+                cand.rerank_source = f"noop:{outcome.fallback_reason}"
+    elif rerank is not None:
+        strategy = "bm25+noop-rerank:no-candidates"  # nothing to rerank; never counted as a rerank
+        rerank_model = rerank.model
+    t4 = time.perf_counter()
+
+    seen: set[str] = set()
+    deduped: list[Candidate] = []
+    for cand in ranked:
+        if cand.page_path not in seen:
+            seen.add(cand.page_path)
+            deduped.append(cand)
+    t5 = time.perf_counter()
+
+    info = None
+    if explain:
+        info = {
+            "bm25_candidate_count": len(hits),
+            "post_rerank_count": len(ranked),
+            "deduped_count": len(deduped),
+            "bm25_top_param": bm25_top,
+            "rerank_model": rerank_model,
+            "stale_candidates_skipped": stale,
+            "analyzer": index.analyzer_name,
+            "timings_ms": {
+                "index_open": _ms(t1 - t0),
+                "bm25": _ms(t2 - t1),
+                "integrity": _ms(t3 - t2),
+                "rerank": _ms(t4 - t3),
+                "dedupe": _ms(t5 - t4),
+                "total": _ms(t5 - t0),
+            },
+        }
+    return RetrievalResult(query=query, strategy=strategy, top_k=top, candidates=deduped[:top],
+                           explain=info, pool=ranked)
+
+
+def default_embed_cache(vault: "Vault") -> Path:
+    """The embedding cache: the one thing retrieve may write, and only when reranking."""
+    return vault.meta_dir / "embeddings.sqlite"

@@ -1,0 +1,91 @@
+"""Path confinement: every read or write stays inside the area it belongs to.
+
+Usage::
+
+    page = confine(vault.wiki_dir, "wiki/howto/Descaling.md", strip="wiki")
+    with open_confined(vault.wiki_dir, "wiki/howto/Descaling.md", strip="wiki") as fh: ...
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import BinaryIO
+
+from vaulteval.errors import PathEscape
+
+_PROC_FD = "/proc/self/fd"
+_HAVE_PROC = os.path.isdir(_PROC_FD)
+
+
+@lru_cache(maxsize=64)
+def _real_base(base: str) -> str:
+    return os.path.realpath(base)
+
+
+def _under(real: str, real_base: str) -> bool:
+    return real == real_base or real.startswith(real_base + os.sep)
+
+
+def lexical_path(base: Path | str, relative: str, *, strip: str | None = None) -> str:
+    """Join ``relative`` to ``base`` after refusing absolute paths and ``..`` (no filesystem access)."""
+    if not isinstance(relative, str) or not relative or "\x00" in relative:
+        raise PathEscape(f"empty or invalid path {relative!r}")
+    rel = relative.replace("\\", "/")
+    if rel.startswith("/") or (len(rel) > 1 and rel[1] == ":"):
+        raise PathEscape(f"absolute path {relative!r} is not allowed; paths must be vault-relative")
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise PathEscape(f"path {relative!r} contains '..'; paths must stay inside the vault")
+    if strip is not None:
+        if not parts or parts[0] != strip:
+            raise PathEscape(f"path {relative!r} must start with {strip}/")
+        parts = parts[1:]
+    if not parts:
+        raise PathEscape(f"path {relative!r} names no file")
+    return os.path.join(str(base), *parts)
+
+
+@lru_cache(maxsize=1 << 16)
+def _lexical_cached(base: str, relative: str, strip: str | None) -> str:
+    return lexical_path(base, relative, strip=strip)
+
+
+def cached_lexical_path(base: Path | str, relative: str, strip: str | None) -> str:
+    """``lexical_path`` memoised: the hot path joins the same few thousand index paths again and again."""
+    return _lexical_cached(str(base), relative, strip)
+
+
+def confine(base: Path, relative: str, *, strip: str | None = None) -> Path:
+    """Resolve ``relative`` under ``base``, refusing absolute paths, ``..`` and symlink escapes.
+
+    ``strip`` drops a leading component (``wiki/x.md`` relative to the ``wiki`` dir).
+    """
+    candidate = lexical_path(base, relative, strip=strip)
+    if not _under(os.path.realpath(candidate), _real_base(str(base))):
+        raise PathEscape(f"path {relative!r} resolves outside {base.name}/ (symlink escape)")
+    return Path(candidate)
+
+
+def open_confined(base: Path, relative: str, *, strip: str | None = None) -> BinaryIO:
+    """Open a file for reading only if the file actually opened lies under ``base``.
+
+    Checking the opened descriptor (not the name) is both cheaper than resolving
+    every component and immune to a symlink swapped in between check and open.
+    """
+    candidate = cached_lexical_path(base, relative, strip)
+    fh = open(candidate, "rb")
+    try:
+        real = os.readlink(f"{_PROC_FD}/{fh.fileno()}") if _HAVE_PROC else os.path.realpath(candidate)
+        if not _under(real, _real_base(str(base))):
+            raise PathEscape(f"path {relative!r} resolves outside {base.name}/ (symlink escape)")
+    except BaseException:
+        fh.close()
+        raise
+    return fh
+
+
+def is_inside(base: Path, target: Path) -> bool:
+    """Usage: ``is_inside(wiki_dir, path)``: true when the real target lies under the real base."""
+    return _under(os.path.realpath(target), os.path.realpath(base))

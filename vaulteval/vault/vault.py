@@ -1,0 +1,186 @@
+"""Vault selection, layout and the high-level Python API.
+
+Usage::
+
+    vault = Vault.select(explicit=None)        # --vault, env, or marker file
+    vault.provision()
+    print(vault.retrieve("espresso descaling", top=5).to_json())
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.errors import UsageError, VaultSelectionError
+from vaulteval.vault.paths import confine, is_inside
+
+if TYPE_CHECKING:
+    from vaulteval.index.reader import BM25Index
+    from vaulteval.chunks.integrity import IntegrityChecker
+    from vaulteval.pipeline.retrieve import RetrievalResult
+
+MARKERS = (".vaulteval.json", ".claude-obsidian.json")
+ENV_VARS = ("VAULTEVAL_VAULT", "CLAUDE_OBSIDIAN_VAULT")
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the vaulteval package folder
+BUNDLED_SAMPLE = PACKAGE_DIR / "data" / "sample-vault"
+
+
+def _product_roots() -> set[Path]:
+    roots = {PACKAGE_DIR}
+    repo = PACKAGE_DIR.parent
+    if (repo / "pyproject.toml").is_file() and (repo / "vaulteval").resolve() == PACKAGE_DIR:
+        roots.add(repo)
+    return roots
+
+
+@dataclass(frozen=True)
+class Page:
+    """A note under ``wiki/``: its vault-relative POSIX path and absolute path."""
+
+    rel: str
+    abspath: str
+
+    @property
+    def path(self) -> Path:
+        return Path(self.abspath)
+
+
+class Vault:
+    """A folder with ``wiki/`` (notes) and ``.vault-meta/`` (derived state)."""
+
+    def __init__(self, root: str | os.PathLike[str], *, meta_dir: str | os.PathLike[str] | None = None):
+        root_path = Path(root).expanduser()
+        if not root_path.is_dir():
+            raise VaultSelectionError(f"vault {root_path} is not a directory; pass --vault PATH to an existing vault")
+        self.root = root_path.resolve()
+        if self.root in _product_roots():
+            raise VaultSelectionError(
+                f"{self.root} is vaulteval's own folder, not a vault; pass --vault PATH to your vault"
+            )
+        self.wiki_dir = self.root / "wiki"
+        if not self.wiki_dir.is_dir():
+            raise VaultSelectionError(f"{self.root} has no wiki/ folder; a vault keeps its notes in wiki/")
+        # meta_dir may point outside the vault: evaluation builds variants in a cache.
+        self.meta_dir = Path(meta_dir).resolve() if meta_dir else self.root / ".vault-meta"
+        self._index: BM25Index | None = None
+        self._integrity: IntegrityChecker | None = None
+
+    # -- selection -------------------------------------------------------
+    @classmethod
+    def select(cls, explicit: str | os.PathLike[str] | None = None, *, cwd: Path | None = None) -> "Vault":
+        """Usage: ``Vault.select(args.vault)``: --vault, then env vars, then the nearest marker file."""
+        if explicit:
+            return cls(explicit)
+        for var in ENV_VARS:
+            value = os.environ.get(var)
+            if value:
+                return cls(value)
+        here = (cwd or Path.cwd()).resolve()
+        for folder in (here, *here.parents):
+            if any((folder / marker).is_file() for marker in MARKERS):
+                return cls(folder)
+        raise VaultSelectionError(
+            "no vault selected: pass --vault PATH, set VAULTEVAL_VAULT, "
+            "or run inside a folder holding .vaulteval.json"
+        )
+
+    @property
+    def is_bundled(self) -> bool:
+        """True for the sample vault shipped inside the package (never written to)."""
+        return is_inside(PACKAGE_DIR, self.root)
+
+    @property
+    def meta_is_external(self) -> bool:
+        return not is_inside(self.root, self.meta_dir)
+
+    def require_writable(self) -> None:
+        """Refuse provisioning inside the installed product."""
+        if self.is_bundled and not self.meta_is_external:
+            raise UsageError(
+                "the bundled sample vault is read-only; copy it first with: vaulteval sample DEST"
+            )
+
+    # -- paths -----------------------------------------------------------
+    def page_path(self, rel: str) -> Path:
+        """Usage: ``vault.page_path("wiki/a.md")``: the confined absolute path of a note."""
+        return confine(self.wiki_dir, rel, strip="wiki")
+
+    def meta_path(self, rel: str) -> Path:
+        """Usage: ``vault.meta_path("chunks/c-1/chunk-000.json")``: a confined path under .vault-meta."""
+        return confine(self.meta_dir, rel)
+
+    def iter_pages(self) -> Iterator[Page]:
+        """Every ``*.md`` under wiki/, sorted, skipping dot-folders and links that leave wiki/."""
+        wiki = str(self.wiki_dir)
+        real_wiki = os.path.realpath(wiki)
+        found: list[Page] = []
+        for dirpath, dirnames, filenames in os.walk(wiki):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            rel_dir = "wiki" + dirpath[len(wiki):].replace(os.sep, "/")
+            for name in filenames:
+                if not name.endswith(".md") or name.startswith("."):
+                    continue
+                full = dirpath + os.sep + name
+                if os.path.islink(full):
+                    real = os.path.realpath(full)
+                    if not real.startswith(real_wiki + os.sep) or not os.path.isfile(real):
+                        continue
+                found.append(Page(rel_dir + "/" + name, full))
+        found.sort(key=lambda p: p.rel)
+        return iter(found)
+
+    # -- pipeline --------------------------------------------------------
+    def rebuild_command(self) -> str:
+        """The exact shell command that re-provisions this vault."""
+        import shlex
+
+        return f"vaulteval provision --vault {shlex.quote(str(self.root))}"
+
+    def use_index(self, index: "BM25Index") -> None:
+        """Serve queries from an already opened index (evaluation shares one per meta dir)."""
+        self._index = index
+
+    def integrity(self) -> "IntegrityChecker":
+        """The checker that verifies candidates against chunk files and pages (remembers verdicts)."""
+        if self._integrity is None:
+            from vaulteval.chunks.integrity import IntegrityChecker
+
+            self._integrity = IntegrityChecker(self)
+        return self._integrity
+
+    def use_integrity(self, checker: "IntegrityChecker") -> None:
+        """Share another view's checker (same notes, same meta dir)."""
+        self._integrity = checker
+
+    def index(self) -> "BM25Index":
+        """The verified BM25 index, opened once per Vault object."""
+        if self._index is None:
+            from vaulteval.index.reader import open_index
+
+            self._index = open_index(self)
+        return self._index
+
+    def provision(self, **options: Any):
+        """Usage: ``vault.provision()``: prefix every page, then build the index (under the vault lock)."""
+        from vaulteval.pipeline.provision import provision
+
+        return provision(self, **options)
+
+    def retrieve(self, query: str, **options: Any) -> "RetrievalResult":
+        """Usage: ``vault.retrieve("query", top=5, rerank=None)`` -> RetrievalResult."""
+        from vaulteval.pipeline.retrieve import retrieve
+
+        return retrieve(self, query, **options)
+
+    def doctor(self):
+        """Usage: ``vault.doctor().state`` -> 'verified' | 'configured' | 'available' | 'degraded'."""
+        from vaulteval.pipeline.doctor import doctor
+
+        return doctor(self)
+
+    def __repr__(self) -> str:
+        return f"Vault({str(self.root)!r})"

@@ -1,0 +1,154 @@
+"""Compare runs against a baseline: deltas, wins/ties/losses, paired tests, rerank impact.
+
+Usage::
+
+    report = compare([bm25_run, rerank_run], queryset, ["nDCG@10", "R@10"], baseline="bm25")
+    report.to_dataframe()          # run, measure, value, baseline_value, delta, wins, ties, losses,
+                                   # p_randomization, p_ttest, p_holm, significant, status
+
+Deltas and tests are over the queries with a relevant page, paired by query.
+Holm's correction runs across the compared runs, per measure. A run whose
+reranker fell back for every query gets ``status = "fallback: <reason> (n/N
+queries)"`` and no delta or p-value: its numbers are BM25's, not the
+reranker's, so they are never shown as "no impact".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.errors import UsageError
+from vaulteval.workbench.measures import negatives, negatives_summary, parse_measures, per_query, pool_recall
+from vaulteval.workbench.report import Report
+from vaulteval.workbench.stats import holm, paired_test
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vaulteval.querysets.queryset import QuerySet
+    from vaulteval.workbench.runs import Run
+
+SUMMARY_COLUMNS = ["run", "measure", "value", "baseline_value", "delta", "wins", "ties", "losses",
+                   "p_randomization", "p_ttest", "p_holm", "significant", "status"]
+
+
+def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measures: Iterable[Any] | None = None, *,
+            baseline: "str | Run | None" = None, k: int = 10, alpha: float = 0.05, seed: int = 0,
+            n_resamples: int = 9999, per_query_df: "pd.DataFrame | None" = None) -> Report:
+    """Usage: ``compare(runs, queryset, baseline="bm25")`` -> Report (the first run is the default baseline)."""
+    import pandas as pd
+
+    run_list = list(runs.values()) if isinstance(runs, dict) else list(runs)
+    if not run_list:
+        raise UsageError("compare needs at least one run")
+    names = [r.name for r in run_list]
+    if len(set(names)) != len(names):
+        raise UsageError(f"run names must be unique to compare them, got {names}; rename with Strategy name=...")
+    base_name = baseline.name if hasattr(baseline, "name") else (baseline or names[0])
+    if base_name not in names:
+        raise UsageError(f"baseline {base_name!r} is not among the runs ({', '.join(names)})")
+    ms = [str(m) for m in parse_measures(measures, k)]
+    pq = per_query_df if per_query_df is not None else pd.concat([per_query(r, queryset, ms) for r in run_list])
+    wide = pq.pivot_table(index=["measure", "query_id"], columns="run", values="value")
+    by_name = {r.name: r for r in run_list}
+
+    rows, deltas = [], []
+    for measure in ms:
+        block = wide.loc[measure]
+        base = block[base_name]
+        for name in names:
+            run = by_name[name]
+            status = "baseline" if name == base_name else (run.fallback or "ok")
+            row = {"run": name, "measure": measure, "value": float(block[name].mean()),
+                   "baseline_value": float(base.mean()), "status": status}
+            if name != base_name and not run.fully_fell_back:
+                t = paired_test(block[name].to_numpy(), base.to_numpy(), seed=seed, n_resamples=n_resamples)
+                row.update(delta=t.mean_delta, wins=t.wins, ties=t.ties, losses=t.losses,
+                           p_randomization=t.p_randomization, p_ttest=t.p_ttest)
+                d = (block[name] - base).rename("delta").reset_index()
+                d["run"], d["measure"], d["value"], d["baseline"] = name, measure, block[name].values, base.values
+                deltas.append(d)
+            rows.append(row)
+    summary = pd.DataFrame(rows).reindex(columns=SUMMARY_COLUMNS)
+    for measure in ms:
+        mask = (summary.measure == measure) & summary.p_randomization.notna()
+        summary.loc[mask, "p_holm"] = holm(summary.loc[mask, "p_randomization"].tolist())
+    summary["significant"] = summary.p_holm.lt(alpha).where(summary.p_holm.notna())
+    summary = summary.astype({"wins": "Int64", "ties": "Int64", "losses": "Int64"})
+    per_q = pd.concat(deltas)[["run", "query_id", "measure", "value", "baseline", "delta"]] if deltas else \
+        pd.DataFrame(columns=["run", "query_id", "measure", "value", "baseline", "delta"])
+
+    notes = [f"WARNING {r.name}: {r.fallback}; its numbers are BM25's, not the reranker's"
+             for r in run_list if r.fallback]
+    tables = {
+        "summary": summary,
+        "rerank": _rerank_table(run_list, by_name[base_name], queryset, k),
+        "pool": _pool_table(run_list, queryset),
+        "negatives": negatives_summary(pd.concat([negatives(r, queryset) for r in run_list])),
+        "latency": _latency_table(run_list),
+    }
+    params = {"k": k, "alpha": alpha, "seed": seed, "n_resamples": n_resamples, "measures": ms,
+              "tests": "randomization (scipy permutation_test, samples) + paired t-test; Holm across runs"}
+    return Report(tables=tables, per_query=per_q, baseline=base_name, notes=notes, params=params)
+
+
+def rescued_and_lost(run: "Run", queryset: "QuerySet", k: int, reference: dict[str, list[str]] | None = None
+                     ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Relevant pages the run has in its top k and the reference (its own BM25 order) has not, and vice versa."""
+    ref = reference if reference is not None else run.bm25_rankings()
+    if ref is None:
+        raise UsageError(f"run {run.name} has no pool; pass the BM25 run as reference")
+    final = run.rankings()
+    rescued, lost = [], []
+    for q in queryset.positive:
+        rel = {d for d, g in q.relevant.items() if g > 0}
+        now, before = set(final.get(q.query_id, [])[:k]) & rel, set(ref.get(q.query_id, [])[:k]) & rel
+        rescued += [(q.query_id, d) for d in sorted(now - before)]
+        lost += [(q.query_id, d) for d in sorted(before - now)]
+    return rescued, lost
+
+
+def _rerank_table(runs: list["Run"], base: "Run", queryset: "QuerySet", k: int) -> "pd.DataFrame":
+    import pandas as pd
+
+    rows = []
+    for run in runs:
+        if not run.reranked:
+            continue
+        reference = run.bm25_rankings() if run.pool is not None else base.rankings()
+        rescued, lost = rescued_and_lost(run, queryset, k, reference)
+        labels = run.labels
+        reranked = sum(n for lbl, n in labels.items() if lbl.startswith("bm25+rerank:"))
+        rows.append({"run": run.name, "status": run.fallback or "ok", "queries_reranked": reranked,
+                     f"rescued@{k}": len(rescued), f"lost@{k}": len(lost), "net": len(rescued) - len(lost),
+                     "rescued_pages": _examples(rescued), "lost_pages": _examples(lost)})
+    return pd.DataFrame(rows)
+
+
+def _examples(pairs: list[tuple[str, str]], limit: int = 5) -> str:
+    shown = "; ".join(f"{q}:{d}" for q, d in pairs[:limit])
+    return shown + (f"; +{len(pairs) - limit} more" if len(pairs) > limit else "")
+
+
+def _pool_table(runs: list["Run"], queryset: "QuerySet") -> "pd.DataFrame":
+    import pandas as pd
+
+    rows = [{"run": r.name, "bm25_top": r.strategy.bm25_top if r.strategy else None,
+             "pool_recall": pool_recall(r, queryset)} for r in runs if r.pool is not None]
+    return pd.DataFrame(rows)
+
+
+def _latency_table(runs: list["Run"]) -> "pd.DataFrame":
+    import pandas as pd
+
+    rows = []
+    for r in runs:
+        if r.queries is None or r.queries.empty:
+            continue
+        lat = r.queries.latency_ms.astype(float)
+        rr = r.queries.rerank_ms.astype(float) if r.reranked else None
+        rows.append({"run": r.name, "queries": len(lat), "mean": lat.mean(), "p50": lat.quantile(0.5),
+                     "p95": lat.quantile(0.95), "max": lat.max(),
+                     "rerank_mean": rr.mean() if rr is not None else None})
+    return pd.DataFrame(rows)

@@ -1,0 +1,149 @@
+"""Evaluate strategies on a query set and keep everything needed to reproduce the numbers.
+
+Usage::
+
+    ev = evaluate(vault, queryset, ["bm25", "bm25:analyzer=english"], measures=["nDCG@10", "RR"], k=10)
+    ev.metrics            # run, measure, value, n   (IR measures, pool recall, negatives)
+    ev.report             # compare() against the first strategy
+    ev.save("runs/")      # runs/<id>/ with metrics.csv, per_query.csv, misses.csv, *.trec, manifest.json
+
+``evaluate`` never writes the vault: strategies whose chunking or analyzer
+differ from the vault's index are built in the evaluation cache
+(``vaulteval.workbench.workspace``). The notebooks call ``evaluate`` and then
+``EvalRun.save`` and add their executed notebook to the directory.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vaulteval.querysets.queryset import QuerySet
+    from vaulteval.workbench.report import Report
+    from vaulteval.workbench.runs import Run
+    from vaulteval.workbench.strategy import Strategy
+    from vaulteval.vault.vault import Vault
+    from vaulteval.workbench.workspace import Workspace
+
+
+@dataclass
+class EvalRun:
+    """The runs of one evaluation and every table derived from them."""
+
+    vault: "Vault"
+    queryset: "QuerySet"
+    strategies: list["Strategy"]
+    runs: list["Run"]
+    measures: list[str]
+    k: int
+    metrics: "pd.DataFrame"
+    per_query: "pd.DataFrame"
+    misses: "pd.DataFrame"
+    negatives: "pd.DataFrame"
+    report: "Report"
+    workspace: "Workspace"
+    started_at: str = ""
+    finished_at: str = ""
+    seconds: float = 0.0
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def run(self, name: str) -> "Run":
+        for r in self.runs:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def per_query_wide(self) -> "pd.DataFrame":
+        """One row per (run, query): negative flag, results returned, top score, then one column per measure."""
+        import pandas as pd
+
+        wide = self.per_query.pivot_table(index=["run", "query_id"], columns="measure", values="value",
+                                          sort=False).reset_index()
+        wide = wide.reindex(columns=["run", "query_id", *self.measures])
+        counts = pd.concat([r.df.groupby("query_id").agg(n_returned=("doc_id", "size"), top_score=("score", "max"))
+                            .reset_index().assign(run=r.name) for r in self.runs])
+        base = pd.DataFrame([(r.name, q.query_id, q.is_negative) for r in self.runs for q in self.queryset],
+                            columns=["run", "query_id", "negative"])
+        out = base.merge(counts, on=["run", "query_id"], how="left").merge(wide, on=["run", "query_id"], how="left")
+        out["n_returned"] = out.n_returned.fillna(0).astype(int)
+        return out
+
+    def save(self, out: str | os.PathLike[str], run_id: str | None = None) -> Path:
+        """Usage: ``ev.save("runs/")`` -> ``runs/<id>/``; see ``vaulteval.workbench.manifest.write_run_dir``."""
+        from vaulteval.workbench.manifest import write_run_dir
+
+        return write_run_dir(self, Path(out), run_id)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | str]", *,
+             measures: list[Any] | str | None = None, k: int = 10, baseline: str | None = None,
+             cache_dir: str | os.PathLike[str] | None = None, use_vault_index: bool = True, seed: int = 0,
+             progress: bool = False, allow_remote_ollama: bool = False) -> "EvalRun":
+    """Run every strategy, then measures, misses, negatives and a comparison against ``baseline``."""
+    import pandas as pd
+
+    from vaulteval.workbench import measures as M
+    from vaulteval.workbench.compare import compare
+    from vaulteval.workbench.misses import find_misses
+    from vaulteval.workbench.runs import run_strategy
+    from vaulteval.workbench.strategy import Strategy
+    from vaulteval.workbench.workspace import Workspace
+
+    if not 1 <= k <= 1000:
+        raise UsageError(f"--k must be from 1 to 1000, got {k}")
+    parsed = [(s if isinstance(s, Strategy) else Strategy.parse(s)).with_remote_ollama(allow_remote_ollama)
+              for s in strategies]
+    if not parsed:
+        raise UsageError("name at least one strategy, e.g. --strategy bm25")
+    names = [s.name for s in parsed]
+    if len(set(names)) != len(names):
+        raise UsageError(f"two strategies share a name ({names}); add name=... to one of them")
+    ms = [str(m) for m in M.parse_measures(measures, k)]
+    started, t0 = _now(), time.perf_counter()
+    ws = Workspace(vault, cache_dir, use_vault_index=use_vault_index)
+    runs = [run_strategy(vault, queryset, s, workspace=ws, progress=progress) for s in parsed]
+    per_query = pd.concat([M.per_query(r, queryset, ms) for r in runs], ignore_index=True)
+    negatives = pd.concat([M.negatives(r, queryset) for r in runs], ignore_index=True)
+    metrics = _metrics_table(runs, queryset, per_query, negatives)
+    misses = pd.concat([find_misses(r, queryset, k) for r in runs], ignore_index=True)
+    report = compare(runs, queryset, ms, baseline=baseline, k=k, seed=seed, per_query_df=per_query)
+    return EvalRun(vault=vault, queryset=queryset, strategies=parsed, runs=runs, measures=ms, k=k,
+                   metrics=metrics, per_query=per_query, misses=misses, negatives=negatives, report=report,
+                   workspace=ws, started_at=started, finished_at=_now(), seconds=time.perf_counter() - t0,
+                   params={"k": k, "measures": ms, "baseline": report.baseline, "seed": seed,
+                           "use_vault_index": use_vault_index})
+
+
+def _metrics_table(runs: list["Run"], queryset: "QuerySet", per_query: "pd.DataFrame",
+                   negatives: "pd.DataFrame") -> "pd.DataFrame":
+    """Long table: IR measures (mean over positive queries), pool recall, negative-query counts."""
+    import pandas as pd
+
+    from vaulteval.workbench import measures as M
+
+    agg = M.aggregate(per_query)
+    extra = []
+    neg = M.negatives_summary(negatives).set_index("run") if len(negatives) else None
+    for r in runs:
+        if r.strategy is not None:
+            extra.append((r.name, f"pool_recall@{r.strategy.bm25_top}", M.pool_recall(r, queryset),
+                          len(queryset.positive)))
+        if neg is not None and r.name in neg.index:
+            row = neg.loc[r.name]
+            extra.append((r.name, "negatives_returned_any", float(row.returned_any), int(row.negatives)))
+            extra.append((r.name, "negatives_max_top_score", row.max_top_score, int(row.negatives)))
+    more = pd.DataFrame(extra, columns=["run", "measure", "value", "n"])
+    return pd.concat([agg, more], ignore_index=True)

@@ -1,0 +1,235 @@
+"""Run directories: write an evaluation with its manifest, and read one back.
+
+Usage::
+
+    path = write_run_dir(ev, Path("runs"))       # or ev.save("runs")
+    loaded = load_run_dir(path)                   # manifest + Runs (from the TREC files, pool, traces)
+
+A run directory holds ``manifest.json``, ``metrics.csv`` (run, measure, value,
+n), ``per_query.csv`` (one row per run and query), ``misses.csv``,
+``queries.csv`` (label and latency per query), ``pool.csv`` (candidate chunks),
+one ``<run>.trec`` per strategy, ``report.md`` and ``vault-pages.txt`` (the
+sha256 of every page, so ``vaulteval eval verify`` can name edited notes).
+The manifest records package and Python versions, parameters, strategies,
+the query set's sha256, fingerprints of the vault's pages and of each index,
+analyzer and BM25 parameters, the embedding backend, model and digest, and
+timestamps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import re
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.errors import UsageError
+
+if TYPE_CHECKING:
+    from vaulteval.workbench.evaluate import EvalRun
+    from vaulteval.workbench.runs import Run
+
+SCHEMA = 1
+MANIFEST = "manifest.json"
+PAGES_FILE = "vault-pages.txt"
+PACKAGES = ("vaulteval", "numpy", "pandas", "scipy", "ir-measures", "pytrec-eval-terrier", "PyYAML", "PyStemmer")
+RERANK_PACKAGES = {"ollama": ("ollama",), "sentence-transformers": ("sentence-transformers", "torch")}
+
+
+class NotARunDir(UsageError):
+    """The folder has no manifest.json written by vaulteval eval run."""
+
+
+def _versions(names: tuple[str, ...]) -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+@lru_cache(maxsize=8)
+def folder_digest(path: str) -> str:
+    """sha256 over every file's relative path and bytes in a model folder."""
+    root = Path(path)
+    h = hashlib.sha256()
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(file.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        with open(file, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return "sha256:" + h.hexdigest()
+
+
+def rerank_info(run: "Run") -> dict[str, Any] | None:
+    """Backend, model, host and model digest of a reranked run (Ollama: from /api/tags; folders: hashed)."""
+    if run.strategy is None or run.strategy.rerank is None:
+        return None
+    from vaulteval.rerank.stage import peek
+
+    info = peek(run.strategy.rerank)
+    digest = info.get("digest")
+    model = info.get("resolved_model") or info.get("model")
+    if info["backend"] == "sentence-transformers" and model and Path(model).is_dir():
+        digest = folder_digest(str(Path(model).resolve()))
+    return {"backend": info["backend"], "model": model, "host": info.get("host"), "digest": digest,
+            "input_scheme": info.get("input_scheme"), "reachable": info.get("reachable"), "error": info.get("error"),
+            "labels": dict(run.labels), "fallback": run.fallback}
+
+
+def build_manifest(ev: "EvalRun", run_id: str) -> dict[str, Any]:
+    qs = ev.queryset
+    strategies = []
+    backends: set[str] = set()
+    for run in ev.runs:
+        rr = rerank_info(run)
+        if rr:
+            backends.add(rr["backend"])
+        strategies.append({"name": run.name, "strategy": run.strategy.to_dict(), "trec": f"{run.name}.trec",
+                           "index": run.env.describe() if run.env else None, "rerank": rr,
+                           "labels": dict(run.labels), "fallback": run.fallback})
+    packages = _versions(PACKAGES + tuple(p for b in sorted(backends) for p in RERANK_PACKAGES.get(b, ())))
+    return {
+        "schema": SCHEMA,
+        "id": run_id,
+        "started_at": ev.started_at,
+        "finished_at": ev.finished_at,
+        "seconds": round(ev.seconds, 3),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": packages,
+        "parameters": ev.params,
+        "vault": {"root": str(ev.vault.root), "fingerprint": ev.workspace.fingerprint.digest,
+                  "pages": len(ev.workspace.fingerprint.pages), "bundled": ev.vault.is_bundled},
+        "queryset": {**qs.summary(), "path": str(Path(qs.path).resolve()), "split": qs.extra.get("split"),
+                     "qrels": qs.extra.get("qrels")},
+        "cache_dir": str(ev.workspace.cache_dir),
+        "strategies": strategies,
+    }
+
+
+def new_run_id(out: Path, queryset_name: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    base = f"{stamp}-{re.sub(r'[^A-Za-z0-9._-]+', '-', queryset_name).strip('-') or 'run'}"
+    candidate, n = base, 1
+    while (out / candidate).exists():
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def write_run_dir(ev: "EvalRun", out: Path, run_id: str | None = None) -> Path:
+    """Write the run directory ``out/<run_id>/`` (a new folder; an existing one is refused)."""
+    import pandas as pd
+
+    from vaulteval.vault.paths import is_inside
+
+    if is_inside(ev.vault.root, out):
+        raise UsageError(f"run directory {out} is inside the vault {ev.vault.root}; evaluation never writes "
+                         "the vault, pass --out to a folder outside it")
+    run_id = run_id or new_run_id(out, ev.queryset.name)
+    target = out / run_id
+    if target.exists() and any(target.iterdir()):
+        raise UsageError(f"run directory {target} already exists; choose another --id")
+    target.mkdir(parents=True, exist_ok=True)
+    ev.metrics.to_csv(target / "metrics.csv", index=False)
+    ev.per_query_wide().to_csv(target / "per_query.csv", index=False)
+    ev.misses.to_csv(target / "misses.csv", index=False)
+    pd.concat([r.queries.assign(run=r.name) for r in ev.runs])[["run", *ev.runs[0].queries.columns]] \
+        .to_csv(target / "queries.csv", index=False)
+    pd.concat([r.pool.assign(run=r.name) for r in ev.runs])[["run", *ev.runs[0].pool.columns]] \
+        .to_csv(target / "pool.csv", index=False)
+    for run in ev.runs:
+        run.to_trec(target / f"{run.name}.trec")
+    ev.report.save(target / "report.md")
+    (target / PAGES_FILE).write_text(ev.workspace.fingerprint.lines(), encoding="utf-8")
+    manifest = build_manifest(ev, run_id)
+    (target / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return target
+
+
+@dataclass
+class RunDir:
+    """A run directory read back: its manifest and its runs (without index access)."""
+
+    path: Path
+    manifest: dict[str, Any]
+    runs: list["Run"]
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    file = Path(path) / MANIFEST
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise NotARunDir(f"{path} is not a run directory (no readable {MANIFEST}); pass runs/<id>") from None
+    if data.get("schema") != SCHEMA:
+        raise NotARunDir(f"{file} has schema {data.get('schema')!r}; this vaulteval reads schema {SCHEMA}")
+    return data
+
+
+def load_run_dir(path: str | Path) -> RunDir:
+    """Usage: ``load_run_dir("runs/<id>").runs`` -> Runs with strategy, pool and per-query labels."""
+    import pandas as pd
+
+    from vaulteval.workbench.runs import Run
+    from vaulteval.workbench.strategy import Strategy
+
+    folder = Path(path)
+    manifest = read_manifest(folder)
+    pool = pd.read_csv(folder / "pool.csv", dtype={"query_id": str})
+    queries = pd.read_csv(folder / "queries.csv", dtype={"query_id": str})
+    runs = []
+    for entry in manifest["strategies"]:
+        run = Run.from_trec(folder / entry["trec"], name=entry["name"])
+        run.df["query_id"] = run.df.query_id.astype(str)
+        run.strategy = Strategy.from_dict(entry["strategy"])
+        run.pool = pool[pool.run == entry["name"]].drop(columns="run").reset_index(drop=True)
+        run.queries = queries[queries.run == entry["name"]].drop(columns="run").reset_index(drop=True)
+        runs.append(run)
+    return RunDir(folder, manifest, runs)
+
+
+def compare_run_dirs(paths: list[str | Path], *, baseline: str | None = None, measures: Any = None,
+                     k: int | None = None, vault: str | Path | None = None):
+    """Usage: ``compare_run_dirs(["runs/a", "runs/b"])`` -> Report over every run they hold.
+
+    The runs must share a query set (same sha256); names that collide are
+    prefixed with their run id (``<id>/bm25``).
+    """
+    from vaulteval.workbench.compare import compare
+    from vaulteval.querysets.queryset import load_queryset
+
+    dirs = [load_run_dir(p) for p in paths]
+    shas = {d.manifest["queryset"]["sha256"] for d in dirs}
+    if len(shas) > 1:
+        raise UsageError("these run directories used different query sets; compare runs of one query set")
+    seen: dict[str, int] = {}
+    for d in dirs:
+        for r in d.runs:
+            seen[r.name] = seen.get(r.name, 0) + 1
+    runs = []
+    for d in dirs:
+        for r in d.runs:
+            if seen[r.name] > 1:
+                r.name = f"{d.manifest['id']}/{r.name}"
+            runs.append(r)
+    first = dirs[0].manifest
+    info = first["queryset"]
+    qs = load_queryset(info["path"], vault or first["vault"]["root"], qrels=info.get("qrels"),
+                       split=info.get("split") or "test")
+    report = compare(runs, qs, measures or first["parameters"]["measures"], baseline=baseline,
+                     k=k or first["parameters"]["k"])
+    if qs.sha256 != info["sha256"]:
+        report.notes.append(f"WARNING the query set {info['path']} changed since these runs were made")
+    return report

@@ -1,0 +1,125 @@
+"""Measures through ir-measures: per query and aggregated; negative queries apart.
+
+Usage::
+
+    ms = parse_measures(["nDCG@10", "R@100", "RR"])
+    pq = per_query(run, queryset, ms)        # run, query_id, measure, value (queries with a relevant page)
+    aggregate(pq)                             # run, measure, value (mean), n
+    negatives(run, queryset)                  # run, query_id, n_returned, top_score, top_doc
+
+Means are over queries with at least one relevant page (grade > 0); a query
+the run returned nothing for scores 0 on every measure. Negative queries
+(nothing relevant) never enter a mean: they are reported by how many returned
+anything and with what top score. Measures are computed by ir-measures'
+pytrec_eval backend, so nDCG uses the grades as gains, as trec_eval does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vaulteval.querysets.queryset import QuerySet
+    from vaulteval.workbench.runs import Run
+
+DEFAULT_MEASURES = ("nDCG@{k}", "R@{k}", "P@{k}", "Success@{k}", "RR", "AP")
+
+
+class UnknownMeasure(UsageError):
+    """A measure name ir-measures cannot parse."""
+
+
+def default_measures(k: int = 10) -> list[str]:
+    return [m.format(k=k) for m in DEFAULT_MEASURES]
+
+
+def parse_measures(items: "Iterable[Any] | str | None" = None, k: int = 10) -> list:
+    """Usage: ``parse_measures("nDCG@10,RR")`` -> ir_measures Measure objects (strings or Measures in)."""
+    import ir_measures
+
+    if items is None:
+        items = default_measures(k)
+    if isinstance(items, str):
+        items = [p for p in items.replace(" ", ",").split(",") if p]
+    out = []
+    for item in items:
+        if not isinstance(item, str):
+            out.append(item)
+            continue
+        try:
+            out.append(ir_measures.parse_measure(item))
+        except (ValueError, NameError, TypeError, SyntaxError, KeyError) as exc:
+            raise UnknownMeasure(f"unknown measure {item!r} ({exc}); try nDCG@10, R@100, RR, P@5, Success@10, AP") from None
+    if not out:
+        raise UnknownMeasure("no measures given; try --measures nDCG@10,R@10,RR")
+    return list(dict.fromkeys(out))
+
+
+def per_query(run: "Run", queryset: "QuerySet", measures: Iterable[Any]) -> "pd.DataFrame":
+    """One row per (positive query, measure); zero where the run returned nothing."""
+    import ir_measures
+    import pandas as pd
+
+    ms = parse_measures(list(measures))
+    positive = [q.query_id for q in queryset.positive]
+    qrels = [qr for qr in queryset.to_qrels() if qr.query_id in set(positive)]
+    values: dict[tuple[str, str], float] = {(qid, str(m)): 0.0 for qid in positive for m in ms}
+    scored = [sd for sd in run.scored_docs() if sd.query_id in set(positive)]
+    if scored and qrels:
+        for metric in ir_measures.iter_calc(ms, qrels, scored):
+            values[(metric.query_id, str(metric.measure))] = float(metric.value)
+    rows = [(run.name, qid, m, v) for (qid, m), v in values.items()]
+    return pd.DataFrame(rows, columns=["run", "query_id", "measure", "value"])
+
+
+def aggregate(per_query_df: "pd.DataFrame") -> "pd.DataFrame":
+    """Mean of each (run, measure) over its rows, in first-seen order, with the query count ``n``."""
+    grouped = per_query_df.groupby(["run", "measure"], sort=False)["value"]
+    out = grouped.agg(["mean", "count"]).reset_index()
+    return out.rename(columns={"mean": "value", "count": "n"})
+
+
+def negatives(run: "Run", queryset: "QuerySet") -> "pd.DataFrame":
+    """Each negative query: how many pages the run returned and the top one's score."""
+    import pandas as pd
+
+    rows = []
+    top = run.df.sort_values("rank").groupby("query_id", sort=False)
+    firsts = {qid: grp.iloc[0] for qid, grp in top}
+    counts = run.df.groupby("query_id").size().to_dict()
+    for q in queryset.negative:
+        first = firsts.get(q.query_id)
+        rows.append((run.name, q.query_id, int(counts.get(q.query_id, 0)),
+                     float(first.score) if first is not None else None,
+                     first.doc_id if first is not None else None))
+    return pd.DataFrame(rows, columns=["run", "query_id", "n_returned", "top_score", "top_doc"])
+
+
+def negatives_summary(neg: "pd.DataFrame") -> "pd.DataFrame":
+    """Per run: negative queries, how many returned anything, mean and max top score."""
+    import pandas as pd
+
+    rows = []
+    for name, grp in neg.groupby("run", sort=False):
+        returned = grp[grp.n_returned > 0]
+        rows.append((name, len(grp), len(returned),
+                     float(returned.top_score.mean()) if len(returned) else None,
+                     float(returned.top_score.max()) if len(returned) else None))
+    return pd.DataFrame(rows, columns=["run", "negatives", "returned_any", "mean_top_score", "max_top_score"])
+
+
+def pool_recall(run: "Run", queryset: "QuerySet") -> float | None:
+    """Mean share of relevant pages inside the candidate pool: the ceiling of any reranker over it."""
+    pools = run.pool_pages()
+    if run.pool is None:
+        return None
+    shares = []
+    for q in queryset.positive:
+        rel = {d for d, g in q.relevant.items() if g > 0}
+        shares.append(len(rel & set(pools.get(q.query_id, []))) / len(rel))
+    return sum(shares) / len(shares) if shares else None

@@ -1,0 +1,123 @@
+"""A comparison report: named tables that show themselves in notebooks, Markdown, HTML or files.
+
+Usage::
+
+    report = compare(runs, queryset)     # see vaulteval.workbench.compare
+    report                                # a notebook renders _repr_html_
+    print(report.to_markdown()); report.save("runs/x/report.md")
+
+Markdown tables are written here (no tabulate dependency).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# Section title for each table, in display order.
+SECTIONS = {
+    "summary": "Measures vs baseline",
+    "rerank": "Rerank impact (pages rescued and lost vs the BM25 order of the same pool)",
+    "pool": "Candidate pool recall (ceiling of any reranker)",
+    "negatives": "Negative queries (nothing relevant in the vault)",
+    "latency": "Latency per query (ms)",
+}
+
+
+def _cell(value: Any, digits: int) -> str:
+    import pandas as pd
+
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return _cell(value.item(), digits)
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(df: "pd.DataFrame", digits: int = 4) -> str:
+    """Usage: ``markdown_table(df)`` -> a GitHub-flavoured Markdown table (numbers right-aligned)."""
+    import pandas as pd
+
+    if df.empty:
+        return "_(none)_"
+    cols = [str(c) for c in df.columns]
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in df.columns]
+    rows = [[_cell(v, digits) for v in row] for row in df.itertuples(index=False)]
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)) + " |"
+
+    rule = "| " + " | ".join(("-" * (w - 1) + ":") if num else "-" * w for w, num in zip(widths, numeric)) + " |"
+    return "\n".join([line(cols), rule] + [line(r) for r in rows])
+
+
+@dataclass
+class Report:
+    """Tables keyed by section (see SECTIONS) plus per-query deltas; ``notes`` are shown first."""
+
+    tables: dict[str, "pd.DataFrame"]
+    per_query: "pd.DataFrame"
+    baseline: str
+    notes: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, section: str) -> "pd.DataFrame":
+        return self.tables[section]
+
+    def to_dataframe(self) -> "pd.DataFrame":
+        """The summary table: one row per (run, measure)."""
+        return self.tables["summary"]
+
+    def to_markdown(self) -> str:
+        parts = [f"# Comparison against `{self.baseline}`", ""]
+        parts += [f"> {n}" for n in self.notes] + ([""] if self.notes else [])
+        for key, title in SECTIONS.items():
+            table = self.tables.get(key)
+            if table is not None and not table.empty:
+                parts += [f"## {title}", "", markdown_table(table), ""]
+        return "\n".join(parts)
+
+    def _repr_html_(self) -> str:
+        html = [f"<h3>Comparison against <code>{self.baseline}</code></h3>"]
+        html += [f"<p><b>{n}</b></p>" for n in self.notes]
+        for key, title in SECTIONS.items():
+            table = self.tables.get(key)
+            if table is not None and not table.empty:
+                html += [f"<h4>{title}</h4>", table.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4f}")]
+        return "\n".join(html)
+
+    def __repr__(self) -> str:
+        return self.to_markdown()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: json.loads(v.to_json(orient="records")) for k, v in self.tables.items()}
+        return {"baseline": self.baseline, "notes": self.notes, "params": self.params, "tables": out,
+                "per_query": json.loads(self.per_query.to_json(orient="records"))}
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Usage: ``report.save("report.md")``; the format follows the extension: .md, .html, .json, .csv."""
+        target = Path(path)
+        suffix = target.suffix.lower()
+        if suffix == ".md":
+            target.write_text(self.to_markdown() + "\n", encoding="utf-8")
+        elif suffix in (".html", ".htm"):
+            target.write_text(self._repr_html_(), encoding="utf-8")
+        elif suffix == ".json":
+            target.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False), encoding="utf-8")
+        elif suffix == ".csv":
+            self.to_dataframe().to_csv(target, index=False)
+        else:
+            from vaulteval.errors import UsageError
+
+            raise UsageError(f"cannot save a report as {target.name}; use .md, .html, .json or .csv")
+        return target

@@ -1,0 +1,206 @@
+"""Runs: the page rankings a strategy returned for every query, with its pool and timings.
+
+Usage::
+
+    run = run_strategy(vault, queryset, Strategy.parse("bm25:analyzer=english"))
+    run.df              # query_id, doc_id, score, rank   (doc_id = page path)
+    run.to_trec("runs/x/bm25-english.trec");  Run.from_trec("runs/x/bm25-english.trec")
+
+``score`` is the rerank cosine when the query was reranked, the BM25 score
+otherwise. Metrics follow ``rank`` (the pipeline's order), so ties in score
+never reorder a run; TREC files keep the real score and the rank column.
+``pool`` holds the chunk candidates in final order (``pool_rank``) with their
+BM25 order (``bm25_rank``); ``queries`` holds the per-query strategy label
+(``bm25-only``, ``bm25+rerank:<source>``, ``bm25+noop-rerank:<reason>``) and
+latencies.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vaulteval.querysets.queryset import QuerySet
+    from vaulteval.workbench.strategy import Strategy
+    from vaulteval.vault.vault import Vault
+    from vaulteval.workbench.workspace import StrategyEnv, Workspace
+
+RUN_COLUMNS = ["query_id", "doc_id", "score", "rank"]
+POOL_COLUMNS = ["query_id", "pool_rank", "bm25_rank", "chunk_id", "doc_id", "bm25_score", "rerank_score"]
+QUERY_COLUMNS = ["query_id", "label", "latency_ms", "rerank_ms", "pool_chunks", "stale"]
+
+# An empty candidate pool: nothing to rerank, so it is neither a rerank nor a fallback.
+NO_CANDIDATES = "bm25+noop-rerank:no-candidates"
+
+
+@dataclass(eq=False)
+class Run:
+    """One strategy's results; ``name`` labels it in every table."""
+
+    name: str
+    df: "pd.DataFrame"
+    strategy: "Strategy | None" = None
+    pool: "pd.DataFrame | None" = None
+    queries: "pd.DataFrame | None" = None
+    env: "StrategyEnv | None" = field(default=None, repr=False, compare=False)
+
+    # -- views ----------------------------------------------------------------
+    def ranking(self, query_id: str) -> list[str]:
+        """Usage: ``run.ranking("q01")`` -> page paths in rank order."""
+        rows = self.df[self.df.query_id == query_id].sort_values("rank")
+        return rows.doc_id.tolist()
+
+    def rankings(self) -> dict[str, list[str]]:
+        ordered = self.df.sort_values(["query_id", "rank"])
+        return {qid: grp.doc_id.tolist() for qid, grp in ordered.groupby("query_id", sort=False)}
+
+    def bm25_rankings(self) -> dict[str, list[str]] | None:
+        """Page rankings in BM25 order over the same pool (the baseline of a reranked run), or None."""
+        if self.pool is None:
+            return None
+        out: dict[str, list[str]] = {}
+        for qid, grp in self.pool.sort_values(["query_id", "bm25_rank"]).groupby("query_id", sort=False):
+            out[qid] = list(dict.fromkeys(grp.doc_id.tolist()))
+        return out
+
+    def pool_pages(self) -> dict[str, list[str]]:
+        """Deduped pages of each query's candidate pool, in final order."""
+        if self.pool is None:
+            return {}
+        ordered = self.pool.sort_values(["query_id", "pool_rank"])
+        return {qid: list(dict.fromkeys(grp.doc_id.tolist())) for qid, grp in ordered.groupby("query_id", sort=False)}
+
+    @property
+    def labels(self) -> Counter:
+        return Counter() if self.queries is None else Counter(self.queries.label.tolist())
+
+    @property
+    def reranked(self) -> bool:
+        return self.strategy is not None and self.strategy.rerank is not None
+
+    @property
+    def fallback(self) -> str | None:
+        """``"fallback: ollama-unreachable (74/74 queries)"`` when any query's reranker fell back, else None."""
+        if not self.reranked or self.queries is None:
+            return None
+        reasons = Counter(lbl.split(":", 1)[1] for lbl in self.queries.label
+                          if lbl.startswith("bm25+noop-rerank:") and lbl != NO_CANDIDATES)
+        if not reasons:
+            return None
+        total = int((self.queries.pool_chunks > 0).sum())  # an empty pool has nothing to rerank
+        text = ", ".join(f"{r} ({n}/{total} queries)" for r, n in reasons.most_common())
+        return f"{'fallback' if sum(reasons.values()) == total else 'partial fallback'}: {text}"
+
+    @property
+    def fully_fell_back(self) -> bool:
+        return bool(self.fallback) and self.fallback.startswith("fallback:")
+
+    def scored_docs(self) -> list:
+        """ir_measures ScoredDocs whose scores follow ``rank`` (ties in the real score cannot reorder)."""
+        from ir_measures import ScoredDoc
+
+        return [ScoredDoc(q, d, float(-r)) for q, d, r in zip(self.df.query_id, self.df.doc_id, self.df["rank"])]
+
+    # -- TREC -----------------------------------------------------------------
+    def to_trec(self, path: str | os.PathLike[str]) -> Path:
+        """Write ``qid Q0 doc rank score name``; spaces (and %) in doc ids are percent-encoded."""
+        target = Path(path)
+        lines = [f"{q} Q0 {encode_doc_id(d)} {int(r)} {float(s)!r} {self.name}\n"
+                 for q, d, s, r in self.df.sort_values(["query_id", "rank"])[RUN_COLUMNS].itertuples(index=False)]
+        target.write_text("".join(lines), encoding="utf-8")
+        return target
+
+    @classmethod
+    def from_trec(cls, path: str | os.PathLike[str], name: str | None = None) -> "Run":
+        """Usage: ``Run.from_trec("bm25.trec")``; the rank column is kept, doc ids are decoded."""
+        import pandas as pd
+        from urllib.parse import unquote
+
+        rows = []
+        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise UsageError(f"{path}:{number}: expected 'qid Q0 doc rank score name'")
+            rows.append((parts[0], unquote(parts[2]), float(parts[4]), int(parts[3])))
+            name = name or parts[5]
+        df = pd.DataFrame(rows, columns=RUN_COLUMNS)
+        return cls(name or Path(path).stem, df)
+
+
+_ENCODE = re.compile(r"[%\s\x00-\x1f\x7f]")
+
+
+def encode_doc_id(doc_id: str) -> str:
+    """Usage: ``encode_doc_id("wiki/a b.md")`` -> ``"wiki/a%20b.md"`` (only %, whitespace, controls)."""
+    return _ENCODE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8")), doc_id)
+
+
+def run_strategy(vault: "Vault", queryset: "QuerySet", strategy: "Strategy", *,
+                 workspace: "Workspace | None" = None, progress: bool = False) -> Run:
+    """Retrieve every query with the strategy; the index is opened once (built in the cache if needed)."""
+    import pandas as pd
+
+    from vaulteval.workbench.workspace import Workspace
+
+    ws = workspace or Workspace(vault)
+    env = ws.env(strategy)
+    ranked: list[tuple] = []
+    pool: list[tuple] = []
+    trace: list[tuple] = []
+    items = _progress(queryset.queries, progress, strategy.name)
+    for q in items:
+        started = time.perf_counter()
+        try:
+            res = env.vault.retrieve(q.text, top=strategy.top, bm25_top=strategy.bm25_top,
+                                     rerank=strategy.rerank, explain=True,
+                                     embed_cache=ws.cache_dir / "embeddings.sqlite")
+        except UsageError as exc:
+            raise UsageError(f"query {q.query_id}: {exc}") from None
+        latency = (time.perf_counter() - started) * 1000.0
+        reranked = res.strategy.startswith("bm25+rerank:")
+        for rank, cand in enumerate(res.candidates, 1):
+            ranked.append((q.query_id, cand.page_path, cand.rerank_score if reranked else cand.bm25_score, rank))
+        bm25_pos = _bm25_positions(env, q.text, strategy.bm25_top, res.pool) if reranked else None
+        for pos, cand in enumerate(res.pool, 1):
+            bm25_rank = bm25_pos[cand.chunk_id] if bm25_pos is not None else pos
+            pool.append((q.query_id, pos, bm25_rank, cand.chunk_id, cand.page_path, cand.bm25_score,
+                         cand.rerank_score if reranked else None))
+        timings = (res.explain or {}).get("timings_ms", {})
+        trace.append((q.query_id, res.strategy, round(latency, 3), timings.get("rerank"), len(res.pool),
+                      (res.explain or {}).get("stale_candidates_skipped", 0)))
+    return Run(
+        name=strategy.name,
+        df=pd.DataFrame(ranked, columns=RUN_COLUMNS),
+        strategy=strategy,
+        pool=pd.DataFrame(pool, columns=POOL_COLUMNS),
+        queries=pd.DataFrame(trace, columns=QUERY_COLUMNS),
+        env=env,
+    )
+
+
+def _bm25_positions(env: "StrategyEnv", text: str, bm25_top: int, pool: list[Any]) -> dict[str, int]:
+    """Each pool chunk's position in BM25 order (stale hits skipped, as the pipeline skips them)."""
+    in_pool = {c.chunk_id for c in pool}
+    order = [env.index.doc(h.doc).chunk_id for h in env.index.search(text, k=bm25_top)]
+    ranks = [cid for cid in order if cid in in_pool]
+    return {cid: i for i, cid in enumerate(ranks, 1)}
+
+
+def _progress(items: list, enabled: bool, desc: str):
+    if not enabled:
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit="query", delay=2.0, leave=False)

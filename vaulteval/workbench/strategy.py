@@ -1,0 +1,195 @@
+"""Retrieval strategies: the parameters one evaluated run is made with.
+
+Usage::
+
+    s = Strategy.parse("bm25:analyzer=english,k1=1.2")
+    s.name            # "bm25-english-k1=1.2"
+    Strategy.from_dict(s.to_dict()) == s
+
+Grammar of a strategy string (``--strategy`` on the command line)::
+
+    KIND[:OPTION,KEY=VALUE,...]
+    KIND     bm25 | rerank
+    OPTION   (rerank only) the backend: ollama (default) | st | sentence-transformers
+    KEY      name, analyzer (default|english), k1, b, target, overlap, hard_max,
+             prefix (provisioned|synthetic), bm25_top, top,
+             and for rerank: model, host, timeout, batch_size
+             (a non-local host also needs --allow-remote-ollama on the command)
+
+Examples: ``bm25``, ``bm25:analyzer=english,k1=1.2,b=0.6``, ``bm25:target=800,overlap=100``,
+``rerank:st``, ``rerank:ollama,model=nomic-embed-text-v2-moe,bm25_top=20``.
+
+Evaluation depth defaults to ``bm25_top=100, top=100`` so @10 and @100 measures
+see a full list; ``bm25:bm25_top=20,top=5`` measures exactly what ``vaulteval
+retrieve`` hands an agent by default. ``prefix=provisioned`` uses the chunks the
+index was built from (synthetic ones when a variant is built in the cache);
+``prefix=synthetic`` insists on synthetic prefixes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.index import bm25
+from vaulteval.chunks import chunking
+from vaulteval.errors import UsageError
+
+if TYPE_CHECKING:
+    from vaulteval.chunks.store import ChunkParams
+    from vaulteval.rerank.stage import RerankConfig
+
+PREFIXES = ("provisioned", "synthetic")
+_BACKENDS = {"st": "sentence-transformers", "sentence-transformers": "sentence-transformers", "ollama": "ollama"}
+# No allow_remote key: a remote Ollama is allowed only by the --allow-remote-ollama flag.
+_RERANK_KEYS = {"model": str, "host": str, "timeout": float, "batch_size": int}
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+class StrategyError(UsageError):
+    """A strategy string or field is not valid."""
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """Everything that decides a ranking; frozen and hashable (``key`` ignores the display name)."""
+
+    name: str = ""
+    analyzer: str = "default"
+    k1: float = bm25.K1
+    b: float = bm25.B
+    target: int = chunking.TARGET_CHARS
+    overlap: int = chunking.OVERLAP_CHARS
+    hard_max: int = chunking.HARD_MAX_CHARS
+    prefix: str = "provisioned"
+    bm25_top: int = 100
+    top: int = 100
+    rerank: "RerankConfig | None" = None
+
+    def __post_init__(self) -> None:
+        if self.analyzer not in ("default", "english"):
+            raise StrategyError(f"analyzer must be default or english, got {self.analyzer!r}")
+        if self.prefix not in PREFIXES:
+            raise StrategyError(f"prefix must be one of {', '.join(PREFIXES)}, got {self.prefix!r}")
+        if not (self.k1 >= 0 and 0 <= self.b <= 1):
+            raise StrategyError(f"need k1 >= 0 and 0 <= b <= 1, got k1={self.k1}, b={self.b}")
+        if not (0 <= self.overlap < self.target <= self.hard_max):
+            raise StrategyError(f"need 0 <= overlap < target <= hard_max, got {self.overlap}, {self.target}, {self.hard_max}")
+        for label, value in (("bm25_top", self.bm25_top), ("top", self.top)):
+            if not 1 <= value <= 1000:
+                raise StrategyError(f"{label} must be from 1 to 1000, got {value}")
+        if not self.name:
+            object.__setattr__(self, "name", self.default_name())
+        if _SAFE_NAME.search(self.name):
+            raise StrategyError(f"strategy name {self.name!r} may hold only letters, digits and . _ = + -")
+
+    # -- identity -------------------------------------------------------------
+    @property
+    def key(self) -> tuple:
+        """Usage: ``runs[s.key]``: the parameters, without the display name."""
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name != "name")
+
+    @property
+    def build_key(self) -> str:
+        """What a chunk set + index depends on (k1/b are applied to an index without a rebuild)."""
+        return f"{self.analyzer}-t{self.target}-o{self.overlap}-h{self.hard_max}-{self.prefix}"
+
+    @property
+    def chunk_params(self) -> "ChunkParams":
+        from vaulteval.chunks.store import ChunkParams
+
+        return ChunkParams(self.target, self.overlap, self.hard_max)
+
+    @property
+    def kind(self) -> str:
+        return "bm25" if self.rerank is None else "rerank"
+
+    def default_name(self) -> str:
+        parts = [self.kind]
+        if self.rerank is not None:
+            parts.append("st" if self.rerank.backend == "sentence-transformers" else self.rerank.backend)
+            if self.rerank.model:
+                parts.append(_SAFE_NAME.sub("-", self.rerank.model.rsplit("/", 1)[-1]))
+        for f in fields(self):
+            if f.name in ("name", "rerank") or getattr(self, f.name) == f.default:
+                continue
+            value = getattr(self, f.name)
+            parts.append(str(value) if f.name in ("analyzer", "prefix") else f"{f.name}={_fmt(value)}")
+        return "-".join(parts)
+
+    # -- (de)serialisation ----------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "rerank"}
+        out["rerank"] = asdict(self.rerank) if self.rerank is not None else None
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Strategy":
+        data = dict(data)
+        rerank = data.pop("rerank", None)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise StrategyError(f"unknown strategy field(s) {', '.join(unknown)}")
+        if rerank is not None:
+            from vaulteval.rerank.stage import RerankConfig
+
+            rerank = RerankConfig(**rerank)
+        return cls(**data, rerank=rerank)
+
+    @classmethod
+    def parse(cls, text: str) -> "Strategy":
+        """Usage: ``Strategy.parse("rerank:st,bm25_top=20")``; see the module docstring for the grammar."""
+        kind, _, rest = text.strip().partition(":")
+        if kind not in ("bm25", "rerank"):
+            raise StrategyError(f"strategy {text!r} must start with bm25 or rerank (e.g. bm25:analyzer=english)")
+        values: dict[str, Any] = {}
+        rerank: dict[str, Any] = {}
+        for i, item in enumerate(p.strip() for p in rest.split(",") if p.strip()):
+            key, eq, value = item.partition("=")
+            key = key.strip()
+            if not eq:
+                if kind == "rerank" and i == 0 and key in _BACKENDS:
+                    rerank["backend"] = _BACKENDS[key]
+                    continue
+                raise StrategyError(f"{text!r}: expected KEY=VALUE, got {item!r}")
+            if kind == "rerank" and key in _RERANK_KEYS:
+                rerank[key] = _convert(text, key, value.strip(), _RERANK_KEYS[key])
+            elif key in _FIELD_TYPES:
+                values[key] = _convert(text, key, value.strip(), _FIELD_TYPES[key])
+            else:
+                raise StrategyError(f"{text!r}: unknown key {key!r}; see vaulteval eval run --help")
+        if kind == "rerank":
+            from vaulteval.rerank.stage import RerankConfig
+
+            values["rerank"] = RerankConfig(**rerank)
+        return cls(**values)
+
+    def with_name(self, name: str) -> "Strategy":
+        return replace(self, name=name)
+
+    def with_remote_ollama(self, allowed: bool) -> "Strategy":
+        """The same strategy with the user's --allow-remote-ollama decision applied to its reranker."""
+        if self.rerank is None or self.rerank.allow_remote == allowed:
+            return self
+        return replace(self, rerank=replace(self.rerank, allow_remote=allowed))
+
+
+_FIELD_TYPES: dict[str, type] = {"name": str, "analyzer": str, "k1": float, "b": float, "target": int,
+                                 "overlap": int, "hard_max": int, "prefix": str, "bm25_top": int, "top": int}
+
+
+def _convert(text: str, key: str, value: str, kind: type) -> Any:
+    try:
+        if kind is bool:
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(value)
+            return value.lower() in ("true", "1", "yes")
+        return kind(value)
+    except ValueError:
+        raise StrategyError(f"{text!r}: {key}={value!r} is not a valid {kind.__name__}") from None
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

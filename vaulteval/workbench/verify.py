@@ -1,0 +1,170 @@
+"""Recompute a run directory from its manifest and list every difference.
+
+Usage::
+
+    result = verify_run("runs/20260101-120000-sample-vault")
+    if not result.ok:
+        print("\\n".join(result.diffs))     # e.g. "vault: changed: wiki/howto/Descaling.md"
+
+Fingerprints (vault pages, query set, each index, embedding model digest)
+and every number in metrics.csv, per_query.csv, misses.csv, pool.csv and
+the TREC runs are compared; latencies and timestamps are not. Numbers agree
+when they are within 1e-9 (relative) of each other.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.errors import VaultevalError
+from vaulteval.workbench.manifest import PAGES_FILE, read_manifest
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vaulteval.workbench.evaluate import EvalRun
+
+MAX_LINES_PER_FILE = 12
+# File -> key columns; every other column is compared, except the ignored ones.
+TABLES = {
+    "metrics.csv": ["run", "measure"],
+    "per_query.csv": ["run", "query_id"],
+    "misses.csv": ["run", "query_id", "doc_id"],
+    "pool.csv": ["run", "query_id", "pool_rank"],
+    "queries.csv": ["run", "query_id"],
+}
+IGNORED = {"latency_ms", "rerank_ms"}
+
+
+@dataclass
+class VerifyResult:
+    """``ok`` when nothing differs; ``diffs`` are readable one-line differences."""
+
+    run_dir: Path
+    diffs: list[str] = field(default_factory=list)
+    recomputed: "EvalRun | None" = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.diffs
+
+
+def verify_run(run_dir: str | Path, *, vault: str | Path | None = None,
+               cache_dir: str | Path | None = None, allow_remote_ollama: bool = False) -> VerifyResult:
+    """Usage: ``verify_run("runs/<id>").ok``; ``vault`` overrides the manifest's vault folder."""
+    from vaulteval.workbench.evaluate import evaluate
+    from vaulteval.workbench.fingerprint import VaultFingerprint
+    from vaulteval.querysets.queryset import load_queryset
+    from vaulteval.workbench.strategy import Strategy
+    from vaulteval.vault.vault import Vault
+
+    folder = Path(run_dir)
+    manifest = read_manifest(folder)
+    result = VerifyResult(folder)
+    diffs = result.diffs
+    try:
+        v = Vault(vault or manifest["vault"]["root"])
+    except VaultevalError as exc:
+        diffs.append(f"vault: {exc}")
+        return result
+    qs_info = manifest["queryset"]
+    try:
+        qs = load_queryset(qs_info["path"], v, qrels=qs_info.get("qrels"), split=qs_info.get("split") or "test")
+    except VaultevalError as exc:
+        diffs.append(f"query set: {exc}")
+        return result
+    if qs.sha256 != qs_info["sha256"]:
+        diffs.append(f"query set: {qs_info['path']} changed ({qs_info['sha256'][:19]}… -> {qs.sha256[:19]}…)")
+    params = manifest["parameters"]
+    ev = evaluate(v, qs, [Strategy.from_dict(s["strategy"]) for s in manifest["strategies"]],
+                  measures=params["measures"], k=params["k"], baseline=params.get("baseline"),
+                  cache_dir=cache_dir, use_vault_index=params.get("use_vault_index", True),
+                  seed=params.get("seed", 0), allow_remote_ollama=allow_remote_ollama)
+    result.recomputed = ev
+    fp = ev.workspace.fingerprint
+    if fp.digest != manifest["vault"]["fingerprint"]:
+        old = VaultFingerprint.parse_lines((folder / PAGES_FILE).read_text(encoding="utf-8")) \
+            if (folder / PAGES_FILE).is_file() else {}
+        diffs += [f"vault: {line}" for line in fp.diff(old)] or ["vault: page fingerprint differs"]
+    for entry, run in zip(manifest["strategies"], ev.runs):
+        diffs += _compare_strategy(entry, run)
+    with tempfile.TemporaryDirectory(prefix="vaulteval-verify-") as tmp:
+        fresh = ev.save(Path(tmp), run_id=manifest["id"])
+        for name, keys in TABLES.items():
+            diffs += _diff_csv(name, folder / name, fresh / name, keys)
+        for entry in manifest["strategies"]:
+            diffs += _diff_trec(entry["trec"], folder / entry["trec"], fresh / entry["trec"])
+    return result
+
+
+def _compare_strategy(entry: dict[str, Any], run: Any) -> list[str]:
+    out = []
+    old, new = entry.get("index") or {}, run.env.describe()
+    for key in ("fingerprint", "analyzer", "k1", "b", "chunk_params"):
+        if old.get(key) != new.get(key):
+            out.append(f"{entry['name']}: index {key} {_short(old.get(key))} -> {_short(new.get(key))}")
+    if entry.get("rerank"):
+        from vaulteval.workbench.manifest import rerank_info
+
+        now = rerank_info(run) or {}
+        for key in ("backend", "model", "digest", "fallback"):
+            if entry["rerank"].get(key) != now.get(key):
+                out.append(f"{entry['name']}: embedding {key} {entry['rerank'].get(key)} -> {now.get(key)}")
+    return out
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text[:19] + "…" if text.startswith("sha256:") else text
+
+
+def _same(a: Any, b: Any) -> bool:
+    a_nan = a is None or (isinstance(a, float) and math.isnan(a))
+    b_nan = b is None or (isinstance(b, float) and math.isnan(b))
+    if a_nan or b_nan:
+        return a_nan and b_nan
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    return str(a) == str(b)
+
+
+def _diff_frames(name: str, old: "pd.DataFrame", new: "pd.DataFrame", keys: list[str]) -> list[str]:
+    merged = old.merge(new, on=keys, how="outer", suffixes=("_old", "_new"), indicator=True)
+    cols = [c for c in old.columns if c not in keys and c not in IGNORED and c in new.columns]
+    lines = []
+    for row in merged.to_dict("records"):
+        key = " ".join(str(row[k]) for k in keys)
+        if row["_merge"] == "left_only":
+            lines.append(f"{name}: {key}: row is gone")
+        elif row["_merge"] == "right_only":
+            lines.append(f"{name}: {key}: new row")
+        else:
+            lines += [f"{name}: {key} {c}: {row[c + '_old']} -> {row[c + '_new']}"
+                      for c in cols if not _same(row[c + "_old"], row[c + "_new"])]
+    if len(lines) > MAX_LINES_PER_FILE:
+        lines = lines[:MAX_LINES_PER_FILE] + [f"{name}: … {len(lines) - MAX_LINES_PER_FILE} more differences"]
+    return lines
+
+
+def _diff_csv(name: str, old_path: Path, new_path: Path, keys: list[str]) -> list[str]:
+    import pandas as pd
+
+    if not old_path.is_file():
+        return [f"{name}: missing from the run directory"]
+    dtypes: dict[str, Any] = {k: str for k in keys if k not in ("pool_rank",)}
+    dtypes.update({"rank": "Int64", "bm25_rank": "Int64"})
+    old, new = pd.read_csv(old_path, dtype=dtypes), pd.read_csv(new_path, dtype=dtypes)
+    return _diff_frames(name, old, new, keys)
+
+
+def _diff_trec(name: str, old_path: Path, new_path: Path) -> list[str]:
+    from vaulteval.workbench.runs import Run
+
+    if not old_path.is_file():
+        return [f"{name}: missing from the run directory"]
+    old, new = Run.from_trec(old_path).df, Run.from_trec(new_path).df
+    return _diff_frames(name, old, new, ["query_id", "rank"])

@@ -1,0 +1,147 @@
+"""Where each strategy's index comes from: the vault's own, or a build in the cache.
+
+Usage::
+
+    ws = Workspace(vault)                      # cache: $VAULTEVAL_CACHE or ~/.cache/vaulteval
+    env = ws.env(Strategy.parse("bm25:target=800"))
+    env.vault.retrieve("query", top=10)        # reads the cache build; never writes the vault
+
+The vault's own index is used when it opens, was built with the strategy's
+analyzer and chunk parameters (and synthetic prefixes if the strategy insists),
+and the vault is not the bundled sample. Anything else is provisioned under
+``<cache>/<vault fingerprint>/<analyzer>-t<target>-o<overlap>-h<hard_max>/``
+through a ``Vault(root, meta_dir=...)`` outside the vault. k1 and b never
+need a build: the index is rescored with ``index.with_params``. Each index is
+opened once per workspace.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vaulteval.errors import NotProvisioned, UsageError
+from vaulteval.workbench.fingerprint import VaultFingerprint, index_fingerprint, vault_fingerprint
+from vaulteval.vault.paths import is_inside
+from vaulteval.vault.vault import Vault
+
+if TYPE_CHECKING:
+    from vaulteval.index.reader import BM25Index
+    from vaulteval.workbench.strategy import Strategy
+
+log = logging.getLogger(__name__)
+
+
+def cache_root() -> Path:
+    """Usage: ``cache_root()``: $VAULTEVAL_CACHE, else $XDG_CACHE_HOME/vaulteval, else ~/.cache/vaulteval."""
+    if os.environ.get("VAULTEVAL_CACHE"):
+        return Path(os.environ["VAULTEVAL_CACHE"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "vaulteval"
+
+
+@dataclass
+class StrategyEnv:
+    """A strategy's vault view: ``vault`` reads ``meta_dir``; ``index`` carries the strategy's k1/b."""
+
+    vault: Vault
+    index: "BM25Index"
+    source: str  # "vault" or "cache"
+    meta_dir: Path
+    fingerprint: str
+
+    def describe(self) -> dict:
+        h = self.index.header
+        return {"source": self.source, "meta_dir": str(self.meta_dir), "fingerprint": self.fingerprint,
+                "analyzer": self.index.analyzer_name, "k1": self.index.k1, "b": self.index.b,
+                "chunk_params": h.get("chunk_params"), "n_docs": self.index.n_docs, "n_pages": h.get("n_pages"),
+                "built_at": h.get("built_at")}
+
+
+class Workspace:
+    """Indexes for one vault's strategies, opened once and shared across strategies."""
+
+    def __init__(self, vault: Vault, cache_dir: str | os.PathLike[str] | None = None, *, use_vault_index: bool = True):
+        self.vault = vault
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else cache_root()
+        self.use_vault_index = use_vault_index
+        self._fp: VaultFingerprint | None = None
+        self._bases: dict[str, Vault] = {}
+        self._index_fp: dict[str, str] = {}
+
+    @property
+    def fingerprint(self) -> VaultFingerprint:
+        if self._fp is None:
+            self._fp = vault_fingerprint(self.vault)
+        return self._fp
+
+    def env(self, strategy: "Strategy") -> StrategyEnv:
+        """Usage: ``ws.env(strategy)``: the vault view and index the strategy runs against."""
+        key = self._base_key(strategy)
+        base = self._bases.get(key)
+        if base is None:
+            base = self._bases[key] = self._open_base(strategy, key)
+        index = base.index()
+        if (index.k1, index.b) != (strategy.k1, strategy.b):
+            index = index.with_params(strategy.k1, strategy.b)
+        view = Vault(self.vault.root, meta_dir=base.meta_dir)
+        # One index and one integrity checker per meta dir, whatever the k1/b.
+        view.use_index(index)
+        view.use_integrity(base.integrity())
+        if key not in self._index_fp:
+            self._index_fp[key] = index_fingerprint(base.index())
+        source = "vault" if key == "vault" else "cache"
+        return StrategyEnv(view, index, source, base.meta_dir, self._index_fp[key])
+
+    def _base_key(self, strategy: "Strategy") -> str:
+        if "vault" in self._bases and self._fits(self._bases["vault"], strategy):
+            return "vault"
+        if "vault" not in self._bases and self._vault_usable() and self._fits(self.vault, strategy):
+            self._bases["vault"] = self.vault
+            return "vault"
+        return f"{strategy.analyzer}-t{strategy.target}-o{strategy.overlap}-h{strategy.hard_max}"
+
+    def _vault_usable(self) -> bool:
+        if not self.use_vault_index or self.vault.is_bundled:
+            return False
+        try:
+            self.vault.index()
+        except NotProvisioned as exc:
+            log.info("building in the cache: the vault's index is not usable (%s)", exc)
+            return False
+        return True
+
+    def _fits(self, vault: Vault, strategy: "Strategy") -> bool:
+        header = vault.index().header
+        if header.get("analyzer") != strategy.analyzer:
+            return False
+        if header.get("chunk_params") != asdict(strategy.chunk_params):
+            return False
+        return strategy.prefix != "synthetic" or _all_synthetic(vault)
+
+    def _open_base(self, strategy: "Strategy", key: str) -> Vault:
+        if key == "vault":
+            return self.vault
+        meta = self.cache_dir / self.fingerprint.digest.removeprefix("sha256:")[:16] / key
+        if is_inside(self.vault.root, meta):
+            raise UsageError(f"the evaluation cache {self.cache_dir} is inside the vault; set VAULTEVAL_CACHE to a folder outside it")
+        variant = Vault(self.vault.root, meta_dir=meta)
+        try:
+            variant.index()
+            return variant
+        except NotProvisioned:
+            pass
+        log.info("building %s in %s", key, meta)
+        variant.provision(analyzer=strategy.analyzer, params=strategy.chunk_params)
+        variant.index()
+        return variant
+
+
+def _all_synthetic(vault: Vault) -> bool:
+    """True when every indexed chunk record carries a synthetic prefix (a default build would match it)."""
+    checker = vault.integrity()
+    return all((rec := checker.record(doc)) is not None and rec.get("prefix_source") == "synthetic"
+               for doc in vault.index().iter_docs())
