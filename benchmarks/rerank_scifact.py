@@ -41,13 +41,16 @@ def main() -> int:
     from vaulteval.querysets.beir import import_beir
     from vaulteval.workbench.evaluate import evaluate
     from vaulteval.querysets.queryset import load_queryset
+    from vaulteval.pipeline.provision import provision
+    from vaulteval.pipeline.retrieve import Retriever
     from vaulteval.vault.vault import Vault
 
     vault_dir = Path(args.vault)
     if not (vault_dir / "wiki").is_dir():
         import_beir(SCIFACT, vault_dir, split="test")
     vault = Vault(vault_dir)
-    vault.provision(analyzer="english")
+    provision(vault, analyzer="english")
+    retriever = Retriever(vault)
     qs = load_queryset(vault_dir / "querysets" / "scifact-test.yaml", vault=vault)
     cache = Path(args.cache or tempfile.mkdtemp(prefix="vaulteval-rerank-cache-"))
 
@@ -72,7 +75,7 @@ def main() -> int:
         metrics = result.metrics if hasattr(result, "metrics") else None
         print(metrics.to_string() if metrics is not None else "")
         print(f"evaluation took {elapsed:.1f} s; run directory {out}")
-        latency = _latency(vault, qs, server)
+        latency = _latency(retriever, qs, server)
         print(json.dumps(latency, indent=2))
         (out / "rerank-latency.json").write_text(json.dumps(latency, indent=2))
     finally:
@@ -80,7 +83,7 @@ def main() -> int:
     return 0
 
 
-def _latency(vault, qs, server) -> dict:
+def _latency(retriever, qs, server) -> dict:
     """Added latency of reranking 20 candidates: cold cache (fresh file) vs warm (same queries again)."""
     from vaulteval.rerank.stage import RerankConfig
 
@@ -93,8 +96,8 @@ def _latency(vault, qs, server) -> dict:
         for label in ("cold", "warm"):
             added = []
             for q in queries:
-                base = vault.retrieve(q, top=20, bm25_top=20, explain=True)
-                rr = vault.retrieve(q, top=20, bm25_top=20, rerank=config, explain=True, embed_cache=cache_file)
+                base = retriever.retrieve(q, top=20, bm25_top=20, explain=True)
+                rr = retriever.retrieve(q, top=20, bm25_top=20, rerank=config, explain=True, embed_cache=cache_file)
                 assert rr.strategy.startswith("bm25+rerank:"), rr.strategy
                 added.append(rr.explain["timings_ms"]["rerank"])
                 del base

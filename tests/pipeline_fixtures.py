@@ -22,6 +22,7 @@ import pytest
 
 from vaulteval import Vault
 from vaulteval.cli.sample import copy_sample
+from vaulteval.pipeline.provision import provision as provision_vault
 
 # Environment variables that could select a vault or a model behind a test's back.
 _SCRUB = ("VAULTEVAL_VAULT", "CLAUDE_OBSIDIAN_VAULT", "OLLAMA_HOST", "OLLAMA_URL")
@@ -95,7 +96,7 @@ def make_vault(dest: Path, *, provision: bool = True) -> Path:
     """Copy the bundled sample vault to ``dest`` (and provision it in-process)."""
     root = copy_sample(dest)
     if provision:
-        Vault(root).provision()
+        provision_vault(Vault(root))
     return root
 
 

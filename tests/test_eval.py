@@ -17,6 +17,7 @@ from vaulteval.cli.sample import copy_sample
 from vaulteval.workbench.strategy import Strategy, StrategyError
 from vaulteval.vault.vault import BUNDLED_SAMPLE, Vault
 from vaulteval.workbench.workspace import Workspace
+from vaulteval.pipeline.provision import provision
 
 from evalkit import QUERYSET, eval_cache, snapshot  # noqa: F401
 
@@ -87,7 +88,7 @@ def test_trec_round_trip_encodes_spaces(tmp_path: Path) -> None:
 
 def test_sweeping_chunks_and_bm25_params_leaves_the_vault_byte_identical(tmp_path: Path) -> None:
     vault = Vault(copy_sample(tmp_path / "v"))
-    vault.provision()
+    provision(vault)
     before = snapshot(vault.root)
     assert any(p.startswith(".vault-meta/") for p in before)
     qs = load_queryset(QUERYSET, vault)
@@ -109,7 +110,7 @@ def test_workspace_reuses_cache_builds(tmp_path: Path, eval_cache: Path) -> None
     assert env.source == "cache" and not (vault.root / ".vault-meta").exists()
     again = Workspace(vault).env(Strategy.parse("bm25:k1=1.0"))
     assert again.meta_dir == env.meta_dir and again.fingerprint == env.fingerprint
-    vault.provision()
+    provision(vault)
     ws = Workspace(Vault(vault.root))
     assert ws.env(Strategy.parse("bm25:prefix=synthetic")).source == "vault"  # every chunk has a synthetic prefix
     assert ws.env(Strategy.parse("bm25:hard_max=5000")).source == "cache"

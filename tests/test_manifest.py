@@ -22,6 +22,7 @@ from vaulteval.cli.sample import copy_sample
 from vaulteval.workbench.strategy import Strategy
 from vaulteval.vault.vault import Vault
 from vaulteval.workbench.verify import verify_run
+from vaulteval.pipeline.provision import provision
 
 from evalkit import QUERYSET, eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
 from ollama_server import FakeOllama
@@ -32,7 +33,7 @@ STRATEGIES = ["bm25", "bm25:analyzer=english", "bm25:target=800,overlap=100"]
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     vault = Vault(copy_sample(tmp_path / "v"))
-    vault.provision()
+    provision(vault)
     ev = evaluate(vault, load_queryset(QUERYSET, vault), STRATEGIES, measures=["nDCG@10", "R@10", "RR"], k=10)
     return ev.save(tmp_path / "runs", run_id="r1")
 

@@ -22,6 +22,7 @@ from vaulteval.workbench.runs import Run, run_strategy
 from vaulteval.workbench.strategy import Strategy
 from vaulteval.vault.vault import Vault
 from vaulteval.workbench.workspace import Workspace
+from vaulteval.pipeline.provision import provision
 
 from evalkit import eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
 from ollama_server import FakeOllama
@@ -55,7 +56,7 @@ def server():
 @pytest.fixture
 def setup(tmp_path: Path):
     vault = Vault(make_vault(tmp_path / "v", PAGES))
-    vault.provision()
+    provision(vault)
     (vault.wiki_dir / "edited.md").write_text("Okapi forest okapi, edited later.", encoding="utf-8")
     (vault.wiki_dir / "late.md").write_text("Okapi arrived late.", encoding="utf-8")
     qs = load_queryset(write_yaml(tmp_path / "qs.yaml", QUERIES, vault="v"))

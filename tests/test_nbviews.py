@@ -26,6 +26,8 @@ from vaulteval.querysets.queryset import load_queryset
 from vaulteval.workbench.strategy import Strategy
 from vaulteval.workbench.sweep import Grid, split_queries, sweep
 from vaulteval.vault.vault import Vault
+from vaulteval.pipeline.provision import provision
+from vaulteval.pipeline.retrieve import retrieve
 
 from evalkit import eval_cache, make_vault, scripted_embed, write_yaml  # noqa: F401
 from ollama_server import FakeOllama
@@ -53,7 +55,7 @@ QUERIES = [
 @pytest.fixture
 def small(tmp_path: Path):
     root = make_vault(tmp_path / "v", PAGES)
-    Vault(root).provision()
+    provision(Vault(root))
     qs = load_queryset(write_yaml(tmp_path / "qs.yaml", QUERIES, vault="v"))
     return Vault(root), qs
 
@@ -217,7 +219,7 @@ def test_explore_views_on_a_provisioned_vault(small) -> None:
     assert list(stale.columns) == ["vault (.vault-meta)"] and stale.loc["state"].iloc[0] == "verified"
     terms = nbexplore.top_terms(env.index, 3)
     assert terms.term.iloc[0] == "zebra" and list(terms.chunks) == sorted(terms.chunks, reverse=True)
-    table = nbexplore.retrieval_table(vault.retrieve("zebra stripes", top=2))
+    table = nbexplore.retrieval_table(retrieve(vault, "zebra stripes", top=2))
     assert list(table.columns) == ["rank", "page", "chunk", "bm25_score", "snippet"] and table.page.iloc[0] == "wiki/animals/zebra.md"
     cover = nbexplore.judged_coverage(pages, qs).set_index("key").value
     assert cover["pages judged relevant by some query"] == 6 and cover["negative queries"] == 1

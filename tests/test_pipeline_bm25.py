@@ -1,4 +1,4 @@
-"""BM25 scores equal the DESIGN.md formula: by hand on a tiny vault, and against bm25s on SciFact.
+"""BM25 scores equal the formula in docs/index-format.md: by hand on a tiny vault, and against bm25s on SciFact.
 
 Usage: ``.venv/bin/python -m pytest tests/test_pipeline_bm25.py -q``
 
@@ -24,13 +24,15 @@ from vaulteval import Vault
 
 from shared_data import SHARED
 from pipeline_fixtures import chunk_records, run_json, write_note
+from vaulteval.pipeline.provision import provision
+from vaulteval.pipeline.retrieve import Retriever
 
 SCIFACT = SHARED / "data" / "scifact"
 N_QUERIES = 50
 K1, B = 1.5, 0.75
 
 
-# -- a tiny example, computed by hand from the formula in DESIGN.md -----------
+# -- a tiny example, computed by hand from the formula in docs/index-format.md -----------
 
 def test_hand_computed_scores(tmp_path: Path) -> None:
     root = tmp_path / "tiny"
@@ -40,8 +42,8 @@ def test_hand_computed_scores(tmp_path: Path) -> None:
     write_note(root, "wiki/d2.md", "lion tiger\n")          # d2 lion tiger lion tiger            -> dl 5
     write_note(root, "wiki/d3.md", "tiger tiger tiger bear\n")  # d3 + 2 x 4 terms              -> dl 9
     vault = Vault(root)
-    vault.provision()
-    index = vault.index()
+    provision(vault)
+    index = Retriever(vault).index()
     by_page = {index.doc(i).page_path: i for i in range(index.n_docs)}
     assert sorted(by_page) == ["wiki/d1.md", "wiki/d2.md", "wiki/d3.md"]
     assert [int(index.doc_len[by_page[f"wiki/d{n}.md"]]) for n in (1, 2, 3)] == [7, 5, 9]
@@ -92,9 +94,9 @@ def scifact_index(tmp_path_factory: pytest.TempPathFactory):
             n_docs += 1
     assert n_docs == 5183
     vault = Vault(root)
-    report = vault.provision()
+    report = provision(vault)
     assert report["index"]["rejected"] == {}
-    return root, vault.index()
+    return root, Retriever(vault).index()
 
 
 def _test_queries() -> list[str]:

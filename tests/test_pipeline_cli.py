@@ -20,6 +20,8 @@ import pytest
 
 from vaulteval import Vault
 
+from vaulteval.pipeline.retrieve import Retriever
+
 from pipeline_fixtures import (  # noqa: F401
     CRLF_NOTE,
     assert_one_line_error,
@@ -256,7 +258,7 @@ def test_concurrent_provision_never_corrupts(tmp_path: Path) -> None:
         for p, (_out, err) in zip(procs, outs):
             if p.returncode == 11:
                 assert len(err.splitlines()) == 1
-        index = Vault(root).index()  # opens and passes its checksum
+        index = Retriever(Vault(root)).index()  # opens and passes its checksum
         assert index.n_docs == 55
         doctor = run_cli("doctor", "--json", "--vault", root)
         assert doctor.returncode == 0 and json.loads(doctor.stdout)["state"] == "verified", doctor.stdout

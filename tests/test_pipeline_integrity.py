@@ -15,6 +15,8 @@ from vaulteval import Vault
 from vaulteval.chunks.chunking import sha256_text
 from vaulteval.errors import PathEscape
 
+from vaulteval.pipeline.retrieve import retrieve
+
 from pipeline_fixtures import (  # noqa: F401
     CRLF_NOTE,
     DESCALING_NOTE,
@@ -256,13 +258,13 @@ def test_remembered_verdicts_notice_an_edit_that_keeps_size_and_mtime(fresh_vaul
     for path in (fresh_vault / "wiki").rglob("*.md"):
         os.utime(path, ns=(past, past))
     vault = Vault(fresh_vault)
-    first = vault.retrieve("descale espresso machine citric acid", top=5)
+    first = retrieve(vault, "descale espresso machine citric acid", top=5)
     assert "wiki/howto/Descaling.md" in [c.page_path for c in first.candidates]
     data = page.read_bytes()
     flipped = data.replace(b"citric", b"CITRIC", 1)
     assert flipped != data and len(flipped) == len(data)
     page.write_bytes(flipped)
     os.utime(page, ns=(past, past))  # same size, same mtime: only the ctime and the bytes changed
-    second = vault.retrieve("descale espresso machine citric acid", top=5, explain=True)
+    second = retrieve(vault, "descale espresso machine citric acid", top=5, explain=True)
     assert "wiki/howto/Descaling.md" not in [c.page_path for c in second.candidates]
     assert second.explain["stale_candidates_skipped"] >= 1

@@ -13,6 +13,9 @@ import pytest
 from vaulteval import Vault
 from vaulteval.cli.main import main
 
+from vaulteval.pipeline.provision import provision
+from vaulteval.pipeline.retrieve import retrieve
+
 from pipeline_fixtures import (  # noqa: F401
     CHINESE_NOTE,
     DESCALING_NOTE,
@@ -178,18 +181,18 @@ def test_python_api_matches_cli(tmp_path: Path) -> None:
     from vaulteval.cli.sample import copy_sample
 
     root = copy_sample(tmp_path / "api")
-    report = Vault(root).provision()
+    report = provision(Vault(root))
     assert report["index"]["docs"] == 55 and report["prefix"]["chunks_written"] == 55
     for query in ("descale espresso machine", "普洱茶怎么泡", "xylophonequux"):
-        api = Vault(root).retrieve(query, top=3).to_dict()
+        api = retrieve(Vault(root), query, top=3).to_dict()
         cli = run_cli_json("retrieve", "--vault", root, query, "--top", "3", "--no-rerank")
         assert api == cli
-        api_ex = Vault(root).retrieve(query, top=3, explain=True).to_dict()
+        api_ex = retrieve(Vault(root), query, top=3, explain=True).to_dict()
         cli_ex = run_cli_json("retrieve", "--vault", root, query, "--top", "3", "--no-rerank", "--explain")
         api_ex["explain"].pop("timings_ms")
         cli_ex["explain"].pop("timings_ms")
         assert api_ex == cli_ex
-    assert json.loads(Vault(root).retrieve("espresso", top=2).to_json()) == \
+    assert json.loads(retrieve(Vault(root), "espresso", top=2).to_json()) == \
         run_cli_json("retrieve", "--vault", root, "espresso", "--top", "2", "--no-rerank")
 
 
@@ -199,11 +202,11 @@ def test_python_api_errors(tmp_path: Path) -> None:
 
     root = copy_sample(tmp_path / "api")
     with pytest.raises(NotProvisioned) as exc:
-        Vault(root).retrieve("espresso")
+        retrieve(Vault(root), "espresso")
     assert exc.value.exit_code == 10 and f"vaulteval provision --vault {root}" in str(exc.value)
-    Vault(root).provision()
+    provision(Vault(root))
     for kwargs in ({"top": 0}, {"top": 1001}, {"bm25_top": 0}, {"top": True}):
         with pytest.raises(UsageError):
-            Vault(root).retrieve("espresso", **kwargs)
+            retrieve(Vault(root), "espresso", **kwargs)
     with pytest.raises(UsageError):
-        Vault(root).retrieve("  ")
+        retrieve(Vault(root), "  ")

@@ -1,35 +1,64 @@
 """vaulteval: read-only retrieval over an Obsidian vault, and a workbench that measures it.
 
-Usage::
+The public API, one line each (names load on first use, so ``import vaulteval``
+stays cheap and the retrieve path never pulls in pandas)::
 
-    from vaulteval import Vault
-    vault = Vault("path/to/vault")
-    vault.provision()
-    result = vault.retrieve("how do I descale the espresso machine", top=5)
-    print(result.to_json())
+    vault = Vault("path/to/vault")                      # select a vault (or Vault.select())
+    provision(vault)                                    # chunks + BM25 index in .vault-meta/
+    retrieve(vault, "descale the espresso machine")     # one query -> RetrievalResult (.to_json())
+    Retriever(vault).retrieve("query", top=5)           # reuse one opened index for many queries
+    doctor(vault).state                                 # 'verified' | 'configured' | 'available' | 'degraded'
+    qs = load_queryset("querysets/my-vault.yaml", vault)  # a QuerySet with graded judgments
+    ev = evaluate(vault, qs, ["bm25", "rerank:st"])     # EvalRun: runs, metrics, misses, comparison
+    Strategy.parse("bm25:analyzer=english,k1=1.2")       # a strategy from its string form
+    compare(ev.runs, qs)                                # Report: deltas with paired significance
+
+Stage folders, lowest first: vault, chunks, index, rerank, pipeline, querysets,
+workbench, notebooks, cli (see docs/architecture.md).
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import Any
+
 __version__ = "0.1.0"
 
-from vaulteval.errors import (  # noqa: E402
-    DuplicateAddress,
-    NotProvisioned,
-    UsageError,
-    VaultBusy,
-    VaultevalError,
-    VaultSelectionError,
-)
-from vaulteval.vault.vault import Vault  # noqa: E402
+# name -> module that defines it; resolved lazily by __getattr__.
+_API = {
+    "Vault": "vaulteval.vault.vault",
+    "provision": "vaulteval.pipeline.provision",
+    "retrieve": "vaulteval.pipeline.retrieve",
+    "Retriever": "vaulteval.pipeline.retrieve",
+    "RetrievalResult": "vaulteval.pipeline.retrieve",
+    "doctor": "vaulteval.pipeline.doctor",
+    "QuerySet": "vaulteval.querysets.queryset",
+    "load_queryset": "vaulteval.querysets.queryset",
+    "Strategy": "vaulteval.workbench.strategy",
+    "evaluate": "vaulteval.workbench.evaluate",
+    "EvalRun": "vaulteval.workbench.evaluate",
+    "Run": "vaulteval.workbench.runs",
+    "compare": "vaulteval.workbench.compare",
+    "Report": "vaulteval.workbench.report",
+    "VaultevalError": "vaulteval.errors",
+    "UsageError": "vaulteval.errors",
+    "NotProvisioned": "vaulteval.errors",
+    "VaultBusy": "vaulteval.errors",
+    "VaultSelectionError": "vaulteval.errors",
+    "DuplicateAddress": "vaulteval.errors",
+}
 
-__all__ = [
-    "Vault",
-    "VaultevalError",
-    "UsageError",
-    "NotProvisioned",
-    "VaultBusy",
-    "VaultSelectionError",
-    "DuplicateAddress",
-    "__version__",
-]
+__all__ = [*_API, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vaulteval' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

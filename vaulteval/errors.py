@@ -5,7 +5,7 @@ Usage: ``raise NotProvisioned("no index", rebuild="vaulteval provision --vault V
 
 from __future__ import annotations
 
-# Exit codes are part of the CLI contract (DESIGN.md); keep them stable.
+# Exit codes are part of the CLI contract (docs/exit-codes.md); keep them stable.
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2

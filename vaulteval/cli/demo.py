@@ -19,16 +19,18 @@ def _say(text: str) -> None:
 
 def run_demo(out: str | None = None) -> Path:
     from vaulteval.cli.sample import copy_sample
+    from vaulteval.pipeline.provision import provision
+    from vaulteval.pipeline.retrieve import retrieve
     from vaulteval.vault.vault import Vault
 
     base = Path(out) if out else Path(tempfile.mkdtemp(prefix="vaulteval-demo-"))
     vault_dir = copy_sample(base / "sample-vault")
     _say(f"== sample vault copied to {vault_dir}")
     vault = Vault(vault_dir)
-    report = vault.provision()
+    report = provision(vault)
     _say(f"== provisioned: {report['prefix']['pages_seen']} pages, {report['index']['docs']} chunks, "
          f"{report['index']['terms']} terms in {report['seconds']['total']:.2f} s")
-    result = vault.retrieve(DEMO_QUERY, top=3, explain=True)
+    result = retrieve(vault, DEMO_QUERY, top=3, explain=True)
     _say(f"== vaulteval retrieve --vault {vault_dir} {DEMO_QUERY!r} --top 3 --no-rerank --explain")
     _say(result.to_json())
     for extra in DEMO_STEPS:

@@ -97,13 +97,15 @@ def cmd_index(args: argparse.Namespace) -> int:
 
         _emit(build(vault, analyzer=args.analyzer, k1=args.k1, b=args.b).to_dict())
     elif args.index_cmd == "stats":
-        _emit(vault.index().stats())
+        from vaulteval.pipeline.retrieve import Retriever
+
+        _emit(Retriever(vault).index().stats())
     else:
-        from vaulteval.pipeline.retrieve import check_limit, check_query
+        from vaulteval.pipeline.retrieve import Retriever, check_limit, check_query
 
         check_query(args.text)
         check_limit("--top", args.top)
-        index = vault.index()
+        index = Retriever(vault).index()
         hits = index.search(args.text, k=args.top)
         _emit([{"chunk_id": index.doc(h.doc).chunk_id, "score": round(h.score, 6),
                 "page_path": index.doc(h.doc).page_path} for h in hits])
@@ -113,7 +115,9 @@ def cmd_index(args: argparse.Namespace) -> int:
 @command("provision")
 def cmd_provision(args: argparse.Namespace) -> int:
     vault = _vault(args)
-    _emit(vault.provision(rebuild=args.rebuild, analyzer=args.analyzer, prefix_settings=_prefix_settings(args)))
+    from vaulteval.pipeline.provision import provision
+
+    _emit(provision(vault, rebuild=args.rebuild, analyzer=args.analyzer, prefix_settings=_prefix_settings(args)))
     return EXIT_OK
 
 
@@ -126,21 +130,22 @@ def _rerank_config(args: argparse.Namespace):
 
 @command("retrieve")
 def cmd_retrieve(args: argparse.Namespace) -> int:
-    from vaulteval.pipeline.retrieve import check_limit, check_query
+    from vaulteval.pipeline.retrieve import check_limit, check_query, retrieve
 
     # Usage errors come before vault selection so they are reported as such.
     check_query(args.query)
     check_limit("--top", args.top)
     check_limit("--bm25-top", args.bm25_top)
     rerank = None if args.no_rerank else _rerank_config(args)
-    result = _vault(args).retrieve(args.query, top=args.top, bm25_top=args.bm25_top, rerank=rerank,
-                                   explain=args.explain)
+    result = retrieve(_vault(args), args.query, top=args.top, bm25_top=args.bm25_top, rerank=rerank,
+                      explain=args.explain)
     sys.stdout.write(result.to_json() + "\n")
     return EXIT_OK
 
 
 @command("rerank")
 def cmd_rerank(args: argparse.Namespace) -> int:
+    from vaulteval.pipeline.retrieve import retrieve
     from vaulteval.rerank.stage import peek
 
     config = _rerank_config(args)
@@ -149,15 +154,17 @@ def cmd_rerank(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.query:
         raise UsageError("give a query to rerank, or pass --peek")
-    result = _vault(args).retrieve(args.query, top=args.top, bm25_top=args.bm25_top, rerank=config,
-                                   explain=True)
+    result = retrieve(_vault(args), args.query, top=args.top, bm25_top=args.bm25_top, rerank=config,
+                      explain=True)
     sys.stdout.write(result.to_json() + "\n")
     return EXIT_OK
 
 
 @command("doctor")
 def cmd_doctor(args: argparse.Namespace) -> int:
-    report = _vault(args).doctor()
+    from vaulteval.pipeline.doctor import doctor
+
+    report = doctor(_vault(args))
     if args.json:
         _emit(report.to_dict())
     else:

@@ -25,6 +25,7 @@ from vaulteval.chunks import chunking
 from vaulteval.errors import PathEscape, UsageError
 from vaulteval.index.reader import INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, index_path
 from vaulteval.index.file import IndexFileError, write_sections
+from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.vault.paths import is_inside, open_confined
 from vaulteval.index.tokenize import get_analyzer
 
@@ -136,7 +137,7 @@ def build_index(
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
     page_hashes = dict(page_hashes or {})
 
-    checker = vault.integrity()
+    checker = IntegrityChecker(vault)
 
     def current_page_hash(rel: str) -> str | None:
         if rel not in page_hashes:

@@ -5,7 +5,7 @@ Usage::
     env = explore_env(vault)                 # the vault's own index, or one built in the cache
     folders([p.rel for p in vault.iter_pages()], chunk_table(env))
     top_terms(env.index, 20)
-    retrieval_table(env.vault.retrieve("query", top=5))
+    retrieval_table(env.retriever.retrieve("query", top=5))
 
 Like ``nbviews``: deterministic DataFrames without paths or build times.
 """
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 def explore_env(vault: Any, analyzer: str = "auto", cache_dir: Any = None) -> "StrategyEnv":
     """The index to explore: the vault's own when it is provisioned (``analyzer="auto"``), else one in the cache."""
     from vaulteval.errors import NotProvisioned
+    from vaulteval.pipeline.retrieve import Retriever
     from vaulteval.workbench.strategy import Strategy
     from vaulteval.workbench.workspace import Workspace
 
@@ -34,7 +35,7 @@ def explore_env(vault: Any, analyzer: str = "auto", cache_dir: Any = None) -> "S
         analyzer = "default"
         if not vault.is_bundled:
             try:
-                analyzer = vault.index().analyzer_name
+                analyzer = Retriever(vault).index().analyzer_name
             except NotProvisioned:
                 pass
     return Workspace(vault, cache_dir).env(Strategy(analyzer=analyzer))
@@ -62,7 +63,7 @@ def chunk_table(env: "StrategyEnv") -> "pd.DataFrame":
 
 
 def _chunk_chars(env: "StrategyEnv") -> list[int]:
-    checker = env.vault.integrity()
+    checker = env.retriever.integrity()
     out = []
     for doc in env.index.iter_docs():
         rec = checker.record(doc) or {}
@@ -93,8 +94,10 @@ def staleness(vault: Any, env: "StrategyEnv") -> "pd.DataFrame":
     """Doctor reports side by side: the vault's own index, and the explored one when it lives in the cache."""
     import pandas as pd
 
-    vault_doctor = vault.doctor()
-    view_doctor = env.vault.doctor() if env.source != "vault" else None
+    from vaulteval.pipeline.doctor import doctor
+
+    vault_doctor = doctor(vault)
+    view_doctor = doctor(env.vault, env.retriever) if env.source != "vault" else None
     keys = ("state", "pages_in_vault", "pages_indexed", "stale_pages", "missing_pages", "unindexed_pages",
             "stale_chunks")
     cols = {"vault (.vault-meta)": vault_doctor}

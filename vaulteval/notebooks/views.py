@@ -207,7 +207,7 @@ class _BestChunk:
             self.pages.setdefault(doc.page_path, []).append(i)
 
     def snippet(self, query: str, page: str, limit: int) -> str:
-        index, checker = self.env.index, self.env.vault.integrity()
+        index, checker = self.env.index, self.env.retriever.integrity()
         docs = [d for d in self.pages.get(page, []) if checker.current_record(index.doc(d)) is not None]
         if not docs:
             return ""

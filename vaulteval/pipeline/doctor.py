@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import NotProvisioned
 from vaulteval.index.reader import index_path
+from vaulteval.pipeline.retrieve import Retriever
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
@@ -41,7 +42,9 @@ class DoctorReport:
         return asdict(self)
 
 
-def doctor(vault: "Vault") -> DoctorReport:
+def doctor(vault: "Vault", retriever: "Retriever | None" = None) -> DoctorReport:
+    """Usage: ``doctor(vault).state`` -> 'verified' | 'configured' | 'available' | 'degraded'."""
+    retriever = retriever or Retriever(vault)
     path = index_path(vault.meta_dir)
     report = DoctorReport(state="available", vault=str(vault.root), index_path=str(path),
                           index_present=path.is_file(), index_readable=False)
@@ -52,7 +55,7 @@ def doctor(vault: "Vault") -> DoctorReport:
         report.rebuild = vault.rebuild_command()
         return report
     try:
-        index = vault.index()
+        index = retriever.index()
     except NotProvisioned as exc:
         report.state = "degraded"
         report.problems.append(str(exc))
@@ -60,7 +63,7 @@ def doctor(vault: "Vault") -> DoctorReport:
         return report
     report.index_readable = True
     report.stats = index.stats()
-    checker = vault.integrity()
+    checker = retriever.integrity()
     page_state: dict[str, bool] = {}
     for doc in index.iter_docs():
         if doc.page_path not in page_state:

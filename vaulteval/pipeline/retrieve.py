@@ -2,8 +2,11 @@
 
 Usage::
 
-    result = retrieve(vault, "descale the espresso machine", top=5, bm25_top=20, rerank=None)
+    retriever = Retriever(vault)               # opens the index once, on first use
+    result = retriever.retrieve("descale the espresso machine", top=5, bm25_top=20, rerank=None)
     print(result.to_json())
+
+``retrieve(vault, query, ...)`` is the one-shot form.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.chunks.integrity import IntegrityChecker
+from vaulteval.index.reader import BM25Index, open_index
 from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import MAX_INPUT_CHARS
 
@@ -87,8 +91,48 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
 
 
-def retrieve(
-    vault: "Vault",
+class Retriever:
+    """A vault opened for queries: its verified index and integrity checker, each opened once.
+
+    Usage: ``Retriever(vault).retrieve("query", top=5)``. Evaluation shares one
+    index and checker across views of the same meta dir through ``index=`` and
+    ``integrity=``.
+    """
+
+    def __init__(self, vault: "Vault", *, index: BM25Index | None = None,
+                 integrity: IntegrityChecker | None = None):
+        self.vault = vault
+        self._index = index
+        self._integrity = integrity
+
+    def index(self) -> BM25Index:
+        """The verified BM25 index (exit 10 with the rebuild command when it is missing or corrupt)."""
+        if self._index is None:
+            self._index = open_index(self.vault)
+        return self._index
+
+    def integrity(self) -> IntegrityChecker:
+        """The checker that verifies candidates against chunk files and pages (remembers verdicts)."""
+        if self._integrity is None:
+            self._integrity = IntegrityChecker(self.vault)
+        return self._integrity
+
+    def retrieve(self, query: str, **options: Any) -> "RetrievalResult":
+        """Usage: ``retriever.retrieve("query", top=5, rerank=None)`` -> RetrievalResult."""
+        return _run(self, query, **options)
+
+    def __repr__(self) -> str:
+        return f"Retriever({self.vault!r})"
+
+
+def retrieve(source: "Vault | Retriever", query: str, **options: Any) -> RetrievalResult:
+    """Usage: ``retrieve(vault, "query", top=5)``: one query; pass a Retriever to reuse its opened index."""
+    retriever = source if isinstance(source, Retriever) else Retriever(source)
+    return retriever.retrieve(query, **options)
+
+
+def _run(
+    retriever: Retriever,
     query: str,
     *,
     top: int = 5,
@@ -110,15 +154,16 @@ def retrieve(
         from vaulteval.rerank.stage import resolve
 
         rerank = resolve(rerank)  # settings errors surface before any work or connection
+    vault = retriever.vault
     t0 = time.perf_counter()
-    index = vault.index()
+    index = retriever.index()
     if index.n_docs == 0:
         raise NotProvisioned("the index has no chunks (no notes with text under wiki/?)",
                              rebuild=vault.rebuild_command())
     t1 = time.perf_counter()
     hits = index.search(query, k=bm25_top)
     t2 = time.perf_counter()
-    checker = vault.integrity()
+    checker = retriever.integrity()
     pool: list[Candidate] = []
     texts: list[str] = []
     stale = 0

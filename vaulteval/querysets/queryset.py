@@ -6,7 +6,7 @@ Usage::
     qs = load_queryset("runs/topics.tsv", vault=v, qrels="q.txt")  # TREC topics + qrels
     qs.to_qrels()      # [ir_measures.Qrel(query_id, doc_id, relevance), ...]
 
-Formats (chosen from the path): ``.yaml``/``.yml`` (DESIGN.md "Query set"),
+Formats (chosen from the path): ``.yaml``/``.yml`` (docs/querysets.md, "YAML"),
 ``.jsonl`` (one ``{"id", "query", "relevant", "tags"}`` object per line, an
 optional first line ``{"name": ..., "vault": ...}``), a BEIR folder
 (``queries.jsonl`` + ``qrels/<split>.tsv``; queries without judgments in the

@@ -1,10 +1,12 @@
-"""Vault selection, layout and the high-level Python API.
+"""A vault: how one is selected, where its notes and derived state live, and its pages.
 
 Usage::
 
     vault = Vault.select(explicit=None)        # --vault, env, or marker file
-    vault.provision()
-    print(vault.retrieve("espresso descaling", top=5).to_json())
+    for page in vault.iter_pages(): ...
+
+This is the bottom of the package: it imports nothing above ``vaulteval.vault``.
+Opening the index, retrieving and provisioning live in ``vaulteval.pipeline``.
 """
 
 from __future__ import annotations
@@ -13,15 +15,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError, VaultSelectionError
 from vaulteval.vault.paths import confine, is_inside
-
-if TYPE_CHECKING:
-    from vaulteval.index.reader import BM25Index
-    from vaulteval.chunks.integrity import IntegrityChecker
-    from vaulteval.pipeline.retrieve import RetrievalResult
 
 MARKERS = (".vaulteval.json", ".claude-obsidian.json")
 ENV_VARS = ("VAULTEVAL_VAULT", "CLAUDE_OBSIDIAN_VAULT")
@@ -139,48 +135,6 @@ class Vault:
         import shlex
 
         return f"vaulteval provision --vault {shlex.quote(str(self.root))}"
-
-    def use_index(self, index: "BM25Index") -> None:
-        """Serve queries from an already opened index (evaluation shares one per meta dir)."""
-        self._index = index
-
-    def integrity(self) -> "IntegrityChecker":
-        """The checker that verifies candidates against chunk files and pages (remembers verdicts)."""
-        if self._integrity is None:
-            from vaulteval.chunks.integrity import IntegrityChecker
-
-            self._integrity = IntegrityChecker(self)
-        return self._integrity
-
-    def use_integrity(self, checker: "IntegrityChecker") -> None:
-        """Share another view's checker (same notes, same meta dir)."""
-        self._integrity = checker
-
-    def index(self) -> "BM25Index":
-        """The verified BM25 index, opened once per Vault object."""
-        if self._index is None:
-            from vaulteval.index.reader import open_index
-
-            self._index = open_index(self)
-        return self._index
-
-    def provision(self, **options: Any):
-        """Usage: ``vault.provision()``: prefix every page, then build the index (under the vault lock)."""
-        from vaulteval.pipeline.provision import provision
-
-        return provision(self, **options)
-
-    def retrieve(self, query: str, **options: Any) -> "RetrievalResult":
-        """Usage: ``vault.retrieve("query", top=5, rerank=None)`` -> RetrievalResult."""
-        from vaulteval.pipeline.retrieve import retrieve
-
-        return retrieve(self, query, **options)
-
-    def doctor(self):
-        """Usage: ``vault.doctor().state`` -> 'verified' | 'configured' | 'available' | 'degraded'."""
-        from vaulteval.pipeline.doctor import doctor
-
-        return doctor(self)
 
     def __repr__(self) -> str:
         return f"Vault({str(self.root)!r})"

@@ -98,7 +98,7 @@ class _QueryContext:
 
     def __init__(self, env: "StrategyEnv", query: "Query"):
         self.index = env.index
-        self.checker = env.vault._integrity  # shared with the retrieval that made the run
+        self.checker = env.retriever.integrity()  # shared with the retrieval that made the run
         self.tokens = self.index.analyze(query.text)
         self.terms = list(dict.fromkeys(self.tokens))
         self._scores: np.ndarray | None = None

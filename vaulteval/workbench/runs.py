@@ -163,7 +163,7 @@ def run_strategy(vault: "Vault", queryset: "QuerySet", strategy: "Strategy", *,
     for q in items:
         started = time.perf_counter()
         try:
-            res = env.vault.retrieve(q.text, top=strategy.top, bm25_top=strategy.bm25_top,
+            res = env.retriever.retrieve(q.text, top=strategy.top, bm25_top=strategy.bm25_top,
                                      rerank=strategy.rerank, explain=True,
                                      embed_cache=ws.cache_dir / "embeddings.sqlite")
         except UsageError as exc:

@@ -4,7 +4,7 @@ Usage::
 
     ws = Workspace(vault)                      # cache: $VAULTEVAL_CACHE or ~/.cache/vaulteval
     env = ws.env(Strategy.parse("bm25:target=800"))
-    env.vault.retrieve("query", top=10)        # reads the cache build; never writes the vault
+    env.retriever.retrieve("query", top=10)    # reads the cache build; never writes the vault
 
 The vault's own index is used when it opens, was built with the strategy's
 analyzer and chunk parameters (and synthetic prefixes if the strategy insists),
@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.workbench.fingerprint import VaultFingerprint, index_fingerprint, vault_fingerprint
 from vaulteval.vault.paths import is_inside
+from vaulteval.pipeline.provision import provision
+from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.vault.vault import Vault
 
 if TYPE_CHECKING:
@@ -45,13 +47,18 @@ def cache_root() -> Path:
 
 @dataclass
 class StrategyEnv:
-    """A strategy's vault view: ``vault`` reads ``meta_dir``; ``index`` carries the strategy's k1/b."""
+    """A strategy's vault view: ``retriever`` reads ``meta_dir``; ``index`` carries the strategy's k1/b."""
 
-    vault: Vault
+    retriever: Retriever
     index: "BM25Index"
     source: str  # "vault" or "cache"
     meta_dir: Path
     fingerprint: str
+
+    @property
+    def vault(self) -> Vault:
+        """The view of the vault whose derived state is ``meta_dir``."""
+        return self.retriever.vault
 
     def describe(self) -> dict:
         h = self.index.header
@@ -69,7 +76,8 @@ class Workspace:
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else cache_root()
         self.use_vault_index = use_vault_index
         self._fp: VaultFingerprint | None = None
-        self._bases: dict[str, Vault] = {}
+        self._bases: dict[str, Retriever] = {}
+        self._own: Retriever | None = None
         self._index_fp: dict[str, str] = {}
 
     @property
@@ -87,20 +95,27 @@ class Workspace:
         index = base.index()
         if (index.k1, index.b) != (strategy.k1, strategy.b):
             index = index.with_params(strategy.k1, strategy.b)
-        view = Vault(self.vault.root, meta_dir=base.meta_dir)
+        meta_dir = base.vault.meta_dir
+        view = Vault(self.vault.root, meta_dir=meta_dir)
         # One index and one integrity checker per meta dir, whatever the k1/b.
-        view.use_index(index)
-        view.use_integrity(base.integrity())
+        retriever = Retriever(view, index=index, integrity=base.integrity())
         if key not in self._index_fp:
             self._index_fp[key] = index_fingerprint(base.index())
         source = "vault" if key == "vault" else "cache"
-        return StrategyEnv(view, index, source, base.meta_dir, self._index_fp[key])
+        return StrategyEnv(retriever, index, source, meta_dir, self._index_fp[key])
+
+    @property
+    def own(self) -> Retriever:
+        """The vault's own index and checker (``.vault-meta``), opened once."""
+        if self._own is None:
+            self._own = Retriever(self.vault)
+        return self._own
 
     def _base_key(self, strategy: "Strategy") -> str:
         if "vault" in self._bases and self._fits(self._bases["vault"], strategy):
             return "vault"
-        if "vault" not in self._bases and self._vault_usable() and self._fits(self.vault, strategy):
-            self._bases["vault"] = self.vault
+        if "vault" not in self._bases and self._vault_usable() and self._fits(self.own, strategy):
+            self._bases["vault"] = self.own
             return "vault"
         return f"{strategy.analyzer}-t{strategy.target}-o{strategy.overlap}-h{strategy.hard_max}"
 
@@ -108,40 +123,40 @@ class Workspace:
         if not self.use_vault_index or self.vault.is_bundled:
             return False
         try:
-            self.vault.index()
+            self.own.index()
         except NotProvisioned as exc:
             log.info("building in the cache: the vault's index is not usable (%s)", exc)
             return False
         return True
 
-    def _fits(self, vault: Vault, strategy: "Strategy") -> bool:
-        header = vault.index().header
+    def _fits(self, base: Retriever, strategy: "Strategy") -> bool:
+        header = base.index().header
         if header.get("analyzer") != strategy.analyzer:
             return False
         if header.get("chunk_params") != asdict(strategy.chunk_params):
             return False
-        return strategy.prefix != "synthetic" or _all_synthetic(vault)
+        return strategy.prefix != "synthetic" or _all_synthetic(base)
 
-    def _open_base(self, strategy: "Strategy", key: str) -> Vault:
+    def _open_base(self, strategy: "Strategy", key: str) -> Retriever:
         if key == "vault":
-            return self.vault
+            return self.own
         meta = self.cache_dir / self.fingerprint.digest.removeprefix("sha256:")[:16] / key
         if is_inside(self.vault.root, meta):
             raise UsageError(f"the evaluation cache {self.cache_dir} is inside the vault; set VAULTEVAL_CACHE to a folder outside it")
         variant = Vault(self.vault.root, meta_dir=meta)
         try:
-            variant.index()
-            return variant
+            return Retriever(variant, index=Retriever(variant).index())
         except NotProvisioned:
             pass
         log.info("building %s in %s", key, meta)
-        variant.provision(analyzer=strategy.analyzer, params=strategy.chunk_params)
-        variant.index()
-        return variant
+        provision(variant, analyzer=strategy.analyzer, params=strategy.chunk_params)
+        retriever = Retriever(variant)
+        retriever.index()
+        return retriever
 
 
-def _all_synthetic(vault: Vault) -> bool:
+def _all_synthetic(base: Retriever) -> bool:
     """True when every indexed chunk record carries a synthetic prefix (a default build would match it)."""
-    checker = vault.integrity()
+    checker = base.integrity()
     return all((rec := checker.record(doc)) is not None and rec.get("prefix_source") == "synthetic"
-               for doc in vault.index().iter_docs())
+               for doc in base.index().iter_docs())
