@@ -1,4 +1,4 @@
-"""Shared helpers and fixtures for the retrieval-pipeline behaviour tests (tests/test_pipeline_*.py).
+"""Shared helpers and fixtures for the retrieval-pipeline behaviour tests (tests/pipeline/, tests/cli/, tests/vault/ ...).
 
 Usage (in a test module): ``from pipeline_fixtures import run_cli, snapshot``; the
 fixtures (``provisioned_sample``, ``fresh_vault``, ``unprovisioned_vault``) come

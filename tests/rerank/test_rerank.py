@@ -1,6 +1,6 @@
 """Rerank through the real ``ollama`` client over HTTP to a loopback Ollama stand-in with real MiniLM vectors.
 
-Usage: ``.venv/bin/python -m pytest tests/test_rerank.py -q``
+Usage: ``.venv/bin/python -m pytest tests/rerank/test_rerank.py -q``
 
 Nothing in the package is mocked: faults are produced by the server
 (tests/ollama_server.py), expected scores by numpy on sentence-transformers

@@ -1,6 +1,6 @@
 """The bundled notebooks: stored outputs checked by nbval, parameters, execution through `eval run`.
 
-Usage: ``.venv/bin/python -m pytest tests/test_notebooks.py -q``
+Usage: ``.venv/bin/python -m pytest tests/notebooks/test_notebooks.py -q``
 
 ``make test`` already collects ``notebooks/`` with ``--nbval``; the
 subprocess run of nbval here is skipped then, so no notebook runs twice.
@@ -23,7 +23,7 @@ from vaulteval.notebooks.run import NOTEBOOK_DIR, NotebookFailed, execute, names
 
 from evalkit import QUERYSET, eval_cache  # noqa: F401
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ["evaluate", "explore", "misses", "rerank_impact", "sweep"]
 # Anything machine- or run-specific that must never be stored in an output.
 VOLATILE = re.compile(r"/tmp/|/home/|/root/|/work/|site-packages|\d{4}-\d\d-\d\dT\d\d:\d\d|\d{8}-\d{6}-")

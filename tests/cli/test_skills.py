@@ -1,6 +1,6 @@
 """The agent skills in skills/*/SKILL.md: their commands exist, run, and keep their promises.
 
-Usage: ``.venv/bin/python -m pytest tests/test_skills.py -q``
+Usage: ``.venv/bin/python -m pytest tests/cli/test_skills.py -q``
 
 Every ```sh / ```bash block of a skill is run with bash, in order, against a
 temporary copy of the sample vault; shell variables carry over from one block
@@ -46,7 +46,7 @@ from vaulteval.cli.sample import copy_sample
 
 from shared_data import SHARED
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SKILLS_DIR = REPO / "skills"
 SKILL_NAMES = ("wiki-retrieve", "wiki-query", "wiki-eval")
 VENV_BIN = Path(sys.executable).parent

@@ -1,6 +1,6 @@
 """Significance tests, Holm's correction, measures and the comparison report on constructed runs.
 
-Usage: ``.venv/bin/python -m pytest tests/test_compare.py -q``
+Usage: ``.venv/bin/python -m pytest tests/workbench/test_compare.py -q``
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Query sets: every format, wikilink resolution, validation errors with file:line, the check command.
 
-Usage: ``.venv/bin/python -m pytest tests/test_querysets.py -q``
+Usage: ``.venv/bin/python -m pytest tests/querysets/test_querysets.py -q``
 """
 
 from __future__ import annotations

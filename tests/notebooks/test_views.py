@@ -1,6 +1,6 @@
 """What the notebooks show: inputs, tables, plots and the sweep, on constructed vaults and the sample.
 
-Usage: ``.venv/bin/python -m pytest tests/test_nbviews.py -q``
+Usage: ``.venv/bin/python -m pytest tests/notebooks/test_views.py -q``
 
 The reranker is a loopback fake Ollama whose scripted embeddings favour
 chunks that mention "giraffe" (see evalkit.scripted_embed).

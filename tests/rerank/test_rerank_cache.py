@@ -1,6 +1,6 @@
 """The embedding cache: hits skip requests, bad files and rows are survived, concurrent use is safe.
 
-Usage: ``.venv/bin/python -m pytest tests/test_rerank_cache.py -q``
+Usage: ``.venv/bin/python -m pytest tests/rerank/test_rerank_cache.py -q``
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from vaulteval.rerank.stage import RerankConfig, rerank
 
 from ollama_server import minilm_model, ollama_server, ollama_server_session  # noqa: F401
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 QUERY = "espresso machine descaling"
 TEXTS = [f"Note {i}: the espresso machine needs descaling step {i} with citric acid." for i in range(6)]
 

@@ -1,6 +1,6 @@
 """Strategies, runs and the read-only guarantee of evaluation.
 
-Usage: ``.venv/bin/python -m pytest tests/test_eval.py -q``
+Usage: ``.venv/bin/python -m pytest tests/workbench/test_eval.py -q``
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tests for the gated LLM prefix tiers (vaulteval.chunks.prefix_llm).
 
-Usage: ``.venv/bin/python -m pytest tests/test_prefix_llm.py -q``
+Usage: ``.venv/bin/python -m pytest tests/chunks/test_prefix_llm.py -q``
 
 Nothing here leaves the machine: providers are loopback fakes, `claude` is a
 shell script, and an audit-hook guard blocks and records any non-loopback
@@ -343,5 +343,5 @@ def test_clean_output():
 def test_import_does_not_load_clients():
     code = "import sys, vaulteval.chunks.prefix_llm; print(sorted(m for m in ('ollama', 'httpx') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[1])
+                         cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "[]"

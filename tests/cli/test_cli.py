@@ -1,6 +1,6 @@
 """Every CLI exit code (0, 2, 3, 10, 11, 12) and the one-line error contract, through real subprocesses.
 
-Usage: ``.venv/bin/python -m pytest tests/test_pipeline_cli.py -q``
+Usage: ``.venv/bin/python -m pytest tests/cli/test_cli.py -q``
 """
 
 from __future__ import annotations
@@ -101,8 +101,6 @@ def test_exit_2_long_query(provisioned_sample: Path) -> None:
 
 
 def test_exit_2_remote_ollama_without_permission(provisioned_sample: Path) -> None:
-    if not (Path(__file__).resolve().parents[1] / "vaulteval" / "rerank.py").is_file():
-        pytest.skip("vaulteval/rerank.py does not exist yet")
     env = cli_env(OLLAMA_HOST="http://203.0.113.9:11434")
     t0 = time.monotonic()
     proc = run_cli("retrieve", "--vault", provisioned_sample, "espresso", env=env)
@@ -293,7 +291,7 @@ def test_exit_12_duplicate_between_two_new_pages(unprovisioned_vault: Path) -> N
     assert not index_file(unprovisioned_vault).exists()
 
 
-# -- the CRLF page in CLI terms (see also test_pipeline_integrity.py) --------------
+# -- the CRLF page in CLI terms (see also tests/pipeline/test_integrity.py) --------------
 
 def test_crlf_page_found_via_cli(provisioned_sample: Path) -> None:
     assert b"\r\n" in (provisioned_sample / CRLF_NOTE).read_bytes()

@@ -1,6 +1,6 @@
 """Chunk records: sizes, overlap, prefixes, seed schema, addresses; incremental runs; foreign records.
 
-Usage: ``.venv/bin/python -m pytest tests/test_pipeline_chunking.py -q``
+Usage: ``.venv/bin/python -m pytest tests/chunks/test_chunking.py -q``
 """
 
 from __future__ import annotations

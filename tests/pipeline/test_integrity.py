@@ -1,6 +1,6 @@
 """Stale chunks are never served; every path stays inside the vault; CRLF pages hash their exact bytes.
 
-Usage: ``.venv/bin/python -m pytest tests/test_pipeline_integrity.py -q``
+Usage: ``.venv/bin/python -m pytest tests/pipeline/test_integrity.py -q``
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Run directories: what they hold, verify (passes untouched, fails after an edit), the eval commands.
 
-Usage: ``.venv/bin/python -m pytest tests/test_manifest.py -q``
+Usage: ``.venv/bin/python -m pytest tests/workbench/test_manifest.py -q``
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Rerank settings: resolve() validates hosts, models and limits without touching the network.
 
-Usage: ``.venv/bin/python -m pytest tests/test_rerank_config.py -q``
+Usage: ``.venv/bin/python -m pytest tests/rerank/test_rerank_config.py -q``
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from vaulteval.rerank.stage import (
 
 from ollama_server import SocketAudit
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

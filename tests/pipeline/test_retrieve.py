@@ -1,6 +1,6 @@
 """Retrieval results: CJK queries, the JSON schema, dedupe, read-only behaviour, the Python API.
 
-Usage: ``.venv/bin/python -m pytest tests/test_pipeline_retrieve.py -q``
+Usage: ``.venv/bin/python -m pytest tests/pipeline/test_retrieve.py -q``
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 
 from vaulteval.cli.main import build_parser
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
 

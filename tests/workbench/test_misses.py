@@ -1,6 +1,6 @@
 """Misses: each cause produced by a constructed vault, plus rerank fallback flagged in a run.
 
-Usage: ``.venv/bin/python -m pytest tests/test_misses.py -q``
+Usage: ``.venv/bin/python -m pytest tests/workbench/test_misses.py -q``
 
 The vault's BM25 order for "zebra" is z1, z2, g1, z3 (z3 is long with one
 mention); ``edited.md`` changes and ``late.md`` appears after provisioning.

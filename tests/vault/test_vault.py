@@ -1,6 +1,6 @@
 """Vault selection order, refusals (no vault, the product folder, the bundled sample), one-line errors.
 
-Usage: ``.venv/bin/python -m pytest tests/test_pipeline_vault.py -q``
+Usage: ``.venv/bin/python -m pytest tests/vault/test_vault.py -q``
 """
 
 from __future__ import annotations
