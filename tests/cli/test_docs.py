@@ -69,3 +69,15 @@ def test_make_demo_runs_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "== provisioned: 53 pages" in proc.stdout
     assert '"strategy": "bm25-only"' in proc.stdout
+
+
+def test_every_command_group_registers_exactly_the_commands_main_routes_to_it() -> None:
+    from importlib import import_module
+
+    from vaulteval.cli.main import GROUPS
+
+    for module, names in GROUPS.items():
+        assert tuple(import_module(module).NAMES) == names, module
+        parser = build_parser(names[0])
+        routed = set(_command_paths(parser)[i][0] for i in range(len(_command_paths(parser))))
+        assert routed == set(names), f"{module} registers {routed}, main routes {names}"

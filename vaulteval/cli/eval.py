@@ -25,6 +25,8 @@ from typing import Any
 
 from vaulteval.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 
+NAMES = ("queryset", "import", "eval", "notebooks")
+
 STRATEGY_HELP = """strategy grammar: KIND[:OPTION,KEY=VALUE,...]
   KIND      bm25 | rerank   (rerank OPTION: ollama (default) | st)
   KEYS      name, analyzer (default|english), k1, b, target, overlap, hard_max,
@@ -184,7 +186,7 @@ def _qs_args(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Add the workbench commands to ``vaulteval``'s subparsers (called by cli.build_parser)."""
+    """Add the workbench commands to ``vaulteval``'s subparsers."""
     raw = argparse.RawDescriptionHelpFormatter
 
     p = sub.add_parser("queryset", help="check a query set against a vault")

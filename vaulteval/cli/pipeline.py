@@ -1,0 +1,263 @@
+"""Pipeline commands: ``prefix``, ``index``, ``provision``, ``retrieve``, ``rerank``, ``doctor``, ``bench``, ``demo``, ``sample``.
+
+Usage: ``vaulteval retrieve --vault V "query" --top 5 --no-rerank --explain``
+
+Each handler parses, calls one library function and prints; heavy modules are
+imported inside handlers so ``retrieve`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from vaulteval.cli.common import emit as _emit, int_arg as _int_arg, select_vault as _vault
+from vaulteval.errors import EXIT_FAILED, EXIT_OK, UsageError
+
+NAMES = ("prefix", "index", "provision", "retrieve", "rerank", "doctor", "bench", "demo", "sample")
+_HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def _cmd(name: str):
+    def register(fn: Callable[[argparse.Namespace], int]):
+        _HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+# -- commands --------------------------------------------------------------
+
+@_cmd("prefix")
+def cmd_prefix(args: argparse.Namespace) -> int:
+    from vaulteval.chunks.store import ChunkParams
+    from vaulteval.pipeline.provision import prefix
+
+    if not args.all and not args.page:
+        raise UsageError("name a page (wiki/...md) or pass --all")
+    if args.all and args.page:
+        raise UsageError("pass either a page or --all, not both")
+    settings = _prefix_settings(args)
+    report = prefix(_vault(args), page=args.page, rebuild=args.rebuild, peek=args.peek,
+                    params=ChunkParams(), prefix_settings=settings)
+    _emit(report.to_dict())
+    return EXIT_OK
+
+
+def _prefix_settings(args: argparse.Namespace):
+    tier = "synthetic" if args.no_llm else args.prefix_tier
+    if tier == "synthetic" and not args.allow_egress:
+        return None
+    from vaulteval.chunks.prefix_llm import PrefixSettings, choose_tier, egress_notice
+
+    settings = PrefixSettings(tier=tier, allow_egress=args.allow_egress)
+    try:
+        chosen = choose_tier(settings)
+    except ValueError as exc:  # EgressNotAllowed, or a non-local Ollama host
+        raise UsageError(str(exc)) from None
+    notice = egress_notice(chosen)
+    if notice:
+        sys.stderr.write(f"vaulteval: egress: {notice}\n")
+    return settings
+
+
+@_cmd("index")
+def cmd_index(args: argparse.Namespace) -> int:
+    vault = _vault(args)
+    if args.index_cmd == "build":
+        from vaulteval.pipeline.provision import build
+
+        _emit(build(vault, analyzer=args.analyzer, k1=args.k1, b=args.b).to_dict())
+    elif args.index_cmd == "stats":
+        from vaulteval.pipeline.retrieve import Retriever
+
+        _emit(Retriever(vault).index().stats())
+    else:
+        from vaulteval.pipeline.retrieve import Retriever, check_limit, check_query
+
+        check_query(args.text)
+        check_limit("--top", args.top)
+        index = Retriever(vault).index()
+        hits = index.search(args.text, k=args.top)
+        _emit([{"chunk_id": index.doc(h.doc).chunk_id, "score": round(h.score, 6),
+                "page_path": index.doc(h.doc).page_path} for h in hits])
+    return EXIT_OK
+
+
+@_cmd("provision")
+def cmd_provision(args: argparse.Namespace) -> int:
+    vault = _vault(args)
+    from vaulteval.pipeline.provision import provision
+
+    _emit(provision(vault, rebuild=args.rebuild, analyzer=args.analyzer, prefix_settings=_prefix_settings(args)))
+    return EXIT_OK
+
+
+def _rerank_config(args: argparse.Namespace):
+    from vaulteval.rerank.stage import RerankConfig
+
+    return RerankConfig(backend=args.embedder, model=args.model, allow_remote=args.allow_remote_ollama,
+                        timeout=args.timeout)
+
+
+@_cmd("retrieve")
+def cmd_retrieve(args: argparse.Namespace) -> int:
+    from vaulteval.pipeline.retrieve import check_limit, check_query, retrieve
+
+    # Usage errors come before vault selection so they are reported as such.
+    check_query(args.query)
+    check_limit("--top", args.top)
+    check_limit("--bm25-top", args.bm25_top)
+    rerank = None if args.no_rerank else _rerank_config(args)
+    result = retrieve(_vault(args), args.query, top=args.top, bm25_top=args.bm25_top, rerank=rerank,
+                      explain=args.explain)
+    sys.stdout.write(result.to_json() + "\n")
+    return EXIT_OK
+
+
+@_cmd("rerank")
+def cmd_rerank(args: argparse.Namespace) -> int:
+    from vaulteval.pipeline.retrieve import retrieve
+    from vaulteval.rerank.stage import peek
+
+    config = _rerank_config(args)
+    if args.peek:
+        _emit(peek(config))
+        return EXIT_OK
+    if not args.query:
+        raise UsageError("give a query to rerank, or pass --peek")
+    result = retrieve(_vault(args), args.query, top=args.top, bm25_top=args.bm25_top, rerank=config,
+                      explain=True)
+    sys.stdout.write(result.to_json() + "\n")
+    return EXIT_OK
+
+
+@_cmd("doctor")
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from vaulteval.pipeline.doctor import doctor
+
+    report = doctor(_vault(args))
+    if args.json:
+        _emit(report.to_dict())
+    else:
+        print(f"retrieve: {report.state}")
+        for problem in report.problems:
+            print(f"  - {problem}")
+        if report.rebuild:
+            print(f"  fix: {report.rebuild}")
+    return EXIT_OK if report.state == "verified" else EXIT_FAILED
+
+
+@_cmd("bench")
+def cmd_bench(args: argparse.Namespace) -> int:
+    from vaulteval.pipeline.bench import run_bench
+
+    report = run_bench(_vault(args), queries=args.queries, edits=args.edits, work_dir=args.work_dir)
+    _emit(report) if args.json else print(report["table"])
+    return EXIT_OK
+
+
+@_cmd("demo")
+def cmd_demo(args: argparse.Namespace) -> int:
+    from vaulteval.cli.demo import run_demo
+
+    run_demo(args.out)
+    return EXIT_OK
+
+
+@_cmd("sample")
+def cmd_sample(args: argparse.Namespace) -> int:
+    from vaulteval.cli.sample import copy_sample
+
+    print(copy_sample(args.dest))
+    return EXIT_OK
+
+
+def _add_rerank_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--embedder", choices=["ollama", "sentence-transformers"], default="ollama",
+                   help="embedding backend for rerank (default: ollama)")
+    p.add_argument("--model", help="embedding model (default: nomic-embed-text-v2-moe for ollama)")
+    p.add_argument("--allow-remote-ollama", action="store_true",
+                   help="allow an OLLAMA_HOST that is not this machine (sends query and chunk text there)")
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds per embedding request (default: 30; a cold model can take a while to load)")
+
+
+def _add_prefix_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-llm", action="store_true", help="synthetic prefixes only (the default tier)")
+    p.add_argument("--prefix-tier", default="synthetic",
+                   choices=["synthetic", "ollama", "anthropic-api", "claude-cli", "auto"],
+                   help="who writes contextual prefixes (default: synthetic, computed locally)")
+    p.add_argument("--allow-egress", action="store_true",
+                   help="allow prefix tiers that send page text off this machine")
+
+
+def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add the pipeline commands to ``vaulteval``'s subparsers."""
+    _add_vault = add_vault
+    p = sub.add_parser("prefix", help="split pages into chunks with contextual prefixes (.vault-meta/chunks)")
+    p.add_argument("page", nargs="?", help="one page, vault-relative (wiki/...md)")
+    p.add_argument("--all", action="store_true", help="every page; also removes chunks of deleted pages")
+    p.add_argument("--rebuild", action="store_true", help="ignore existing chunks and rewrite them")
+    p.add_argument("--peek", action="store_true", help="report what would change; write nothing")
+    _add_prefix_flags(p)
+    _add_vault(p)
+
+    p = sub.add_parser("index", help="build, inspect or query the BM25 index")
+    isub = p.add_subparsers(dest="index_cmd", metavar="ACTION", required=True, parser_class=type(p))
+    b = isub.add_parser("build", help="index the chunk records (reuses unchanged ones)")
+    b.add_argument("--analyzer", choices=["default", "english"], default="default")
+    b.add_argument("--k1", type=float, default=1.5)
+    b.add_argument("--b", type=float, default=0.75)
+    _add_vault(b)
+    s = isub.add_parser("stats", help="index statistics as JSON")
+    _add_vault(s)
+    q = isub.add_parser("query", help="raw BM25 hits (no integrity checks, no dedupe)")
+    q.add_argument("text")
+    q.add_argument("--top", type=_int_arg, default=10)
+    _add_vault(q)
+
+    p = sub.add_parser("provision", help="prefix --all, then index build, under one lock")
+    p.add_argument("--rebuild", action="store_true", help="rewrite every chunk")
+    p.add_argument("--analyzer", choices=["default", "english"], default="default")
+    _add_prefix_flags(p)
+    _add_vault(p)
+
+    p = sub.add_parser("retrieve", help="read-only retrieval; prints JSON")
+    p.add_argument("query")
+    p.add_argument("--top", type=_int_arg, default=5, help="results after dedupe by page, 1..1000 (default 5)")
+    p.add_argument("--bm25-top", type=_int_arg, default=20, help="BM25 candidate chunks, 1..1000 (default 20)")
+    p.add_argument("--no-rerank", action="store_true", help="keep the BM25 order; never contact a model")
+    p.add_argument("--explain", action="store_true", help="add counts and per-stage timings")
+    _add_rerank_flags(p)
+    _add_vault(p)
+
+    p = sub.add_parser("rerank", help="rerank diagnostics (--peek) or a reranked retrieval")
+    p.add_argument("query", nargs="?")
+    p.add_argument("--peek", action="store_true", help="which backend and model would be used; embeds nothing")
+    p.add_argument("--top", type=_int_arg, default=5)
+    p.add_argument("--bm25-top", type=_int_arg, default=20)
+    _add_rerank_flags(p)
+    _add_vault(p)
+
+    p = sub.add_parser("doctor", help="is retrieval available, configured, verified or degraded?")
+    p.add_argument("--json", action="store_true")
+    _add_vault(p)
+
+    p = sub.add_parser("bench", help="time provisioning and retrieval on a copy of the vault")
+    p.add_argument("--queries", type=_int_arg, default=20)
+    p.add_argument("--edits", type=_int_arg, default=10)
+    p.add_argument("--work-dir", help="where to put the copy (default: a temporary folder)")
+    p.add_argument("--json", action="store_true")
+    _add_vault(p)
+
+    p = sub.add_parser("demo", help="copy the sample vault to a temporary folder, provision, retrieve, evaluate")
+    p.add_argument("--out", help="folder for the demo (default: a new temporary folder)")
+
+    p = sub.add_parser("sample", help="copy the bundled sample vault to DEST")
+    p.add_argument("dest")
+
+    for name, handler in _HANDLERS.items():
+        sub.choices[name].set_defaults(handler=handler)
