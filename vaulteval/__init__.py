@@ -22,7 +22,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.1.0"
+from vaulteval.version import __version__  # noqa: E402
 
 # name -> module that defines it; resolved lazily by __getattr__.
 _API = {

@@ -9,14 +9,25 @@ import hashlib
 import json
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from vaulteval.errors import PathEscape
 from vaulteval.vault.paths import cached_lexical_path, open_confined
 
 if TYPE_CHECKING:
-    from vaulteval.index.reader import DocMeta
     from vaulteval.vault.vault import Vault
+
+
+class DocMeta(Protocol):
+    """What an index says about one chunk (``vaulteval.index.reader.DocMeta`` has these fields)."""
+
+    chunk_file: str
+    chunk_index: int
+    page_address: str
+    page_path: str
+    page_body_hash: str
+    body_hash: str
+    context_hash: str
 
 # Racy-file rule (as git uses): a file modified this recently may change again
 # within the same timestamp tick, so its verdict is not cached.

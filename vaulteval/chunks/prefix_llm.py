@@ -58,7 +58,7 @@ class PrefixSettings:
 
 def _is_loopback(host: str) -> bool:
     """The rerank stage's rule (localhost, 127.0.0.0/8, ::1), applied to a bare host name."""
-    from vaulteval.rerank.config import is_loopback
+    from vaulteval.hosts import is_loopback
 
     try:
         ip = ipaddress.ip_address(host.strip("[]"))
@@ -74,7 +74,7 @@ def ollama_base_url(host: str | None = None) -> str:
     the default) with the rerank stage's host rules, and refuse any host that
     is not this machine: page text only goes to a local Ollama.
     """
-    from vaulteval.rerank.config import RerankConfigError, normalize_host
+    from vaulteval.hosts import RerankConfigError, normalize_host
 
     raw = (host or os.environ.get("OLLAMA_HOST") or os.environ.get("OLLAMA_URL") or DEFAULT_OLLAMA_HOST).strip()
     try:

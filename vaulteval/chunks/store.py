@@ -19,6 +19,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from vaulteval.chunks import chunking
@@ -212,10 +213,15 @@ def run_prefix(
     prefix_settings=None,
     page_bytes: dict[str, bytes] | None = None,
     pages: list["Page"] | None = None,
+    before_change: Callable[[], bool] = lambda: False,
 ) -> PrefixReport:
-    """Chunk pages into records under the meta dir; the caller holds the vault lock unless ``peek``."""
-    from vaulteval.index.reader import invalidate_index
+    """Chunk pages into records under the meta dir; the caller holds the vault lock unless ``peek``.
 
+    ``before_change`` runs once, before the first chunk file is written or
+    removed; the pipeline passes one that moves the index aside, so an index
+    that no longer matches the chunks is never served. It returns whether it
+    invalidated anything (reported as ``index_invalidated``).
+    """
     meta = vault.meta_dir
     chunks_dir = meta / "chunks"
     prefixer = None
@@ -312,7 +318,7 @@ def run_prefix(
             new_catalog[rel]["files"] = _chunk_stats(chunk_dir, len(records))
             continue
         if not invalidated:
-            report.index_invalidated = invalidate_index(meta)
+            report.index_invalidated = before_change()
             invalidated = True
         for rec in changed:
             data = json.dumps(rec, ensure_ascii=False, indent=1).encode("utf-8")
@@ -330,7 +336,7 @@ def run_prefix(
         return report
     if surplus:
         if not invalidated:
-            report.index_invalidated = invalidate_index(meta)
+            report.index_invalidated = before_change()
         for address in surplus:
             target = chunks_dir / address
             report.chunks_removed += sum(1 for _ in target.glob("chunk-*.json"))

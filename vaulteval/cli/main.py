@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from importlib import import_module
 
-from vaulteval import __version__
+from vaulteval.version import __version__
 from vaulteval.cli.common import Parser, add_vault
 from vaulteval.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, VaultevalError
 

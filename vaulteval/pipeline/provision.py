@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from vaulteval.index import bm25
 from vaulteval.chunks import chunking
 from vaulteval.chunks.store import ChunkParams, read_pages, run_prefix
+from vaulteval.index.reader import invalidate_index
 from vaulteval.vault.locking import vault_lock
 
 if TYPE_CHECKING:
@@ -25,7 +26,8 @@ def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, pe
                           prefix_settings=prefix_settings)
     vault.require_writable()
     with vault_lock(vault.meta_dir):
-        return run_prefix(vault, page=page, rebuild=rebuild, params=params, prefix_settings=prefix_settings)
+        return run_prefix(vault, page=page, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
+                          before_change=lambda: invalidate_index(vault.meta_dir))
 
 
 def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: float = bm25.B,
@@ -64,6 +66,7 @@ def provision(
         pages = list(vault.iter_pages())
         page_bytes = read_pages(vault, pages)
         prefix_report = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
+                                   before_change=lambda: invalidate_index(vault.meta_dir),
                                    page_bytes=page_bytes, pages=pages)
         t1 = time.perf_counter()
         hashes = {rel: chunking.sha256_bytes(raw) for rel, raw in page_bytes.items()}

@@ -17,34 +17,21 @@ and ``.vault-meta/``, so it is neither indexed nor derived state; its
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from vaulteval.errors import UsageError
+from vaulteval.querysets.docids import MAX_NAME_BYTES, beir_page_path  # noqa: F401
 
-MAX_NAME_BYTES = 200
 
 
 class ImportTargetNotEmpty(UsageError):
     """The import's --out folder already holds files."""
 
 
-def beir_page_path(doc_id: str) -> str:
-    """Usage: ``beir_page_path("4983")`` -> ``"wiki/4983.md"``; safe, reversible, never a dot-file."""
-    name = quote(str(doc_id), safe="-_ ")
-    if name.startswith("."):
-        name = "%2E" + name[1:]
-    name = name.strip() or "%20"
-    if name.endswith(" "):
-        name = name[:-1] + "%20"
-    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
-        digest = hashlib.sha1(str(doc_id).encode("utf-8")).hexdigest()[:16]
-        name = name[: MAX_NAME_BYTES - 20] + "~" + digest
-    return f"wiki/{name}.md"
+
 
 
 def _open_corpus(folder: Path):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaulteval.querysets.queryset import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256
+from vaulteval.querysets.problems import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256
 
 
 @dataclass

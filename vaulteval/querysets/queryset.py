@@ -28,33 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vaulteval.errors import UsageError
+from vaulteval.querysets.docids import beir_page_path
 from vaulteval.querysets.links import AmbiguousLink, LinkResolver, UnknownLink, is_wikilink
+from vaulteval.querysets.problems import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256  # noqa: F401
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
-
-QUERY_FIELDS = ("id", "query", "relevant", "tags")
-
-
-class Problem(NamedTuple):
-    """One validation problem, located in a file."""
-
-    path: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
-
-
-class QuerySetInvalid(UsageError):
-    """The query set has problems; each names its file and line."""
-
-    def __init__(self, problems: list[Problem]):
-        self.problems = problems
-        more = f" (and {len(problems) - 1} more; see: vaulteval queryset check)" if len(problems) > 1 else ""
-        super().__init__(f"{problems[0]}{more}")
-
 
 class Query(NamedTuple):
     """One query: id, text, graded judgments {page path: grade}, tags, and its source line."""
@@ -158,16 +137,6 @@ def _vault_for(raw: "qformats.RawSet", vault: Any) -> "Vault":
     return Vault.select(None)
 
 
-def file_sha256(*paths: Path) -> str:
-    """sha256 of the bytes of one file, or of several (name-separated) for multi-file formats."""
-    h = hashlib.sha256()
-    for p in paths:
-        if len(paths) > 1:
-            h.update(p.name.encode() + b"\0")
-        h.update(p.read_bytes())
-    return "sha256:" + h.hexdigest()
-
-
 def _validate(raw: "qformats.RawSet", resolver: LinkResolver) -> QuerySet:
     problems = list(raw.problems)
     queries: list[Query] = []
@@ -217,8 +186,6 @@ def resolve_key(resolver: LinkResolver, key: Any, doc_ids: bool = False) -> str:
     if resolver.has_page(path):
         return unicodedata.normalize("NFC", path)
     if doc_ids:
-        from vaulteval.querysets.beir import beir_page_path
-
         page = beir_page_path(path)
         if resolver.has_page(page):
             return page

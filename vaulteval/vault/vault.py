@@ -62,8 +62,6 @@ class Vault:
             raise VaultSelectionError(f"{self.root} has no wiki/ folder; a vault keeps its notes in wiki/")
         # meta_dir may point outside the vault: evaluation builds variants in a cache.
         self.meta_dir = Path(meta_dir).resolve() if meta_dir else self.root / ".vault-meta"
-        self._index: BM25Index | None = None
-        self._integrity: IntegrityChecker | None = None
 
     # -- selection -------------------------------------------------------
     @classmethod

@@ -32,8 +32,11 @@ from typing import TYPE_CHECKING, Any
 from vaulteval.errors import UsageError
 
 if TYPE_CHECKING:
-    from vaulteval.workbench.evaluate import EvalRun
     from vaulteval.workbench.runs import Run
+
+# ``ev`` below is a ``vaulteval.workbench.evaluate.EvalRun``; evaluate imports this
+# module to save itself, so the type is not imported back here.
+EvalRun = Any
 
 SCHEMA = 1
 MANIFEST = "manifest.json"

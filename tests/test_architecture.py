@@ -1,0 +1,185 @@
+"""The package's shape: no import cycles, stages import only downward, and a lean retrieve path.
+
+Usage: ``.venv/bin/python -m pytest tests/test_architecture.py -q``
+
+The graph is read with ``ast`` from every module under ``vaulteval/``. Every
+import statement counts: module level, inside functions, and under
+``TYPE_CHECKING``. A string constant that names a vaulteval module (as
+``importlib.import_module`` takes) counts as an import of it too, so lazy
+loading cannot hide an edge.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "vaulteval"
+
+# Lowest first. A module may import from its own folder and from lower ones.
+# Top-level modules: ``errors``, ``version`` and ``hosts`` are the floor; the package ``__init__`` is the
+# public façade above everything (it loads names lazily).
+LAYERS = ["errors", "version", "hosts", "vault", "chunks", "index", "rerank", "pipeline", "querysets", "workbench", "notebooks", "cli",
+          "__main__", "__init__"]
+
+# What the retrieve path must never import (checked by running it under -X importtime).
+HEAVY = ("pandas", "scipy", "ir_measures", "papermill", "matplotlib", "vaulteval.workbench", "vaulteval.notebooks",
+         "vaulteval.querysets", "yaml", "tqdm")
+
+
+def module_name(path: Path, root: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(current: str, is_package: bool, level: int, module: str | None) -> str:
+    if level == 0:
+        return module or ""
+    base = current.split(".")
+    if not is_package:
+        base = base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the vaulteval modules it imports (``from pkg import mod`` resolves to the submodule)."""
+    files = {module_name(p, root): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        is_package = path.name == "__init__.py"
+        edges: set[str] = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(name, is_package, node.level, node.module)
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in files else base for alias in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                if "." in node.value and node.value in files:
+                    targets = [node.value]
+            for target in targets:
+                while target and target not in files:
+                    target = target.rpartition(".")[0]
+                if target.startswith("vaulteval") and target != name:
+                    edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    sys.setrecursionlimit(max(10_000, sys.getrecursionlimit()))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    key = "__init__" if len(parts) == 1 else parts[1]
+    if key not in LAYERS:
+        raise AssertionError(f"{module} is in no known layer; add its folder to LAYERS in the right place")
+    return LAYERS.index(key)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{src} -> {dst}" for src, dsts in graph.items() for dst in dsts if layer_of(dst) > layer_of(src))
+
+
+def summary(graph: dict[str, set[str]]) -> str:
+    edges = sum(len(v) for v in graph.values())
+    return f"{len(graph)} modules, {edges} edges, {len(find_cycles(graph))} cycles, {len(upward_imports(graph))} upward"
+
+
+def test_the_graph_has_no_cycles() -> None:
+    graph = import_graph()
+    assert find_cycles(graph) == [], summary(graph)
+
+
+def test_no_stage_imports_a_higher_stage() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_checks_catch_a_cycle_and_an_upward_import(tmp_path: Path) -> None:
+    pkg = tmp_path / "vaulteval"
+    (pkg / "vault").mkdir(parents=True)
+    (pkg / "index").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "vault" / "__init__.py").write_text("")
+    (pkg / "index" / "__init__.py").write_text("")
+    (pkg / "vault" / "vault.py").write_text("def f():\n    from vaulteval.index import reader\n")
+    (pkg / "index" / "reader.py").write_text("from ..vault.vault import f\n")
+    graph = import_graph(pkg)
+    assert find_cycles(graph) == [["vaulteval.index.reader", "vaulteval.vault.vault"]]
+    assert upward_imports(graph) == ["vaulteval.vault.vault -> vaulteval.index.reader"]
+
+
+def test_modules_stay_under_400_lines() -> None:
+    long = {module_name(p): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}
+
+
+def _imported_modules(code: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = set()
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    assert names, "python -X importtime printed nothing"
+    return names
+
+
+@pytest.mark.parametrize("code", [
+    "import vaulteval.pipeline.retrieve",
+    # the CLI retrieve path as far as argument parsing: the group parser and the handler's imports
+    "from vaulteval.cli.main import build_parser; build_parser('retrieve'); import vaulteval.pipeline.retrieve",
+], ids=["api", "cli"])
+def test_the_retrieve_path_imports_nothing_heavy(code: str) -> None:
+    imported = _imported_modules(code)
+    heavy = sorted(m for m in imported if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert heavy == []
