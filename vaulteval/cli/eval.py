@@ -31,9 +31,9 @@ STRATEGY_HELP = """strategy grammar: KIND[:OPTION,KEY=VALUE,...]
   KIND      bm25 | rerank   (rerank OPTION: ollama (default) | st)
   KEYS      name, analyzer (default|english), k1, b, target, overlap, hard_max,
             prefix (provisioned|synthetic), bm25_top (100), top (100);
-            rerank also: model, host, timeout, batch_size, allow_remote
+            rerank also: model, host, timeout, batch_size (a remote host needs --allow-remote-ollama)
   examples  bm25 | bm25:analyzer=english,k1=1.2,b=0.6 | bm25:target=800,overlap=100
-            bm25:bm25_top=20,top=5 (what `retrieve` returns by default) | rerank:st,bm25_top=20
+            bm25:bm25_top=20,top=5 (what `retrieve --no-rerank` returns) | rerank:st,bm25_top=20
 Strategies whose analyzer or chunking differ from the vault's index are built in
 $VAULTEVAL_CACHE (default ~/.cache/vaulteval), never in the vault."""
 
