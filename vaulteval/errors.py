@@ -35,6 +35,10 @@ class PathEscape(UsageError):
     """A path points outside the area of the vault it must stay in."""
 
 
+class UnsafeMetaPath(UsageError):
+    """Derived state would be written, renamed or removed through a symlink or a special file."""
+
+
 class PageMissing(VaultevalError):
     """A named page does not exist or cannot be read."""
 

@@ -279,4 +279,7 @@ def test_full_prefix_run_lists_exactly_the_chunk_files_on_disk(fresh_vault: Path
     (fresh_vault / "wiki" / "inbox" / "Untitled.md").write_text("Now the empty note has text.\n")
     report = run_prefix(vault)
     assert report.pages_changed == 2
-    assert report.chunk_listing == _scan_chunk_files(vault.meta_dir / "chunks")
+    from vaulteval.vault.metadir import MetaDir
+
+    with MetaDir.open(vault) as meta, meta.sub("chunks") as chunks:
+        assert report.chunk_listing == _scan_chunk_files(chunks)

@@ -21,6 +21,7 @@ from pipeline_fixtures import (  # noqa: F401
     CRLF_NOTE,
     DESCALING_NOTE,
     append_text,
+    assert_one_line_error,
     chunk_records,
     fresh_vault,
     index_file,
@@ -197,14 +198,19 @@ def test_chunk_file_symlinked_outside_is_not_read(fresh_vault: Path, outside: Pa
     target.write_text(json.dumps(rec), encoding="utf-8")
     (fresh_vault / ".vault-meta/chunks/c-900002").mkdir()
     os.symlink(target, fresh_vault / ".vault-meta/chunks/c-900002/chunk-000.json")
-    rec2 = dict(rec, page_address="c-900003")
-    (outside / "c-900003").mkdir()
-    (outside / "c-900003" / "chunk-000.json").write_text(json.dumps(rec2), encoding="utf-8")
-    os.symlink(outside / "c-900003", fresh_vault / ".vault-meta/chunks/c-900003")
     report = run_json("index", "build", "--vault", fresh_vault)
     assert report["docs"] == 55
     assert retrieve_json(fresh_vault, "smugglerword")["candidates"] == []
     assert run_json("index", "query", "--vault", fresh_vault, "smugglerword") == []
+    # A symlinked address folder is refused outright (exit 2), before the build changes anything.
+    rec2 = dict(rec, page_address="c-900003")
+    (outside / "c-900003").mkdir()
+    (outside / "c-900003" / "chunk-000.json").write_text(json.dumps(rec2), encoding="utf-8")
+    os.symlink(outside / "c-900003", fresh_vault / ".vault-meta/chunks/c-900003")
+    before = index_file(fresh_vault).read_bytes()
+    line = assert_one_line_error(run_cli("index", "build", "--vault", fresh_vault), 2)
+    assert "c-900003" in line and "symlink" in line
+    assert index_file(fresh_vault).read_bytes() == before
 
 
 def test_chunks_folder_symlinked_outside_is_not_read(fresh_vault: Path, tmp_path: Path) -> None:
@@ -214,11 +220,9 @@ def test_chunks_folder_symlinked_outside_is_not_read(fresh_vault: Path, tmp_path
     (meta / "chunks").rename(elsewhere)
     os.symlink(elsewhere, meta / "chunks")
     index_file(fresh_vault).unlink()  # no postings to reuse: the build must read (or refuse) the files
-    proc = run_cli("index", "build", "--vault", fresh_vault)
-    if proc.returncode == 0:
-        assert json.loads(proc.stdout)["docs"] == 0, "chunk records outside .vault-meta were indexed"
-    else:
-        assert len(proc.stderr.splitlines()) == 1
+    line = assert_one_line_error(run_cli("index", "build", "--vault", fresh_vault), 2)
+    assert "chunks" in line and "symlink" in line
+    assert not index_file(fresh_vault).exists()
 
 
 # -- 5. CRLF --------------------------------------------------------------------

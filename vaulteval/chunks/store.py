@@ -15,32 +15,24 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from vaulteval.chunks import chunking
+from vaulteval.chunks.catalog import CATALOG_NAME, CATALOG_SCHEMA, ChunkParams, chunk_file_name, \
+    listing as _listing, load_catalog, prefix_key
 from vaulteval.errors import DuplicateAddress, PageMissing
-from vaulteval.vault.locking import atomic_write_bytes
+from vaulteval.vault.metadir import MetaDir, NotRegularFile, open_regular
+from vaulteval.vault.testhooks import pause_point
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Page, Vault
 
 log = logging.getLogger(__name__)
 
-CATALOG_NAME = "chunk-catalog.json"
-CATALOG_SCHEMA = 1
 RECORD_SCHEMA = 1
-
-
-@dataclass(frozen=True)
-class ChunkParams:
-    target: int = chunking.TARGET_CHARS
-    overlap: int = chunking.OVERLAP_CHARS
-    hard_max: int = chunking.HARD_MAX_CHARS
 
 
 @dataclass
@@ -66,63 +58,37 @@ class PrefixReport:
         return out
 
 
-def chunk_file_name(index: int) -> str:
-    return f"chunk-{index:03d}.json"
-
-
 def read_pages(vault: "Vault", pages: list["Page"]) -> dict[str, bytes]:
+    """Each page's bytes; a page that is not a regular file (a FIFO, a device) is skipped with a warning."""
     out = {}
     for page in pages:
         try:
-            with open(page.abspath, "rb") as fh:
+            with open_regular(page.abspath, follow=True) as fh:
                 out[page.rel] = fh.read()
+        except NotRegularFile:
+            log.warning("skipping %s: not a regular file", page.rel)
         except OSError as exc:
             raise PageMissing(f"cannot read {page.rel}: {exc.strerror}") from None
     return out
 
 
-def load_catalog(meta_dir: Path, params: ChunkParams) -> dict[str, dict]:
-    try:
-        data = json.loads((meta_dir / CATALOG_NAME).read_bytes())
-    except (OSError, ValueError):
-        return {}
-    if data.get("schema") != CATALOG_SCHEMA or data.get("params") != asdict(params):
-        return {}
-    pages = data.get("pages")
-    return pages if isinstance(pages, dict) else {}
-
-
-def _existing_addresses(chunks_dir: Path) -> set[str]:
-    try:
-        return {e.name for e in os.scandir(chunks_dir) if e.is_dir(follow_symlinks=False)}
-    except FileNotFoundError:
+def _existing_addresses(chunks: MetaDir | None) -> set[str]:
+    if chunks is None:
         return set()
+    return {e.name for e in chunks.scandir() if e.is_dir(follow_symlinks=False)}
 
 
-def _chunk_stats(chunk_dir: Path | str, count: int) -> list[list[int]] | None:
+def _chunk_stats(chunks: MetaDir | None, address: str, count: int) -> list[list[int]] | None:
     """[size, mtime_ns] of chunk-000..count-1, or None when one is missing."""
-    if count < 0:
+    if count < 0 or chunks is None:
         return None
     out = []
-    base = str(chunk_dir)
     for idx in range(count):
         try:
-            st = os.stat(f"{base}/chunk-{idx:03d}.json", follow_symlinks=False)
+            st = os.stat(f"{address}/chunk-{idx:03d}.json", dir_fd=chunks.fd, follow_symlinks=False)
         except OSError:
             return None
         out.append([st.st_size, st.st_mtime_ns])
-    return out
-
-
-def _listing(catalog: dict[str, dict]) -> list[tuple[str, str, int, int]] | None:
-    """Every chunk file the catalog vouches for, as (address, name, size, mtime_ns), sorted like a scan."""
-    out = []
-    for info in catalog.values():
-        files = info.get("files")
-        if files is None or len(files) != info.get("chunks"):
-            return None
-        out.extend((info["address"], chunk_file_name(i), size, mtime) for i, (size, mtime) in enumerate(files))
-    out.sort(key=lambda item: (item[0], item[1]))
     return out
 
 
@@ -137,19 +103,20 @@ def _record_intact(rec: dict) -> bool:
     )
 
 
-def _existing_records(chunk_dir: Path) -> dict[int, dict]:
+def _existing_records(chunks: MetaDir | None, address: str) -> dict[int, dict]:
     out: dict[int, dict] = {}
-    try:
-        entries = list(os.scandir(chunk_dir))
-    except FileNotFoundError:
+    if chunks is None or not chunks.is_dir(address):
         return out
-    for entry in entries:
-        if entry.name.startswith("chunk-") and entry.name.endswith(".json"):
-            try:
-                rec = json.loads(Path(entry.path).read_bytes())
-                out[int(rec["chunk_index"])] = rec
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
+    with chunks.sub(address) as folder:
+        for entry in list(folder.scandir()):
+            if entry.name.startswith("chunk-") and entry.name.endswith(".json"):
+                try:
+                    rec = json.loads(folder.read_bytes(entry.name))
+                    idx = rec["chunk_index"]
+                    if isinstance(idx, int) and not isinstance(idx, bool):
+                        out[idx] = rec
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
     return out
 
 
@@ -214,16 +181,47 @@ def run_prefix(
     page_bytes: dict[str, bytes] | None = None,
     pages: list["Page"] | None = None,
     before_change: Callable[[], bool] = lambda: False,
+    meta: MetaDir | None = None,
 ) -> PrefixReport:
     """Chunk pages into records under the meta dir; the caller holds the vault lock unless ``peek``.
 
     ``before_change`` runs once, before the first chunk file is written or
     removed; the pipeline passes one that moves the index aside, so an index
     that no longer matches the chunks is never served. It returns whether it
-    invalidated anything (reported as ``index_invalidated``).
+    invalidated anything (reported as ``index_invalidated``). ``meta`` is the
+    opened meta folder (``vault_lock`` yields it); every change goes through it.
     """
-    meta = vault.meta_dir
-    chunks_dir = meta / "chunks"
+    own = None
+    if meta is None:
+        try:
+            own = meta = MetaDir.open(vault, create=not peek)
+            if not peek:
+                meta.check_tree()
+        except FileNotFoundError:
+            meta = None
+    try:
+        return _run_prefix(vault, meta, page=page, rebuild=rebuild, peek=peek, params=params,
+                           prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages,
+                           before_change=before_change)
+    finally:
+        if own is not None:
+            own.close()
+
+
+def _run_prefix(vault: "Vault", meta: MetaDir | None, *, page, rebuild, peek, params, prefix_settings,
+                page_bytes, pages, before_change) -> PrefixReport:
+    chunks = meta.sub("chunks") if meta is not None and meta.is_dir("chunks") else None
+    try:
+        return _prefix_pages(vault, meta, chunks, page=page, rebuild=rebuild, peek=peek, params=params,
+                             prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages,
+                             before_change=before_change)
+    finally:
+        if chunks is not None:
+            chunks.close()
+
+
+def _prefix_pages(vault: "Vault", meta: MetaDir | None, chunks: MetaDir | None, *, page, rebuild, peek, params,
+                  prefix_settings, page_bytes, pages, before_change) -> PrefixReport:
     prefixer = None
     report = PrefixReport(peek=peek)
     if prefix_settings is not None and prefix_settings.tier != "synthetic":
@@ -247,7 +245,9 @@ def run_prefix(
         selected = all_pages
     if page_bytes is None:
         page_bytes = read_pages(vault, selected)
-    stored = load_catalog(meta, params)
+    selected = [p for p in selected if p.rel in page_bytes]  # special files were skipped
+    key = prefix_key(report.tier, prefix_settings)
+    stored = load_catalog(meta, params, key)
     catalog = {} if rebuild else stored
     # A single-page run keeps every other page's entry; a full run rebuilds the catalog.
     new_catalog = dict(stored) if page is not None else {}
@@ -261,7 +261,7 @@ def run_prefix(
         cached = catalog.get(entry.rel)
         unchanged = bool(cached) and cached.get("hash") == page_hash
         # Trust the catalog only while every chunk file is exactly as this tool left it.
-        if unchanged and _chunk_stats(f"{chunks_dir}/{cached['address']}", cached.get("chunks", -1)) == cached.get("files"):
+        if unchanged and _chunk_stats(chunks, cached["address"], cached["chunks"]) == cached.get("files"):
             address, parsed = cached["address"], None
         else:
             parsed = chunking.parse_page(raw, entry.rel)
@@ -276,7 +276,7 @@ def run_prefix(
             if rel != page and info.get("address") in owner and owner[info["address"]] != rel:
                 raise _duplicate(info["address"], rel, owner[info["address"]])
 
-    present = _existing_addresses(chunks_dir)
+    present = _existing_addresses(chunks)
     surplus = sorted(present - set(owner)) if page is None else []
     report.pages_seen = len(plans)
     work = [(rel, parsed, address, h) for rel, parsed, address, h in plans if parsed is not None]
@@ -287,8 +287,7 @@ def run_prefix(
     invalidated = False
     for rel, parsed, address, page_hash in _progress(work, len(work), "prefix"):
         records = build_records(parsed, address, page_hash, params, prefixer)
-        chunk_dir = chunks_dir / address
-        existing = {} if rebuild else _existing_records(chunk_dir)
+        existing = {} if rebuild else _existing_records(chunks, address)
         changed = []
         for rec in records:
             old = existing.get(rec["chunk_index"])
@@ -297,6 +296,8 @@ def run_prefix(
                 and old.get("body_hash") == rec["body_hash"]
                 and old.get("page_body_hash") == page_hash
                 and old.get("page_path") == rel
+                and old.get("prefix") == rec["prefix"]
+                and old.get("prefix_source") == rec["prefix_source"]
                 and _record_intact(old)
             )
             if not same:
@@ -315,19 +316,24 @@ def run_prefix(
             report.chunks_removed += len(extra)
             continue
         if not (changed or extra):
-            new_catalog[rel]["files"] = _chunk_stats(chunk_dir, len(records))
+            new_catalog[rel]["files"] = _chunk_stats(chunks, address, len(records))
             continue
         if not invalidated:
             report.index_invalidated = before_change()
             invalidated = True
-        for rec in changed:
-            data = json.dumps(rec, ensure_ascii=False, indent=1).encode("utf-8")
-            atomic_write_bytes(chunk_dir / chunk_file_name(rec["chunk_index"]), data)
-            report.chunks_written += 1
-        for idx in extra:
-            (chunk_dir / chunk_file_name(idx)).unlink(missing_ok=True)
-            report.chunks_removed += 1
-        new_catalog[rel]["files"] = _chunk_stats(chunk_dir, len(records))
+            pause_point("index-invalidated")
+        if chunks is None:
+            chunks = meta.sub("chunks", create=True)
+        with chunks.sub(address, create=True) as folder:
+            for rec in changed:
+                data = json.dumps(rec, ensure_ascii=False, indent=1).encode("utf-8")
+                folder.write_bytes(chunk_file_name(rec["chunk_index"]), data)
+                report.chunks_written += 1
+                pause_point("chunk-written")
+            for idx in extra:
+                folder.unlink(chunk_file_name(idx))
+                report.chunks_removed += 1
+        new_catalog[rel]["files"] = _chunk_stats(chunks, address, len(records))
         written_any = True
     for rel, parsed, address, page_hash in plans:
         if parsed is None:
@@ -338,13 +344,16 @@ def run_prefix(
         if not invalidated:
             report.index_invalidated = before_change()
         for address in surplus:
-            target = chunks_dir / address
-            report.chunks_removed += sum(1 for _ in target.glob("chunk-*.json"))
-            shutil.rmtree(target, ignore_errors=True)
+            with chunks.sub(address) as folder:
+                report.chunks_removed += sum(1 for e in folder.scandir()
+                                             if e.name.startswith("chunk-") and e.name.endswith(".json"))
+            chunks.rmtree(address)
+            pause_point("surplus-removed")
         written_any = True
     if page is None:
         report.chunk_listing = _listing(new_catalog)
-    if written_any or page is None or not (meta / CATALOG_NAME).is_file():
-        payload = {"schema": CATALOG_SCHEMA, "params": asdict(params), "pages": new_catalog}
-        atomic_write_bytes(meta / CATALOG_NAME, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+    if written_any or page is None or not meta.exists(CATALOG_NAME):
+        payload = {"schema": CATALOG_SCHEMA, "params": asdict(params), "prefix": key, "pages": new_catalog}
+        meta.write_bytes(CATALOG_NAME, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+        pause_point("catalog-written")
     return report

@@ -11,22 +11,22 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vaulteval.index import bm25
 from vaulteval.chunks import chunking
-from vaulteval.errors import PathEscape, UsageError
-from vaulteval.index.reader import INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, index_path
+from vaulteval.errors import PathEscape
+from vaulteval.index.params import check_bm25_params, check_chunk_dict
+from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
 from vaulteval.chunks.integrity import IntegrityChecker
-from vaulteval.vault.paths import is_inside, open_confined
+from vaulteval.vault.metadir import MetaDir
+from vaulteval.vault.testhooks import pause_point
 from vaulteval.index.tokenize import get_analyzer
 
 if TYPE_CHECKING:
@@ -52,32 +52,28 @@ class BuildReport:
         return asdict(self)
 
 
-def _previous(meta_dir: Path, analyzer: str) -> tuple[BM25Index | None, list[DocMeta]]:
+def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocMeta]]:
     """The last index (current or invalidated) with the same analyzer, to reuse its postings."""
-    path = index_path(meta_dir)
-    for candidate in (path, path.with_name(INDEX_NAME + STALE_SUFFIX)):
+    for name in (INDEX_NAME, INDEX_NAME + STALE_SUFFIX):
         try:
-            old = BM25Index(candidate)
+            old = BM25Index(meta.path / INDEX_DIR / name, open_index_file(meta, name))
             if old.analyzer_name == analyzer:
                 docs = old.all_docs()
                 if len(docs) == old.n_docs and len(old.all_terms()) == old.n_terms:
                     return old, docs
-        except (IndexFileError, KeyError, ValueError, TypeError):
+        except (IndexFileError, KeyError, ValueError, TypeError, IndexError, OverflowError):
             continue
     return None, []
 
 
-def _scan_chunk_files(chunks_dir: Path) -> list[tuple[str, str, int, int]]:
-    """(address, file name, size, mtime_ns) for every chunk-*.json, sorted; symlinks are not followed."""
-    found = []
-    base = str(chunks_dir)
-    try:
-        addresses = [e.name for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
-    except FileNotFoundError:
+def _scan_chunk_files(chunks: MetaDir | None) -> list[tuple[str, str, int, int]]:
+    """(address, file name, size, mtime_ns) for every regular chunk-*.json, sorted; symlinks are not followed."""
+    found: list[tuple[str, str, int, int]] = []
+    if chunks is None:
         return found
-    for address in addresses:
-        with os.scandir(base + os.sep + address) as it:
-            for entry in it:
+    for address in [e.name for e in chunks.scandir() if e.is_dir(follow_symlinks=False)]:
+        with chunks.sub(address) as folder:
+            for entry in folder.scandir():
                 name = entry.name
                 if name.startswith("chunk-") and name.endswith(".json") and entry.is_file(follow_symlinks=False):
                     st = entry.stat(follow_symlinks=False)
@@ -124,14 +120,22 @@ def build_index(
     page_hashes: dict[str, str] | None = None,
     chunk_params: dict | None = None,
     listing: list[tuple[str, str, int, int]] | None = None,
+    meta: MetaDir | None = None,
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
     ``listing`` (address, file name, size, mtime_ns) replaces the directory scan
     when the caller has just written and stat'ed every chunk file (provision).
+    ``meta`` is the opened meta folder (``vault_lock`` yields it).
     """
+    k1, b = check_bm25_params(k1, b)
+    check_chunk_dict(chunk_params)
     tokenize = get_analyzer(analyzer)
-    meta = vault.meta_dir
+    if meta is None:
+        with MetaDir.open(vault, create=True) as own:
+            own.check_tree()
+            return build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
+                               chunk_params=chunk_params, listing=listing, meta=own)
     report = BuildReport(analyzer=analyzer)
     old, old_docs_meta = _previous(meta, analyzer)
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
@@ -148,8 +152,20 @@ def build_index(
         report.rejected[reason] = report.rejected.get(reason, 0) + 1
         log.warning("skipping chunk %s: %s", where, reason)
 
-    if (meta / "chunks").exists() and not is_inside(meta, meta / "chunks"):
-        raise UsageError(f"{meta / 'chunks'} leads outside {meta} (a symlink?); remove it and run provision")
+    chunks = meta.sub("chunks") if meta.is_dir("chunks") else None
+    try:
+        if listing is None:
+            listing = _scan_chunk_files(chunks)
+        return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
+                      current_page_hash, reject, k1, b, analyzer, chunk_params)
+    finally:
+        if chunks is not None:
+            chunks.close()
+
+
+def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, tokenize, old, old_docs_meta,
+           old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params) -> BuildReport:
+    pause_point("build-started")
     docs: list[DocMeta] = []
     lengths: list[int] = []
     reuse_pairs: list[tuple[int, int]] = []  # (old doc, new doc)
@@ -157,8 +173,6 @@ def build_index(
     new_terms: list[np.ndarray] = []
     new_docs: list[np.ndarray] = []
     new_tfs: list[np.ndarray] = []
-    if listing is None:
-        listing = _scan_chunk_files(meta / "chunks")
     for address, name, size, mtime_ns in listing:
         rel_file = f"chunks/{address}/{name}"
         prev = old_by_file.get(rel_file)
@@ -173,12 +187,10 @@ def build_index(
                 lengths.append(int(old.doc_len[prev]))
                 continue
         try:
-            with open_confined(meta, rel_file) as fh:
-                rec = json.loads(fh.read())
+            if chunks is None:
+                raise FileNotFoundError(rel_file)
+            rec = json.loads(chunks.read_bytes(f"{address}/{name}"))
             page_path, idx, text, page_hash = validate_record(vault, address, name, rec)
-        except PathEscape:
-            reject("outside-meta", rel_file)
-            continue
         except (OSError, ValueError):
             reject("unreadable", rel_file)
             continue
@@ -264,8 +276,9 @@ def build_index(
         "docs": b"".join(doc_lines),
         "doc_offsets": doc_off,
     }
-    path = index_path(meta)
-    report.size_bytes = write_sections(path, header, sections)
-    path.with_name(INDEX_NAME + STALE_SUFFIX).unlink(missing_ok=True)
+    with meta.sub(INDEX_DIR, create=True) as folder:
+        report.size_bytes = write_sections(folder, INDEX_NAME, header, sections)
+        folder.unlink(INDEX_NAME + STALE_SUFFIX)
+    path = meta.path / INDEX_DIR / INDEX_NAME
     report.docs, report.pages, report.terms, report.path = len(docs), n_pages, len(words), str(path)
     return report

@@ -10,6 +10,7 @@ Usage::
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -20,6 +21,7 @@ from vaulteval.index import bm25
 from vaulteval.errors import NotProvisioned
 from vaulteval.index.file import IndexFileError, read_header, read_sections
 from vaulteval.index.tokenize import get_analyzer
+from vaulteval.vault.metadir import MetaDir, NotRegularFile
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
@@ -33,16 +35,32 @@ def index_path(meta_dir: Path) -> Path:
     return meta_dir / INDEX_DIR / INDEX_NAME
 
 
-def invalidate_index(meta_dir: Path) -> bool:
+def invalidate_index(meta: MetaDir) -> bool:
     """Move the index aside before the chunk set changes, so a mixed index is never served.
 
     The old file stays as ``index.vti.stale`` for the next build to reuse its postings.
     """
-    path = index_path(meta_dir)
-    if path.is_file():
-        path.replace(path.with_name(INDEX_NAME + STALE_SUFFIX))
-        return True
-    return False
+    if not meta.is_dir(INDEX_DIR):
+        return False
+    with meta.sub(INDEX_DIR) as folder:
+        if not folder.exists(INDEX_NAME):
+            return False
+        folder.replace(INDEX_NAME, INDEX_NAME + STALE_SUFFIX)
+        os.fsync(folder.fd)
+    return True
+
+
+def open_index_file(meta: MetaDir, name: str = INDEX_NAME):
+    """The index file opened through the meta folder's descriptor (raises IndexFileError when unusable)."""
+    try:
+        with meta.sub(INDEX_DIR) as folder:
+            return folder.open_read(name)
+    except FileNotFoundError:
+        raise IndexFileError("index file is missing") from None
+    except NotRegularFile:
+        raise IndexFileError("index file is not a regular file") from None
+    except OSError as exc:
+        raise IndexFileError(f"index file unreadable: {exc.strerror or exc}") from None
 
 
 @dataclass(frozen=True)
@@ -62,7 +80,18 @@ class DocMeta:
 
     @classmethod
     def from_json(cls, line: bytes) -> "DocMeta":
-        d = json.loads(line)
+        return cls.from_dict(json.loads(line))
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "DocMeta":
+        """A checked row: strings where strings belong, whole numbers where numbers do (else ValueError)."""
+        if not isinstance(d, dict):
+            raise ValueError("index document row is not an object")
+        strs = [d.get(k) for k in ("id", "file", "page", "addr", "bh", "ph", "ch")]
+        ints = [d.get(k) for k in ("ci", "sz", "mt")]
+        if not all(isinstance(v, str) for v in strs) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in ints):
+            raise ValueError("index document row has fields of the wrong type")
         return cls(d["id"], d["file"], d["page"], d["addr"], d["ci"], d["bh"], d["ph"], d["ch"], d["sz"], d["mt"])
 
     def to_json(self) -> bytes:
@@ -80,9 +109,11 @@ class Hit(NamedTuple):
 class BM25Index:
     """A verified, memory-mapped index file. Cheap to open; nothing is parsed up front."""
 
-    def __init__(self, path: Path):
+    rebuild: str | None = None  # the command that rebuilds it, named when a row turns out malformed
+
+    def __init__(self, path: Path, fh=None):
         self.path = path
-        self.header, s = read_sections(path)
+        self.header, s = read_sections(path, fh)
         self.analyzer_name: str = self.header["analyzer"]
         self.k1: float = float(self.header["k1"])
         self.b: float = float(self.header["b"])
@@ -99,6 +130,31 @@ class BM25Index:
         self._norm: np.ndarray | None = None
         self._analyzer = get_analyzer(self.analyzer_name)
         self._doc_cache: dict[int, DocMeta] = {}
+        self._check_shape()
+
+    def _check_shape(self) -> None:
+        """Offsets and ids must stay inside their arrays: a well-checksummed file can still be forged."""
+        from vaulteval.index.params import check_bm25_params
+
+        check_bm25_params(self.k1, self.b)
+        n, t = self.n_docs, self.n_terms
+        problems = [
+            self._term_off.size < 1 or self.n_terms < 0,
+            self._post_off.size != t + 1, self.doc_len.size != n, self._doc_off.size != n + 1,
+            self.post_docs.size != self.post_tfs.size, n < 0,
+            not np.isfinite(self.avgdl) or self.avgdl < 0,
+        ]
+        if not any(problems):
+            problems = [
+                int(self._term_off[0]) != 0 or int(self._term_off[-1]) != len(self._terms),
+                int(self._post_off[0]) != 0 or int(self._post_off[-1]) != self.post_docs.size,
+                int(self._doc_off[0]) != 0 or int(self._doc_off[-1]) != len(self._docs_blob),
+                bool(np.any(np.diff(self._term_off) < 1)), bool(np.any(np.diff(self._post_off) < 0)),
+                bool(np.any(np.diff(self._doc_off) < 0)),
+                self.post_docs.size > 0 and (int(self.post_docs.min()) < 0 or int(self.post_docs.max()) >= n),
+            ]
+        if any(problems):
+            raise ValueError("index arrays are inconsistent with each other")
 
     @property
     def n_terms(self) -> int:
@@ -171,7 +227,11 @@ class BM25Index:
         meta = self._doc_cache.get(i)
         if meta is None:
             raw = bytes(self._docs_blob[int(self._doc_off[i]) : int(self._doc_off[i + 1])])
-            meta = self._doc_cache[i] = DocMeta.from_json(raw)
+            try:
+                meta = self._doc_cache[i] = DocMeta.from_json(raw)
+            except ValueError as exc:
+                raise NotProvisioned(f"index file is malformed: {exc} ({self.path})",
+                                     rebuild=self.rebuild) from None
         return meta
 
     def iter_docs(self):
@@ -184,8 +244,7 @@ class BM25Index:
         if not blob:
             return []
         rows = json.loads(b"[" + blob[:-1].replace(b"\n", b",") + b"]")
-        return [DocMeta(d["id"], d["file"], d["page"], d["addr"], d["ci"], d["bh"], d["ph"], d["ch"], d["sz"], d["mt"])
-                for d in rows]
+        return [DocMeta.from_dict(d) for d in rows]
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -209,14 +268,29 @@ def open_index(vault: "Vault") -> BM25Index:
     """Open and verify the vault's index, or raise NotProvisioned with the rebuild command."""
     path = index_path(vault.meta_dir)
     try:
-        index = BM25Index(path)
+        with MetaDir.open(vault) as meta:
+            fh = open_index_file(meta)
+    except FileNotFoundError:
+        raise NotProvisioned(f"index file is missing ({path})", rebuild=vault.rebuild_command()) from None
     except IndexFileError as exc:
-        stale = path.with_name(INDEX_NAME + STALE_SUFFIX).is_file()
-        reason = "index is being rebuilt or was invalidated" if stale and "missing" in str(exc) else str(exc)
+        reason = "index is being rebuilt or was invalidated" if "missing" in str(exc) and _stale(vault) else str(exc)
         raise NotProvisioned(f"{reason} ({path})", rebuild=vault.rebuild_command()) from None
-    except (KeyError, ValueError, TypeError) as exc:
+    try:
+        index = BM25Index(path, fh)
+    except IndexFileError as exc:
+        raise NotProvisioned(f"{exc} ({path})", rebuild=vault.rebuild_command()) from None
+    except (KeyError, ValueError, TypeError, IndexError, OverflowError) as exc:
         raise NotProvisioned(f"index file is malformed: {exc} ({path})", rebuild=vault.rebuild_command()) from None
+    index.rebuild = vault.rebuild_command()
     return index
+
+
+def _stale(vault: "Vault") -> bool:
+    try:
+        with MetaDir.open(vault) as meta:
+            return meta.is_dir(INDEX_DIR) and meta.exists(f"{INDEX_DIR}/{INDEX_NAME}{STALE_SUFFIX}")
+    except OSError:
+        return False
 
 
 def peek_header(meta_dir: Path) -> dict[str, Any] | None:

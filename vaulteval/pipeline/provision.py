@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from vaulteval.index import bm25
 from vaulteval.chunks import chunking
 from vaulteval.chunks.store import ChunkParams, read_pages, run_prefix
+from vaulteval.index.params import check_bm25_params, check_chunk_params
 from vaulteval.index.reader import invalidate_index
 from vaulteval.vault.locking import vault_lock
 
@@ -25,9 +26,9 @@ def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, pe
         return run_prefix(vault, page=page, rebuild=rebuild, peek=True, params=params,
                           prefix_settings=prefix_settings)
     vault.require_writable()
-    with vault_lock(vault.meta_dir):
+    with vault_lock(vault) as meta:
         return run_prefix(vault, page=page, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
-                          before_change=lambda: invalidate_index(vault.meta_dir))
+                          before_change=lambda: invalidate_index(meta), meta=meta)
 
 
 def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: float = bm25.B,
@@ -38,9 +39,10 @@ def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: 
     from vaulteval.index.build import build_index
 
     vault.require_writable()
-    with vault_lock(vault.meta_dir):
+    check_bm25_params(k1, b)
+    with vault_lock(vault) as meta:
         report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                             chunk_params=asdict(chunk_params or ChunkParams()))
+                             chunk_params=asdict(chunk_params or ChunkParams()), meta=meta)
     vault._index = None
     return report
 
@@ -60,19 +62,21 @@ def provision(
 
     from vaulteval.index.build import build_index
 
+    check_bm25_params(k1, b)
+    check_chunk_params(params.target, params.overlap, params.hard_max)
     vault.require_writable()
-    with vault_lock(vault.meta_dir):
+    with vault_lock(vault) as meta:
         t0 = time.perf_counter()
         pages = list(vault.iter_pages())
         page_bytes = read_pages(vault, pages)
         prefix_report = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
-                                   before_change=lambda: invalidate_index(vault.meta_dir),
-                                   page_bytes=page_bytes, pages=pages)
+                                   before_change=lambda: invalidate_index(meta),
+                                   page_bytes=page_bytes, pages=pages, meta=meta)
         t1 = time.perf_counter()
         hashes = {rel: chunking.sha256_bytes(raw) for rel, raw in page_bytes.items()}
         del page_bytes
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=hashes,
-                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing)
+                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta)
         t2 = time.perf_counter()
     vault._index = None
     return {

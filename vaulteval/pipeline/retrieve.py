@@ -195,7 +195,9 @@ def _run(
         from vaulteval.rerank.stage import rerank as run_rerank
 
         cache = default_embed_cache(vault) if embed_cache == "default" else embed_cache
-        outcome = run_rerank(query, texts, rerank, cache)
+        # The vault's own cache is reached from the vault root without following a symlink.
+        anchor = vault.root if embed_cache == "default" and not vault.meta_is_external else None
+        outcome = run_rerank(query, texts, rerank, cache, cache_anchor=anchor)
         rerank_model = outcome.model
         if outcome.scores is not None:
             strategy = f"bm25+rerank:{outcome.source}"

@@ -75,7 +75,8 @@ class RerankOutcome:
 # ------------------------------------------------------------------- rerank
 
 
-def rerank(query: str, texts: list[str], config: RerankConfig, cache_path: Path | None = None) -> RerankOutcome:
+def rerank(query: str, texts: list[str], config: RerankConfig, cache_path: Path | None = None,
+           cache_anchor: Path | None = None) -> RerankOutcome:
     """Usage: ``rerank(query, texts, RerankConfig(), cache_path)`` -> RerankOutcome; never raises on backend failure."""
     started = time.perf_counter()
     config = resolve(config)
@@ -91,7 +92,7 @@ def rerank(query: str, texts: list[str], config: RerankConfig, cache_path: Path 
         d_keys = [input_key(text) for text in d_inputs]
         key_text = dict(zip(d_keys, d_inputs))
         key_text[q_key] = q_input
-        cache = EmbeddingCache.open(cache_path) if cache_path is not None else None
+        cache = EmbeddingCache.open(cache_path, anchor=cache_anchor) if cache_path is not None else None
         try:
             cached = cache.get(embedder.source, embedder.model_key, scheme.name, list(key_text)) if cache else {}
             hits, misses = len(cached), len(key_text) - len(cached)

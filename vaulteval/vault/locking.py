@@ -1,61 +1,55 @@
-"""The vault-wide write lock and atomic file publication.
+"""The vault-wide write lock, taken through the meta folder's descriptor.
 
 Usage::
 
-    with vault_lock(meta_dir):
-        atomic_write_bytes(meta_dir / "bm25" / "index.vti", data)
+    with vault_lock(vault) as meta:                # meta: a MetaDir, symlink-checked
+        with meta.sub("bm25", create=True) as bm25:
+            bm25.write_bytes("index.vti", data, durable=True)
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 
-from vaulteval.errors import VaultBusy
+from vaulteval.errors import UnsafeMetaPath, VaultBusy
+from vaulteval.vault.metadir import MetaDir
+from vaulteval.vault.testhooks import pause_point
 
 LOCK_NAME = ".lock"
 
 
 @contextlib.contextmanager
-def vault_lock(meta_dir: Path) -> Iterator[None]:
-    """Hold the exclusive writer lock; a busy vault fails closed at once."""
-    meta_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(meta_dir / LOCK_NAME, os.O_CREAT | os.O_RDWR, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise VaultBusy(
-                f"another vaulteval process is writing {meta_dir}; wait for it to finish and retry"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+def vault_lock(vault: Any) -> Iterator[MetaDir]:
+    """Hold the exclusive writer lock; a busy vault fails closed at once.
 
-
-def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = False) -> None:
-    """Write to a temporary sibling, then rename over ``path`` so readers never see a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    if durable:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
+    The meta folder is opened from the vault root one level at a time and
+    checked for planted symlinks before the caller may change anything.
+    """
+    with MetaDir.open(vault, create=True) as meta:
         try:
-            os.fsync(dir_fd)
+            fd = os.open(LOCK_NAME, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644,
+                         dir_fd=meta.fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENXIO):  # a symlink, or a FIFO without a reader
+                raise UnsafeMetaPath(f"{meta.path / LOCK_NAME} is a symlink or special file; remove it") from None
+            raise
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise VaultBusy(
+                    f"another vaulteval process is writing {meta.path}; wait for it to finish and retry"
+                ) from None
+            try:
+                meta.check_tree()
+                pause_point("locked")
+                yield meta
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
-            os.close(dir_fd)
+            os.close(fd)

@@ -73,9 +73,13 @@ def open_confined(base: Path, relative: str, *, strip: str | None = None) -> Bin
 
     Checking the opened descriptor (not the name) is both cheaper than resolving
     every component and immune to a symlink swapped in between check and open.
+    A FIFO, device or socket raises ``NotRegularFile`` (an OSError) without blocking.
     """
+    from vaulteval.vault.metadir import open_regular
+
     candidate = cached_lexical_path(base, relative, strip)
-    fh = open(candidate, "rb")
+    # Non-blocking and regular files only: a FIFO planted as a page or chunk file cannot hang a reader.
+    fh = open_regular(candidate, follow=True)
     try:
         real = os.readlink(f"{_PROC_FD}/{fh.fileno()}") if _HAVE_PROC else os.path.realpath(candidate)
         if not _under(real, _real_base(str(base))):

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from vaulteval.index import bm25
 from vaulteval.chunks import chunking
 from vaulteval.errors import UsageError
+from vaulteval.index.params import check_bm25_params, check_chunk_params
 
 if TYPE_CHECKING:
     from vaulteval.chunks.store import ChunkParams
@@ -72,10 +73,11 @@ class Strategy:
             raise StrategyError(f"analyzer must be default or english, got {self.analyzer!r}")
         if self.prefix not in PREFIXES:
             raise StrategyError(f"prefix must be one of {', '.join(PREFIXES)}, got {self.prefix!r}")
-        if not (self.k1 >= 0 and 0 <= self.b <= 1):
-            raise StrategyError(f"need k1 >= 0 and 0 <= b <= 1, got k1={self.k1}, b={self.b}")
-        if not (0 <= self.overlap < self.target <= self.hard_max):
-            raise StrategyError(f"need 0 <= overlap < target <= hard_max, got {self.overlap}, {self.target}, {self.hard_max}")
+        try:
+            check_bm25_params(self.k1, self.b)
+            check_chunk_params(self.target, self.overlap, self.hard_max)
+        except UsageError as exc:
+            raise StrategyError(f"strategy: {exc}") from None
         for label, value in (("bm25_top", self.bm25_top), ("top", self.top)):
             if not 1 <= value <= 1000:
                 raise StrategyError(f"{label} must be from 1 to 1000, got {value}")
