@@ -69,6 +69,10 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
 
     from vaulteval.vault.paths import is_inside
 
+    from vaulteval.workbench.manifest import check_run_id
+
+    if args.id is not None:
+        check_run_id(args.id)  # before any work: the id becomes a folder name
     notebooks, overrides = _notebook_choice(args)
     vault, qs = open_queryset(args.queryset, args.vault, qrels=args.qrels, split=args.split)
     if is_inside(vault.root, Path(args.out)):

@@ -40,6 +40,8 @@ EvalRun = Any
 
 SCHEMA = 1
 MANIFEST = "manifest.json"
+REPORT_DATA = "report.json"
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]{0,127}$")
 PAGES_FILE = "vault-pages.txt"
 PACKAGES = ("vaulteval", "numpy", "pandas", "scipy", "ir-measures", "pytrec-eval-terrier", "PyYAML", "PyStemmer")
 RERANK_PACKAGES = {"ollama": ("ollama",), "sentence-transformers": ("sentence-transformers", "torch")}
@@ -121,6 +123,21 @@ def build_manifest(ev: "EvalRun", run_id: str) -> dict[str, Any]:
     }
 
 
+def check_run_id(run_id: object) -> str:
+    """A run id is one safe path component: letters, digits and . _ = + -, never ``..`` or a slash."""
+    if not isinstance(run_id, str) or not _RUN_ID.match(run_id) or ".." in run_id:
+        raise UsageError(f"run id {run_id!r} must be one folder name of letters, digits and . _ = + - "
+                         "(no slashes, no '..')")
+    return run_id
+
+
+def render_report(data: dict[str, Any]):
+    """The Report that report.json describes (report.md is always rendered through this)."""
+    from vaulteval.workbench.report import Report
+
+    return Report.from_data(data)
+
+
 def new_run_id(out: Path, queryset_name: str) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     base = f"{stamp}-{re.sub(r'[^A-Za-z0-9._-]+', '-', queryset_name).strip('-') or 'run'}"
@@ -140,7 +157,7 @@ def write_run_dir(ev: "EvalRun", out: Path, run_id: str | None = None) -> Path:
     if is_inside(ev.vault.root, out):
         raise UsageError(f"run directory {out} is inside the vault {ev.vault.root}; evaluation never writes "
                          "the vault, pass --out to a folder outside it")
-    run_id = run_id or new_run_id(out, ev.queryset.name)
+    run_id = check_run_id(run_id) if run_id is not None else new_run_id(out, ev.queryset.name)
     target = out / run_id
     if target.exists() and any(target.iterdir()):
         raise UsageError(f"run directory {target} already exists; choose another --id")
@@ -154,7 +171,10 @@ def write_run_dir(ev: "EvalRun", out: Path, run_id: str | None = None) -> Path:
         .to_csv(target / "pool.csv", index=False)
     for run in ev.runs:
         run.to_trec(target / f"{run.name}.trec")
-    ev.report.save(target / "report.md")
+    # report.md is rendered from report.json, so every number it shows is stored as data and verifiable.
+    data = json.loads(json.dumps(ev.report.to_data(), ensure_ascii=False))
+    (target / REPORT_DATA).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    render_report(data).save(target / "report.md")
     (target / PAGES_FILE).write_text(ev.workspace.fingerprint.lines(), encoding="utf-8")
     manifest = build_manifest(ev, run_id)
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -176,9 +196,43 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise NotARunDir(f"{path} is not a run directory (no readable {MANIFEST}); pass runs/<id>") from None
-    if data.get("schema") != SCHEMA:
-        raise NotARunDir(f"{file} has schema {data.get('schema')!r}; this vaulteval reads schema {SCHEMA}")
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        schema = data.get("schema") if isinstance(data, dict) else None
+        raise NotARunDir(f"{file} has schema {schema!r}; this vaulteval reads schema {SCHEMA}")
+    problem = _manifest_problem(data)
+    if problem:
+        raise NotARunDir(f"{file} is malformed: {problem}")
     return data
+
+
+def _manifest_problem(data: dict[str, Any]) -> str | None:
+    """The first field that is missing or of the wrong shape (the manifest is untrusted input)."""
+    try:
+        check_run_id(data.get("id"))
+    except UsageError as exc:
+        return str(exc)
+    shapes = {"vault": dict, "queryset": dict, "parameters": dict, "strategies": list}
+    for key, kind in shapes.items():
+        if not isinstance(data.get(key), kind):
+            return f"{key} must be a {kind.__name__}"
+    if not isinstance(data["vault"].get("root"), str) or not isinstance(data["vault"].get("fingerprint"), str):
+        return "vault needs root and fingerprint"
+    qs = data["queryset"]
+    if not isinstance(qs.get("path"), str) or not isinstance(qs.get("sha256"), str):
+        return "queryset needs path and sha256"
+    params = data["parameters"]
+    if not isinstance(params.get("measures"), list) or not isinstance(params.get("k"), int):
+        return "parameters need measures and k"
+    if not data["strategies"]:
+        return "no strategies"
+    for entry in data["strategies"]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) \
+                or not isinstance(entry.get("strategy"), dict):
+            return "each strategy needs a name and its settings"
+        trec = entry.get("trec")
+        if not isinstance(trec, str) or "/" in trec or "\\" in trec or trec.startswith(".") or not trec.endswith(".trec"):
+            return f"strategy trec file {trec!r} must be a plain file name ending in .trec"
+    return None
 
 
 def load_run_dir(path: str | Path) -> RunDir:

@@ -104,6 +104,43 @@ class Report:
         return {"baseline": self.baseline, "notes": self.notes, "params": self.params, "tables": out,
                 "per_query": json.loads(self.per_query.to_json(orient="records"))}
 
+    def to_data(self) -> dict[str, Any]:
+        """Every number in the report as plain JSON, with each column's dtype so ``from_data`` renders it alike.
+
+        Usage: ``Report.from_data(json.loads(json.dumps(report.to_data()))).to_markdown()``.
+        """
+        def table(df: "pd.DataFrame") -> dict[str, Any]:
+            return {"columns": [str(c) for c in df.columns], "dtypes": {str(c): str(t) for c, t in df.dtypes.items()},
+                    "rows": json.loads(df.to_json(orient="records", double_precision=15))}
+
+        return {"baseline": self.baseline, "notes": list(self.notes), "params": self.params,
+                "tables": {k: table(v) for k, v in self.tables.items()}, "per_query": table(self.per_query)}
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> "Report":
+        """The report that ``to_data`` stored (raises ValueError when ``data`` is not such a dict)."""
+        import pandas as pd
+
+        def frame(spec: Any) -> "pd.DataFrame":
+            if not isinstance(spec, dict) or not isinstance(spec.get("rows"), list) \
+                    or not isinstance(spec.get("columns"), list) or not isinstance(spec.get("dtypes"), dict):
+                raise ValueError("a report table needs columns, dtypes and rows")
+            df = pd.DataFrame(spec["rows"], columns=spec["columns"])
+            for col, dtype in spec["dtypes"].items():
+                if col in df.columns:
+                    df[col] = df[col].astype(dtype)
+            return df
+
+        if not isinstance(data, dict) or not isinstance(data.get("tables"), dict) \
+                or not isinstance(data.get("baseline"), str) or not isinstance(data.get("notes"), list):
+            raise ValueError("report data needs baseline, notes and tables")
+        try:
+            return cls(tables={str(k): frame(v) for k, v in data["tables"].items()},
+                       per_query=frame(data.get("per_query")), baseline=data["baseline"],
+                       notes=[str(n) for n in data["notes"]], params=data.get("params") or {})
+        except (TypeError, KeyError) as exc:
+            raise ValueError(f"report data is malformed: {exc}") from None
+
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Usage: ``report.save("report.md")``; the format follows the extension: .md, .html, .json, .csv."""
         target = Path(path)

@@ -134,11 +134,14 @@ class Strategy:
         unknown = sorted(set(data) - known)
         if unknown:
             raise StrategyError(f"unknown strategy field(s) {', '.join(unknown)}")
-        if rerank is not None:
-            from vaulteval.rerank.stage import RerankConfig
+        try:
+            if rerank is not None:
+                from vaulteval.rerank.stage import RerankConfig
 
-            rerank = RerankConfig(**rerank)
-        return cls(**data, rerank=rerank)
+                rerank = RerankConfig(**rerank)
+            return cls(**data, rerank=rerank)
+        except (TypeError, ValueError) as exc:
+            raise StrategyError(f"strategy settings are malformed: {exc}") from None
 
     @classmethod
     def parse(cls, text: str) -> "Strategy":

@@ -7,9 +7,11 @@ Usage::
         print("\\n".join(result.diffs))     # e.g. "vault: changed: wiki/howto/Descaling.md"
 
 Fingerprints (vault pages, query set, each index, embedding model digest)
-and every number in metrics.csv, per_query.csv, misses.csv, pool.csv and
-the TREC runs are compared; latencies and timestamps are not. Numbers agree
-when they are within 1e-9 (relative) of each other.
+and every number in metrics.csv, per_query.csv, misses.csv, pool.csv,
+report.json (the comparison: deltas, wins, p-values, significance, rescued
+and lost pages) and the TREC runs are compared; latencies and timestamps are
+not. report.md must be exactly what report.json renders. Numbers agree when
+they are within 1e-9 (relative) of each other.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import VaultevalError
-from vaulteval.workbench.manifest import PAGES_FILE, read_manifest
+from vaulteval.workbench.manifest import PAGES_FILE, REPORT_DATA, read_manifest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,7 +100,70 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None,
             diffs += _diff_csv(name, folder / name, fresh / name, keys)
         for entry in manifest["strategies"]:
             diffs += _diff_trec(entry["trec"], folder / entry["trec"], fresh / entry["trec"])
+        diffs += _diff_report(folder, fresh)
     return result
+
+
+# Report tables compared row by row; latency is measured, not reproducible, and only rendered.
+REPORT_KEYS = {"summary": ["run", "measure"], "rerank": ["run"], "pool": ["run"], "negatives": ["run"]}
+
+
+def _diff_report(folder: Path, fresh: Path) -> list[str]:
+    """report.json against the recomputed comparison, and report.md against what report.json renders."""
+    import json
+
+    from vaulteval.workbench.manifest import render_report
+
+    path = folder / REPORT_DATA
+    if not path.is_file():
+        return [f"{REPORT_DATA}: missing from the run directory"]
+    try:
+        old = render_report(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as exc:
+        return [f"{REPORT_DATA}: unreadable or malformed ({exc})"]
+    new = render_report(json.loads((fresh / REPORT_DATA).read_text(encoding="utf-8")))
+    lines = []
+    if old.baseline != new.baseline:
+        lines.append(f"{REPORT_DATA}: baseline {old.baseline} -> {new.baseline}")
+    if old.notes != new.notes:
+        lines.append(f"{REPORT_DATA}: notes differ: {old.notes} -> {new.notes}")
+    for name, keys in REPORT_KEYS.items():
+        a, b = old.tables.get(name), new.tables.get(name)
+        if a is None or b is None or a.empty or b.empty:
+            if (a is None or a.empty) != (b is None or b.empty):
+                lines.append(f"{REPORT_DATA}: table {name} is {'missing' if a is None or a.empty else 'extra'}")
+            continue
+        if list(a.columns) != list(b.columns) or not set(keys) <= set(a.columns):
+            lines.append(f"{REPORT_DATA}: table {name} columns {list(a.columns)} -> {list(b.columns)}")
+            continue
+        lines += _diff_frames(f"{REPORT_DATA} {name}", _keyed(a, keys), _keyed(b, keys), keys)
+    pq_keys = ["run", "query_id", "measure"]
+    if set(pq_keys) <= set(old.per_query.columns):
+        lines += _diff_frames(f"{REPORT_DATA} per_query", _keyed(old.per_query, pq_keys),
+                              _keyed(new.per_query, pq_keys), pq_keys)
+    else:
+        lines.append(f"{REPORT_DATA}: per_query lacks {', '.join(pq_keys)}")
+    lines += _diff_markdown(folder / "report.md", old.to_markdown() + "\n")
+    return lines
+
+
+def _keyed(df: "pd.DataFrame", keys: list[str]) -> "pd.DataFrame":
+    return df.astype({k: str for k in keys})
+
+
+def _diff_markdown(path: Path, rendered: str) -> list[str]:
+    """Each line of report.md that is not what report.json renders (a hand edit shows up here)."""
+    if not path.is_file():
+        return ["report.md: missing from the run directory"]
+    actual = path.read_text(encoding="utf-8").splitlines()
+    expected = rendered.splitlines()
+    lines = [f"report.md: line {i}: {a!r} is not what {REPORT_DATA} renders: {e!r}"
+             for i, (a, e) in enumerate(zip(actual, expected), 1) if a != e]
+    if len(actual) != len(expected):
+        lines.append(f"report.md: {len(actual)} lines, {REPORT_DATA} renders {len(expected)}")
+    if len(lines) > MAX_LINES_PER_FILE:
+        lines = lines[:MAX_LINES_PER_FILE] + [f"report.md: … {len(lines) - MAX_LINES_PER_FILE} more differences"]
+    return lines
 
 
 def _compare_strategy(entry: dict[str, Any], run: Any) -> list[str]:
