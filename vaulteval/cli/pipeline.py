@@ -65,6 +65,10 @@ def _prefix_settings(args: argparse.Namespace):
 
 @_cmd("index")
 def cmd_index(args: argparse.Namespace) -> int:
+    if args.index_cmd == "build":
+        from vaulteval.index.params import check_bm25_params
+
+        check_bm25_params(args.k1, args.b)  # a NaN or negative k1 would rank nonsense with exit 0
     vault = _vault(args)
     if args.index_cmd == "build":
         from vaulteval.pipeline.provision import build
