@@ -69,7 +69,7 @@ def load_catalog(meta: "MetaDir | None", params: "ChunkParams", key: dict | None
         return {}
     try:
         data = json.loads(meta.read_bytes(CATALOG_NAME))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("schema") != CATALOG_SCHEMA or data.get("params") != asdict(params):
         return {}

@@ -74,7 +74,7 @@ class IntegrityChecker:
             with open_confined(base, rel, strip=strip) as fh:
                 st = os.fstat(fh.fileno())
                 value = parse(fh.read())
-        except (OSError, ValueError, PathEscape):
+        except (OSError, ValueError, RecursionError, PathEscape):
             return None
         if accept is not None and not accept(value):
             return None
@@ -104,8 +104,11 @@ class IntegrityChecker:
             return False
         if not isinstance(text, str):
             text = raw
+        idx = rec.get("chunk_index")
+        if not isinstance(idx, int) or isinstance(idx, bool):
+            return False
         return (
-            rec.get("chunk_index") == doc.chunk_index
+            idx == doc.chunk_index
             and rec.get("page_address") == doc.page_address
             and rec.get("page_path") == doc.page_path
             and rec.get("body_hash") == doc.body_hash

@@ -115,7 +115,7 @@ def _existing_records(chunks: MetaDir | None, address: str) -> dict[int, dict]:
                     idx = rec["chunk_index"]
                     if isinstance(idx, int) and not isinstance(idx, bool):
                         out[idx] = rec
-                except (OSError, ValueError, KeyError, TypeError):
+                except (OSError, ValueError, KeyError, TypeError, RecursionError):
                     continue
     return out
 
@@ -291,13 +291,11 @@ def _prefix_pages(vault: "Vault", meta: MetaDir | None, chunks: MetaDir | None, 
         changed = []
         for rec in records:
             old = existing.get(rec["chunk_index"])
+            # Every field but the timestamp: an address, index or prefix edited by hand is rewritten too.
             same = (
                 old is not None
-                and old.get("body_hash") == rec["body_hash"]
-                and old.get("page_body_hash") == page_hash
-                and old.get("page_path") == rel
-                and old.get("prefix") == rec["prefix"]
-                and old.get("prefix_source") == rec["prefix_source"]
+                and {k: v for k, v in old.items() if k != "created_at"}
+                == {k: v for k, v in rec.items() if k != "created_at"}
                 and _record_intact(old)
             )
             if not same:

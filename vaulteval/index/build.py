@@ -61,7 +61,7 @@ def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocM
                 docs = old.all_docs()
                 if len(docs) == old.n_docs and len(old.all_terms()) == old.n_terms:
                     return old, docs
-        except (IndexFileError, KeyError, ValueError, TypeError, IndexError, OverflowError):
+        except (IndexFileError, KeyError, ValueError, TypeError, IndexError, OverflowError, RecursionError):
             continue
     return None, []
 
@@ -191,7 +191,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
                 raise FileNotFoundError(rel_file)
             rec = json.loads(chunks.read_bytes(f"{address}/{name}"))
             page_path, idx, text, page_hash = validate_record(vault, address, name, rec)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             reject("unreadable", rel_file)
             continue
         except RecordRejected as exc:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from vaulteval.index import bm25
-from vaulteval.errors import NotProvisioned
+from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.index.file import IndexFileError, read_header, read_sections
 from vaulteval.index.tokenize import get_analyzer
 from vaulteval.vault.metadir import MetaDir, NotRegularFile
@@ -128,7 +128,10 @@ class BM25Index:
         self._docs_blob: memoryview = s["docs"]
         self._doc_off = s["doc_offsets"]
         self._norm: np.ndarray | None = None
-        self._analyzer = get_analyzer(self.analyzer_name)
+        try:
+            self._analyzer = get_analyzer(self.analyzer_name)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
         self._doc_cache: dict[int, DocMeta] = {}
         self._check_shape()
 
@@ -136,7 +139,10 @@ class BM25Index:
         """Offsets and ids must stay inside their arrays: a well-checksummed file can still be forged."""
         from vaulteval.index.params import check_bm25_params
 
-        check_bm25_params(self.k1, self.b)
+        try:
+            check_bm25_params(self.k1, self.b)
+        except UsageError as exc:
+            raise ValueError(f"index header: {exc}") from None
         n, t = self.n_docs, self.n_terms
         problems = [
             self._term_off.size < 1 or self.n_terms < 0,
@@ -229,7 +235,7 @@ class BM25Index:
             raw = bytes(self._docs_blob[int(self._doc_off[i]) : int(self._doc_off[i + 1])])
             try:
                 meta = self._doc_cache[i] = DocMeta.from_json(raw)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise NotProvisioned(f"index file is malformed: {exc} ({self.path})",
                                      rebuild=self.rebuild) from None
         return meta
@@ -279,7 +285,7 @@ def open_index(vault: "Vault") -> BM25Index:
         index = BM25Index(path, fh)
     except IndexFileError as exc:
         raise NotProvisioned(f"{exc} ({path})", rebuild=vault.rebuild_command()) from None
-    except (KeyError, ValueError, TypeError, IndexError, OverflowError) as exc:
+    except (KeyError, ValueError, TypeError, IndexError, OverflowError, RecursionError) as exc:
         raise NotProvisioned(f"index file is malformed: {exc} ({path})", rebuild=vault.rebuild_command()) from None
     index.rebuild = vault.rebuild_command()
     return index

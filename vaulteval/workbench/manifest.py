@@ -194,7 +194,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     file = Path(path) / MANIFEST
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         raise NotARunDir(f"{path} is not a run directory (no readable {MANIFEST}); pass runs/<id>") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         schema = data.get("schema") if isinstance(data, dict) else None

@@ -119,7 +119,7 @@ def _diff_report(folder: Path, fresh: Path) -> list[str]:
         return [f"{REPORT_DATA}: missing from the run directory"]
     try:
         old = render_report(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError) as exc:
+    except (OSError, ValueError, TypeError, RecursionError) as exc:
         return [f"{REPORT_DATA}: unreadable or malformed ({exc})"]
     new = render_report(json.loads((fresh / REPORT_DATA).read_text(encoding="utf-8")))
     lines = []

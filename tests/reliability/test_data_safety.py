@@ -1,0 +1,234 @@
+"""No write or delete outside the vault, no hang on special files, no nonsense parameters.
+
+Usage: ``.venv/bin/python -m pytest tests/reliability/test_data_safety.py -q``
+
+Each test plants what a review found on a copy of the sample vault and runs the
+real CLI in a subprocess with a timeout, so a regression fails instead of hanging.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from vaulteval.errors import UsageError
+from vaulteval.index.params import check_bm25_params, check_chunk_params
+
+from pipeline_fixtures import (  # noqa: F401
+    DESCALING_NOTE,
+    assert_one_line_error,
+    chunk_records,
+    fresh_vault,
+    index_file,
+    records_for,
+    run_cli,
+    run_main,
+    snapshot,
+)
+
+META = ".vault-meta"
+TIMEOUT = 60
+
+
+def _notes(root: Path) -> dict:
+    return snapshot(root / "wiki")
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder outside the vault holding unrelated things that must survive untouched."""
+    target = tmp_path / "outside"
+    (target / "family-photos").mkdir(parents=True)
+    (target / "family-photos" / "2019.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
+    (target / "c-000103").mkdir()
+    (target / "c-000103" / "chunk-000.json").write_text('{"mine": true}')
+    (target / "c-000103" / "chunk-009.json").write_text('{"also": "mine"}')
+    (target / "notes.txt").write_text("keep me\n")
+    return target
+
+
+# -- item 1: symlinks at every level of the derived state -------------------------
+
+def _swap_for_link(path: Path, target: Path) -> None:
+    import shutil
+
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+    os.symlink(target, path)
+
+
+@pytest.mark.parametrize("where", [".vault-meta", ".vault-meta/chunks", ".vault-meta/chunks/c-000103",
+                                   ".vault-meta/bm25"])
+@pytest.mark.parametrize("command", [("provision",), ("prefix", "--all"), ("index", "build")])
+def test_a_symlinked_meta_folder_is_refused_before_anything_changes(fresh_vault: Path, outside: Path,
+                                                                    where: str, command: tuple) -> None:
+    # The page behind c-000103 changes, so a run that followed the link would write there.
+    with open(fresh_vault / DESCALING_NOTE, "a", encoding="utf-8") as fh:
+        fh.write("\nA fresh paragraph about descaling with citric acid.\n")
+    _swap_for_link(fresh_vault / where, outside)
+    before_out, before_notes = snapshot(outside), _notes(fresh_vault)
+    before_meta = snapshot(fresh_vault / META) if where != ".vault-meta" else None
+    line = assert_one_line_error(run_cli(*command, "--vault", fresh_vault, timeout=TIMEOUT), 2)
+    assert "symlink" in line and "nothing was changed" in line
+    assert snapshot(outside) == before_out, "something outside the vault changed"
+    assert _notes(fresh_vault) == before_notes
+    if before_meta is not None:
+        assert snapshot(fresh_vault / META) == before_meta, ".vault-meta changed before the refusal"
+
+
+@pytest.mark.parametrize("name", [".lock", "chunk-catalog.json", "bm25/index.vti", "embeddings.sqlite"])
+def test_a_symlinked_meta_file_is_refused(fresh_vault: Path, outside: Path, name: str) -> None:
+    _swap_for_link(fresh_vault / META / name, outside / "notes.txt")
+    before = snapshot(outside)
+    line = assert_one_line_error(run_cli("provision", "--vault", fresh_vault, timeout=TIMEOUT), 2)
+    assert name.rsplit("/", 1)[-1] in line
+    assert snapshot(outside) == before and (outside / "notes.txt").read_text() == "keep me\n"
+
+
+def test_a_symlinked_meta_on_a_bare_vault_writes_nothing_there(fresh_vault: Path, tmp_path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(fresh_vault / META)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    os.symlink(empty, fresh_vault / META)
+    assert_one_line_error(run_cli("provision", "--vault", fresh_vault, timeout=TIMEOUT), 2)
+    assert list(empty.iterdir()) == [], "derived state (the lock included) was written through the link"
+
+
+def test_retrieve_refuses_a_symlinked_meta_folder(fresh_vault: Path, tmp_path: Path) -> None:
+    (fresh_vault / META).rename(tmp_path / "moved-meta")
+    os.symlink(tmp_path / "moved-meta", fresh_vault / META)
+    line = assert_one_line_error(run_cli("retrieve", "--vault", fresh_vault, "descaling", "--no-rerank",
+                                         timeout=TIMEOUT), 2)
+    assert "symlink" in line
+
+
+def test_the_embedding_cache_is_never_written_through_a_symlink(fresh_vault: Path, outside: Path,
+                                                                ollama_server, monkeypatch) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", ollama_server.url)
+    target = outside / "notes.txt"
+    os.symlink(target, fresh_vault / META / "embeddings.sqlite")
+    code, out, err = run_main("retrieve", "--vault", fresh_vault, "descaling", "--model", "all-minilm")
+    assert code == 2 and "embeddings.sqlite" in err and len(err.splitlines()) == 1
+    assert target.read_text() == "keep me\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["c-000103", "family-photos", "notes.txt"]
+
+
+# -- item 3: one validator for k1, b and chunk sizes -----------------------------
+
+@pytest.mark.parametrize("flags", [("--k1", "nan"), ("--k1", "-1.5"), ("--b", "7"), ("--b", "-0.1"),
+                                   ("--k1", "inf"), ("--b", "nan"), ("--k1", "1e300")])
+def test_index_build_refuses_nonsense_bm25_parameters(fresh_vault: Path, flags: tuple) -> None:
+    before = index_file(fresh_vault).read_bytes()
+    line = assert_one_line_error(run_cli("index", "build", "--vault", fresh_vault, *flags, timeout=TIMEOUT), 2)
+    assert flags[0].lstrip("-") in line
+    assert index_file(fresh_vault).read_bytes() == before
+
+
+@pytest.mark.parametrize("k1,b", [(math.nan, 0.75), (-1.5, 0.75), (1.2, 7), (math.inf, 0.5), (1.2, math.nan),
+                                  ("1.2", 0.75), (True, 0.75), (None, 0.5)])
+def test_the_validator_refuses_bad_bm25_values_everywhere(fresh_vault: Path, k1, b) -> None:
+    from vaulteval import Vault
+    from vaulteval.index.build import build_index
+    from vaulteval.pipeline.provision import build
+    from vaulteval.workbench.strategy import Strategy
+
+    with pytest.raises(UsageError):
+        check_bm25_params(k1, b)
+    with pytest.raises(UsageError):
+        Strategy(k1=k1, b=b)
+    before = index_file(fresh_vault).read_bytes()
+    with pytest.raises(UsageError):
+        build(Vault(fresh_vault), k1=k1, b=b)
+    with pytest.raises(UsageError):
+        build_index(Vault(fresh_vault), k1=k1, b=b)
+    assert index_file(fresh_vault).read_bytes() == before
+
+
+@pytest.mark.parametrize("text", ["bm25:k1=nan", "bm25:k1=-1.5", "bm25:b=7", "bm25:k1=inf",
+                                  "bm25:target=10", "bm25:hard_max=7500", "bm25:overlap=-1",
+                                  "bm25:target=900,overlap=900", "bm25:target=5000,hard_max=4000"])
+def test_strategies_use_the_same_validator(text: str) -> None:
+    from vaulteval.workbench.strategy import Strategy, StrategyError
+
+    with pytest.raises(StrategyError):
+        Strategy.parse(text)
+
+
+@pytest.mark.parametrize("sizes", [(2000, 200, 4000), (50, 0, 50), (800, 100, 6998)])
+def test_sensible_chunk_sizes_pass(sizes: tuple) -> None:
+    assert check_chunk_params(*sizes) == sizes
+
+
+# -- item 5: FIFOs and other special files never hang -------------------------------
+
+def test_a_fifo_named_like_a_note_does_not_hang_provision(fresh_vault: Path) -> None:
+    os.mkfifo(fresh_vault / "wiki" / "note.md")
+    proc = run_cli("provision", "--vault", fresh_vault, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert "note.md" not in {r["page_path"].rsplit("/", 1)[-1] for r in chunk_records(fresh_vault)}
+
+
+def test_a_page_replaced_by_a_fifo_does_not_block_retrieve(fresh_vault: Path) -> None:
+    assert records_for(fresh_vault, DESCALING_NOTE)
+    (fresh_vault / DESCALING_NOTE).unlink()
+    os.mkfifo(fresh_vault / DESCALING_NOTE)
+    proc = run_cli("retrieve", "--vault", fresh_vault, "descaling citric acid", "--no-rerank", "--explain",
+                   timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert DESCALING_NOTE not in [c["page_path"] for c in result["candidates"]]
+    assert result["explain"]["stale_candidates_skipped"] >= 1
+    proc = run_cli("provision", "--vault", fresh_vault, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_chunk_file_replaced_by_a_fifo_does_not_block_retrieve(fresh_vault: Path) -> None:
+    chunk = fresh_vault / META / "chunks" / "c-000103" / "chunk-000.json"
+    chunk.unlink()
+    os.mkfifo(chunk)
+    proc = run_cli("retrieve", "--vault", fresh_vault, "descaling citric acid", "--no-rerank", timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert DESCALING_NOTE not in [c["page_path"] for c in json.loads(proc.stdout)["candidates"]]
+    assert run_cli("index", "build", "--vault", fresh_vault, timeout=TIMEOUT).returncode == 0
+
+
+@pytest.mark.parametrize("name", ["bm25/index.vti", "chunk-catalog.json"])
+def test_derived_files_replaced_by_a_fifo_never_hang(fresh_vault: Path, name: str) -> None:
+    path = fresh_vault / META / name
+    path.unlink()
+    os.mkfifo(path)
+    proc = run_cli("retrieve", "--vault", fresh_vault, "descaling", "--no-rerank", timeout=TIMEOUT)
+    assert proc.returncode in (0, 10) and "Traceback" not in proc.stderr
+    proc = run_cli("provision", "--vault", fresh_vault, timeout=TIMEOUT)
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+# -- item 7: the catalog is keyed by everything that shapes a record ---------------
+
+def test_changing_the_prefix_tier_without_rebuild_reprefixes(fresh_vault: Path, monkeypatch) -> None:
+    from fake_llm_servers import FakeServer, Reply
+    from vaulteval import Vault
+    from vaulteval.chunks.prefix_llm import PrefixSettings
+    from vaulteval.pipeline.provision import provision
+
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    vault = Vault(fresh_vault)
+    assert {r["prefix_source"] for r in chunk_records(fresh_vault)} == {"synthetic"}
+    with FakeServer([Reply(200, {"response": "Zanzibarish context line."})]) as srv:
+        report = provision(vault, prefix_settings=PrefixSettings(tier="ollama", ollama_host=srv.url))
+    assert report["prefix"]["tier"] == "ollama"
+    recs = chunk_records(fresh_vault)
+    assert {r["prefix_source"] for r in recs} == {"ollama"}
+    assert all(r["prefix"] == "Zanzibarish context line." for r in recs)
+    assert run_main("retrieve", "--vault", fresh_vault, "zanzibarish", "--no-rerank")[0] == 0
+    provision(vault)  # back to synthetic, again without --rebuild
+    assert {r["prefix_source"] for r in chunk_records(fresh_vault)} == {"synthetic"}
+    assert not any("Zanzibarish" in r["contextualized_text"] for r in chunk_records(fresh_vault))

@@ -1,0 +1,266 @@
+"""Every derived file is untrusted input: malformed ones are rescanned, rebuilt or refused in one line.
+
+Usage: ``.venv/bin/python -m pytest tests/reliability/test_untrusted_derived.py -q``
+
+Table-driven: each shape is written over a real file of a provisioned copy of
+the sample vault, then the commands that read it run in-process; none may end
+in ``internal error`` or a traceback, and each must give its documented code.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+
+from pipeline_fixtures import (  # noqa: F401
+    DESCALING_NOTE,
+    chunk_records,
+    fresh_vault,
+    index_file,
+    run_main,
+)
+
+META = ".vault-meta"
+CATALOG = "chunk-catalog.json"
+QUERY = "descaling citric acid espresso"
+
+
+def _retrieve(root: Path) -> tuple[int, str, str]:
+    return run_main("retrieve", "--vault", root, QUERY, "--no-rerank")
+
+
+def _clean(code: int, err: str, allowed: tuple[int, ...]) -> None:
+    assert code in allowed, f"exit {code}: {err}"
+    assert "internal error" not in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 1 or code == 0, err
+
+
+# -- the chunk catalog ----------------------------------------------------------
+
+ENTRY_SHAPES = {
+    "list": [1, 2], "string": "entry", "int": 7, "null": None, "bool": True, "empty": {},
+    "hash-int": {"hash": 1, "address": "c-000103", "chunks": 1},
+    "address-escape": {"hash": "sha256:x", "address": "../../outside", "chunks": 1},
+    "address-list": {"hash": "sha256:x", "address": ["c"], "chunks": 1},
+    "chunks-str": {"hash": "sha256:x", "address": "c-000103", "chunks": "1"},
+    "chunks-negative": {"hash": "sha256:x", "address": "c-000103", "chunks": -4},
+    "chunks-huge": {"hash": "sha256:x", "address": "c-000103", "chunks": 10**12},
+    "files-str": {"hash": "sha256:x", "address": "c-000103", "chunks": 1, "files": "x"},
+    "files-short": {"hash": "sha256:x", "address": "c-000103", "chunks": 2, "files": [[1, 2]]},
+    "files-inner-str": {"hash": "sha256:x", "address": "c-000103", "chunks": 1, "files": ["ab"]},
+    "files-floats": {"hash": "sha256:x", "address": "c-000103", "chunks": 1, "files": [[1.5, 2.5]]},
+}
+
+
+def _catalog_with(root: Path, shape) -> None:
+    path = root / META / CATALOG
+    data = json.loads(path.read_text())
+    data["pages"][DESCALING_NOTE] = shape
+    path.write_text(json.dumps(data))
+
+
+WHOLE_CATALOG = {"list": "[]", "string": '"x"', "null": "null", "pages-list": None, "garbage": "{not json",
+                 "binary": b"\x00\xff\xfe", "empty": ""}
+
+
+@pytest.mark.parametrize("shape", sorted(ENTRY_SHAPES))
+def test_a_malformed_catalog_entry_is_rescanned(fresh_vault: Path, shape: str) -> None:
+    before = {(r["page_path"], r["chunk_index"]): r["body_hash"] for r in chunk_records(fresh_vault)}
+    _catalog_with(fresh_vault, ENTRY_SHAPES[shape])
+    code, out, err = run_main("provision", "--vault", fresh_vault)
+    _clean(code, err, (0,))
+    after = {(r["page_path"], r["chunk_index"]): r["body_hash"] for r in chunk_records(fresh_vault)}
+    assert after == before
+    assert json.loads(out)["index"]["docs"] == 55
+    assert list((fresh_vault / "..").resolve().glob("outside*")) == []
+
+
+@pytest.mark.parametrize("shape", sorted(WHOLE_CATALOG))
+def test_a_malformed_catalog_file_is_rescanned(fresh_vault: Path, shape: str) -> None:
+    path = fresh_vault / META / CATALOG
+    value = WHOLE_CATALOG[shape]
+    if value is None:
+        data = json.loads(path.read_text())
+        data["pages"] = list(data["pages"])
+        path.write_text(json.dumps(data))
+    else:
+        path.write_bytes(value if isinstance(value, bytes) else value.encode())
+    code, out, err = run_main("provision", "--vault", fresh_vault)
+    _clean(code, err, (0,))
+    assert json.loads(out)["index"]["docs"] == 55
+    assert json.loads(path.read_text())["pages"][DESCALING_NOTE]["address"] == "c-000103"
+
+
+# -- chunk records -----------------------------------------------------------------
+
+RECORD_SHAPES = {
+    "list": "[]", "string": '"chunk"', "int": "5", "null": "null", "empty-object": "{}", "garbage": "{oops",
+    "binary": b"\xff\xfe\x00\x01", "empty-file": "",
+    "index-str": None, "index-bool": None, "index-negative": None, "raw-int": None, "hash-list": None,
+    "page-escape": None, "address-other": None, "deep": "[" * 5000 + "]" * 5000,
+}
+
+
+def _mutated_record(root: Path, shape: str) -> bytes:
+    path = root / META / "chunks" / "c-000103" / "chunk-000.json"
+    rec = json.loads(path.read_text())
+    edits = {"index-str": ("chunk_index", "0"), "index-bool": ("chunk_index", False),
+             "index-negative": ("chunk_index", -1), "raw-int": ("raw_text", 12), "hash-list": ("body_hash", ["x"]),
+             "page-escape": ("page_path", "../../etc/passwd"), "address-other": ("page_address", "c-999999")}
+    key, value = edits[shape]
+    rec[key] = value
+    return json.dumps(rec).encode()
+
+
+@pytest.mark.parametrize("shape", sorted(RECORD_SHAPES))
+def test_a_malformed_chunk_record_is_skipped_then_repaired(fresh_vault: Path, shape: str) -> None:
+    path = fresh_vault / META / "chunks" / "c-000103" / "chunk-000.json"
+    value = RECORD_SHAPES[shape]
+    data = _mutated_record(fresh_vault, shape) if value is None else (
+        value if isinstance(value, bytes) else value.encode())
+    path.write_bytes(data)
+    code, out, err = _retrieve(fresh_vault)
+    _clean(code, err, (0,))
+    assert DESCALING_NOTE not in [c["page_path"] for c in json.loads(out)["candidates"]]
+    code, out, err = run_main("index", "build", "--vault", fresh_vault)
+    _clean(code, err, (0,))
+    assert json.loads(out)["docs"] == 54
+    code, out, err = run_main("provision", "--vault", fresh_vault)
+    _clean(code, err, (0,))
+    assert json.loads(out)["index"]["docs"] == 55
+    code, out, _ = _retrieve(fresh_vault)
+    assert code == 0 and DESCALING_NOTE in [c["page_path"] for c in json.loads(out)["candidates"]]
+
+
+# -- the index file: forged headers and bodies with valid checksums ------------------
+
+_PREFIX = struct.Struct("<8sII")
+
+
+def _split(path: Path) -> tuple[bytes, dict, bytes]:
+    raw = path.read_bytes()
+    magic, head_len, _ = _PREFIX.unpack(raw[:_PREFIX.size])
+    head = json.loads(raw[_PREFIX.size:_PREFIX.size + head_len])
+    return magic, head, raw[_PREFIX.size + head_len:]
+
+
+def _forge(path: Path, magic: bytes, header, body: bytes) -> None:
+    """Write a file whose checksums are right, so only the structure can betray it."""
+    if isinstance(header, dict):
+        header = dict(header, body_size=len(body), body_crc32=zlib.crc32(body)) \
+            if "keep_crc" not in header else {k: v for k, v in header.items() if k != "keep_crc"}
+    head = json.dumps(header).encode()
+    head += b" " * ((-(_PREFIX.size + len(head))) % 16)
+    path.write_bytes(_PREFIX.pack(magic, len(head), zlib.crc32(head)) + head + body)
+
+
+def _section(header: dict, name: str) -> tuple[int, int]:
+    offset, nbytes, _, _ = header["sections"][name]
+    return offset, nbytes
+
+
+def _body_edit(name: str, fn):
+    def edit(header: dict, body: bytes) -> tuple[dict, bytes]:
+        offset, nbytes = _section(header, name)
+        return header, body[:offset] + fn(body[offset:offset + nbytes]) + body[offset + nbytes:]
+    return edit
+
+
+def _header_edit(**changes):
+    def edit(header: dict, body: bytes) -> tuple[dict, bytes]:
+        return dict(header, **changes), body
+    return edit
+
+
+def _section_edit(name: str, index: int, value):
+    def edit(header: dict, body: bytes) -> tuple[dict, bytes]:
+        sections = json.loads(json.dumps(header["sections"]))
+        sections[name][index] = value
+        return dict(header, sections=sections), body
+    return edit
+
+
+def _numbers(dtype: str, transform):
+    import numpy as np
+
+    def fn(data: bytes) -> bytes:
+        arr = np.frombuffer(data, dtype=np.dtype(dtype)).copy()
+        transform(arr)
+        return arr.tobytes()
+    return fn
+
+
+INDEX_SHAPES = {
+    "header-list": lambda h, b: ([h], b),
+    "header-string": lambda h, b: ("index", b),
+    "k1-nan": _header_edit(k1=float("nan")),
+    "k1-negative": _header_edit(k1=-3.0),
+    "b-seven": _header_edit(b=7),
+    "k1-string": _header_edit(k1="fast"),
+    "n-docs-string": _header_edit(n_docs="many"),
+    "n-docs-too-big": _header_edit(n_docs=10**6),
+    "n-docs-negative": _header_edit(n_docs=-1),
+    "avgdl-nan": _header_edit(avgdl=float("nan")),
+    "analyzer-unknown": _header_edit(analyzer="klingon"),
+    "sections-missing": _header_edit(sections={}),
+    "sections-list": _header_edit(sections=[]),
+    "section-beyond-body": _section_edit("post_docs", 0, 10**9),
+    "section-negative": _section_edit("doc_len", 0, -64),
+    "section-dtype-object": _section_edit("doc_len", 2, "|O"),
+    "section-dtype-garbage": _section_edit("doc_len", 2, "not-a-dtype"),
+    "section-count-lies": _section_edit("post_docs", 3, 10**6),
+    "post-doc-out-of-range": _body_edit("post_docs", _numbers("<i4", lambda a: a.__setitem__(0, 10**6))),
+    "post-doc-negative": _body_edit("post_docs", _numbers("<i4", lambda a: a.__setitem__(-1, -7))),
+    "post-offsets-decreasing": _body_edit("post_offsets", _numbers("<i8", lambda a: a.__setitem__(3, 10**9))),
+    "term-offsets-scrambled": _body_edit("term_offsets", _numbers("<i8", lambda a: a.__setitem__(slice(None), a[::-1]))),
+    "doc-offsets-beyond": _body_edit("doc_offsets", _numbers("<i8", lambda a: a.__setitem__(-1, 10**9))),
+    "doc-rows-garbage": _body_edit("docs", lambda d: b"x" * len(d)),
+    "doc-row-types": _body_edit("docs", lambda d: d.replace(b'"ci":0', b'"ci":"0"', 1).ljust(len(d))[:len(d)]),
+    "terms-not-utf8": _body_edit("terms", lambda d: b"\xff" * len(d)),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(INDEX_SHAPES))
+def test_a_forged_index_is_refused_with_exit_10_or_rebuilt(fresh_vault: Path, shape: str) -> None:
+    path = index_file(fresh_vault)
+    magic, header, body = _split(path)
+    new_header, new_body = INDEX_SHAPES[shape](header, body)
+    _forge(path, magic, new_header, new_body)
+    code, out, err = _retrieve(fresh_vault)
+    _clean(code, err, (0, 10))
+    if code == 10:
+        assert "provision" in err
+    for cmd in (("index", "stats"), ("index", "query", "descaling"), ("doctor",)):
+        code, _, err = run_main(*cmd, "--vault", fresh_vault)
+        _clean(code, err, (0, 1, 10))
+    code, out, err = run_main("provision", "--vault", fresh_vault)
+    _clean(code, err, (0,))
+    assert json.loads(out)["index"]["docs"] == 55
+    assert _retrieve(fresh_vault)[0] == 0
+
+
+@pytest.mark.parametrize("data", [b"", b"VEVIDX", b"\x00" * 64, b"SQLite format 3\x00" + b"\x01" * 100,
+                                  b"VEVIDX\x00\x01" + b"\xff" * 8])
+def test_a_truncated_or_foreign_index_is_exit_10(fresh_vault: Path, data: bytes) -> None:
+    index_file(fresh_vault).write_bytes(data)
+    code, _, err = _retrieve(fresh_vault)
+    _clean(code, err, (10,))
+
+
+# -- the embedding cache ---------------------------------------------------------------
+
+@pytest.mark.parametrize("data", [b"not a database", b"SQLite format 3\x00" + b"\x00" * 200, b""])
+def test_a_malformed_embedding_cache_is_replaced(fresh_vault: Path, data: bytes) -> None:
+    import numpy as np
+
+    from vaulteval.rerank.embedcache import EmbeddingCache
+
+    path = fresh_vault / META / "embeddings.sqlite"
+    path.write_bytes(data)
+    with EmbeddingCache.open(path, anchor=fresh_vault) as cache:
+        assert cache.put("b", "m", "s", {"k": np.ones(3, dtype=np.float32)}) == 1
+        assert list(cache.get("b", "m", "s", ["k"])) == ["k"]
