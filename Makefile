@@ -10,7 +10,7 @@ PIP_INSTALL := $(BIN)/pip install -qq --disable-pip-version-check -c constraints
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test lab bench clean
+.PHONY: install demo test reliability lab bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ demo: $(STAMP)
 # One pytest run: the tests, then every cell of the bundled notebooks against its stored output (nbval).
 test: $(STAMP)
 	$(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env
+
+# The full fault suites (50 kill points, 60 s of concurrent load, full disk, read-only vault); -s prints the figures.
+reliability: $(STAMP)
+	VAULTEVAL_RELIABILITY=full $(BIN)/python -m pytest tests/reliability -q -s -p no:cacheprovider
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

@@ -39,6 +39,12 @@ class UnsafeMetaPath(UsageError):
     """Derived state would be written, renamed or removed through a symlink or a special file."""
 
 
+class WriteFailed(VaultevalError):
+    """Derived state could not be written (disk full, file too large, read-only vault, no permission)."""
+
+    exit_code = EXIT_FAILED
+
+
 class PageMissing(VaultevalError):
     """A named page does not exist or cannot be read."""
 

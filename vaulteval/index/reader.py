@@ -50,6 +50,20 @@ def invalidate_index(meta: MetaDir) -> bool:
     return True
 
 
+def restore_index(meta: MetaDir) -> bool:
+    """Put an index moved aside by ``invalidate_index`` back when no newer one was published."""
+    try:
+        if not meta.is_dir(INDEX_DIR):
+            return False
+        with meta.sub(INDEX_DIR) as folder:
+            if folder.exists(INDEX_NAME) or not folder.exists(INDEX_NAME + STALE_SUFFIX):
+                return False
+            folder.replace(INDEX_NAME + STALE_SUFFIX, INDEX_NAME)
+            return True
+    except OSError:
+        return False
+
+
 def open_index_file(meta: MetaDir, name: str = INDEX_NAME):
     """The index file opened through the meta folder's descriptor (raises IndexFileError when unusable)."""
     try:

@@ -5,18 +5,42 @@ Usage: ``report = provision(vault)``; ``report["index"]["docs"]``.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.index import bm25
 from vaulteval.chunks import chunking
 from vaulteval.chunks.store import ChunkParams, read_pages, run_prefix
 from vaulteval.index.params import check_bm25_params, check_chunk_params
-from vaulteval.index.reader import invalidate_index
+from vaulteval.index.reader import invalidate_index, restore_index
+from vaulteval.errors import WriteFailed
 from vaulteval.vault.locking import vault_lock
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
+
+
+@contextlib.contextmanager
+def _writing(vault: "Vault") -> Iterator[Any]:
+    """The vault lock, with a write failure turned into one line and the previous index put back.
+
+    A chunk change moves the index aside first; if the run then fails (disk
+    full, read-only folder), the old index goes back into place: every candidate
+    it serves is still checked against its chunk file and page, so chunks the
+    failed run changed are dropped as stale rather than served.
+    """
+    try:
+        with vault_lock(vault) as meta:
+            try:
+                yield meta
+            except OSError:
+                restore_index(meta)
+                raise
+    except OSError as exc:
+        raise WriteFailed(f"cannot write derived state in {vault.meta_dir}: {exc.strerror or exc}; "
+                          "nothing in your notes changed and the previous index, if any, is still served") from None
 
 
 def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, peek: bool = False,
@@ -26,7 +50,7 @@ def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, pe
         return run_prefix(vault, page=page, rebuild=rebuild, peek=True, params=params,
                           prefix_settings=prefix_settings)
     vault.require_writable()
-    with vault_lock(vault) as meta:
+    with _writing(vault) as meta:
         return run_prefix(vault, page=page, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
                           before_change=lambda: invalidate_index(meta), meta=meta)
 
@@ -40,7 +64,7 @@ def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: 
 
     vault.require_writable()
     check_bm25_params(k1, b)
-    with vault_lock(vault) as meta:
+    with _writing(vault) as meta:
         report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
                              chunk_params=asdict(chunk_params or ChunkParams()), meta=meta)
     vault._index = None
@@ -65,7 +89,7 @@ def provision(
     check_bm25_params(k1, b)
     check_chunk_params(params.target, params.overlap, params.hard_max)
     vault.require_writable()
-    with vault_lock(vault) as meta:
+    with _writing(vault) as meta:
         t0 = time.perf_counter()
         pages = list(vault.iter_pages())
         page_bytes = read_pages(vault, pages)
