@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from vaulteval.errors import UsageError
-from vaulteval.index.params import check_bm25_params, check_chunk_params
 
 from pipeline_fixtures import (  # noqa: F401
     DESCALING_NOTE,
@@ -138,6 +137,7 @@ def test_the_validator_refuses_bad_bm25_values_everywhere(fresh_vault: Path, k1,
     from vaulteval import Vault
     from vaulteval.index.build import build_index
     from vaulteval.pipeline.provision import build
+    from vaulteval.index.params import check_bm25_params
     from vaulteval.workbench.strategy import Strategy
 
     with pytest.raises(UsageError):
@@ -164,6 +164,8 @@ def test_strategies_use_the_same_validator(text: str) -> None:
 
 @pytest.mark.parametrize("sizes", [(2000, 200, 4000), (50, 0, 50), (800, 100, 6998)])
 def test_sensible_chunk_sizes_pass(sizes: tuple) -> None:
+    from vaulteval.index.params import check_chunk_params
+
     assert check_chunk_params(*sizes) == sizes
 
 
