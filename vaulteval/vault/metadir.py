@@ -192,9 +192,8 @@ class MetaDir:
         if self.is_dir("chunks"):
             with self.sub("chunks") as chunks:
                 for entry in chunks.scandir():
-                    if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
-                        if entry.name.startswith(".") and not entry.is_symlink():
-                            continue  # a temporary file left by a killed writer
+                    # Other files here are never opened (only address folders are); links are refused.
+                    if entry.is_symlink():
                         raise _unsafe(str(chunks.path / entry.name))
 
     # -- reading --------------------------------------------------------------
