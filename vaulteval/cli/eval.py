@@ -196,6 +196,9 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     _qs_args(c)
     add_vault(c)
     c.set_defaults(handler=cmd_queryset_check)
+    from vaulteval.cli.querysets import register_actions
+
+    register_actions(qsub, add_vault)
 
     p = sub.add_parser("import", help="turn a benchmark into a vault and a query set")
     isub = p.add_subparsers(dest="import_cmd", metavar="FORMAT", required=True, parser_class=type(p))

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vaulteval.errors import UsageError
 from vaulteval.querysets.docids import beir_page_path
+from vaulteval.querysets.extras import read_extras
 from vaulteval.querysets.links import AmbiguousLink, LinkResolver, UnknownLink, is_wikilink
 from vaulteval.querysets.problems import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256  # noqa: F401
 
@@ -43,6 +44,21 @@ class Query(NamedTuple):
     relevant: dict[str, int]
     tags: tuple[str, ...] = ()
     line: int = 0
+    fields: Any = None  # kind, variant, split, source, status, judged (vaulteval.querysets.extras)
+
+    @property
+    def kind(self) -> str:
+        """The generator's kind (title, heading, ...), "" for a hand-written query."""
+        return (self.fields or {}).get("kind", "")
+
+    @property
+    def split(self) -> str:
+        return (self.fields or {}).get("split", "")
+
+    @property
+    def judged(self) -> dict[str, dict[str, str]]:
+        """Page key -> {sha256, address, judge, at} recorded when the page was judged."""
+        return (self.fields or {}).get("judged", {})
 
     @property
     def is_negative(self) -> bool:
@@ -167,7 +183,9 @@ def _validate(raw: "qformats.RawSet", resolver: LinkResolver) -> QuerySet:
                 problems.append(Problem(jwhere, line, f"query {qid!r}: {page} is judged twice (also at line {judged_at[page]})"))
                 continue
             relevant[page], judged_at[page] = grade, line
-        queries.append(Query(qid, entry.text, relevant, tuple(entry.tags), entry.line))
+        fields, extra_problems = read_extras(entry, where)
+        problems += extra_problems
+        queries.append(Query(qid, entry.text, relevant, tuple(entry.tags), entry.line, fields or None))
     if problems:
         raise QuerySetInvalid(problems)
     if not queries:

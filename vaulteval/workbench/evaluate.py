@@ -3,7 +3,7 @@
 Usage::
 
     ev = evaluate(vault, queryset, ["bm25", "bm25:analyzer=english"], measures=["nDCG@10", "RR"], k=10)
-    ev.metrics            # run, measure, value, n   (IR measures, pool recall, negatives)
+    ev.metrics            # run, measure, value, n, ci_low, ci_high   (IR measures, pool recall, negatives)
     ev.report             # compare() against the first strategy
     ev.save("runs/")      # runs/<id>/ with metrics.csv, per_query.csv, misses.csv, *.trec, manifest.json
 
@@ -117,7 +117,7 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
     runs = [run_strategy(vault, queryset, s, workspace=ws, progress=progress) for s in parsed]
     per_query = pd.concat([M.per_query(r, queryset, ms) for r in runs], ignore_index=True)
     negatives = pd.concat([M.negatives(r, queryset) for r in runs], ignore_index=True)
-    metrics = _metrics_table(runs, queryset, per_query, negatives)
+    metrics = _metrics_table(runs, queryset, per_query, negatives, seed)
     misses = pd.concat([find_misses(r, queryset, k) for r in runs], ignore_index=True)
     report = compare(runs, queryset, ms, baseline=baseline, k=k, seed=seed, per_query_df=per_query)
     return EvalRun(vault=vault, queryset=queryset, strategies=parsed, runs=runs, measures=ms, k=k,
@@ -128,13 +128,13 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
 
 
 def _metrics_table(runs: list["Run"], queryset: "QuerySet", per_query: "pd.DataFrame",
-                   negatives: "pd.DataFrame") -> "pd.DataFrame":
-    """Long table: IR measures (mean over positive queries), pool recall, negative-query counts."""
+                   negatives: "pd.DataFrame", seed: int = 0) -> "pd.DataFrame":
+    """Long table: IR measures (mean over positive queries, 95% bootstrap interval), pool recall, negatives."""
     import pandas as pd
 
     from vaulteval.workbench import measures as M
 
-    agg = M.aggregate(per_query)
+    agg = M.with_intervals(M.aggregate(per_query), per_query, seed=seed)
     extra = []
     neg = M.negatives_summary(negatives).set_index("run") if len(negatives) else None
     for r in runs:
@@ -145,5 +145,5 @@ def _metrics_table(runs: list["Run"], queryset: "QuerySet", per_query: "pd.DataF
             row = neg.loc[r.name]
             extra.append((r.name, "negatives_returned_any", float(row.returned_any), int(row.negatives)))
             extra.append((r.name, "negatives_max_top_score", row.max_top_score, int(row.negatives)))
-    more = pd.DataFrame(extra, columns=["run", "measure", "value", "n"])
+    more = pd.DataFrame(extra, columns=["run", "measure", "value", "n"]).reindex(columns=list(agg.columns))
     return pd.concat([agg, more], ignore_index=True)

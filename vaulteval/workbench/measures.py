@@ -5,6 +5,7 @@ Usage::
     ms = parse_measures(["nDCG@10", "R@100", "RR"])
     pq = per_query(run, queryset, ms)        # run, query_id, measure, value (queries with a relevant page)
     aggregate(pq)                             # run, measure, value (mean), n
+    with_intervals(aggregate(pq), pq)         # ... plus ci_low, ci_high (95% bootstrap)
     negatives(run, queryset)                  # run, query_id, n_returned, top_score, top_doc
 
 Means are over queries with at least one relevant page (grade > 0); a query
@@ -82,6 +83,18 @@ def aggregate(per_query_df: "pd.DataFrame") -> "pd.DataFrame":
     grouped = per_query_df.groupby(["run", "measure"], sort=False)["value"]
     out = grouped.agg(["mean", "count"]).reset_index()
     return out.rename(columns={"mean": "value", "count": "n"})
+
+
+def with_intervals(agg: "pd.DataFrame", per_query_df: "pd.DataFrame", *, seed: int = 0) -> "pd.DataFrame":
+    """``agg`` plus ``ci_low``/``ci_high``: the 95% bootstrap interval of each mean over its queries."""
+    from vaulteval.workbench.intervals import mean_ci
+
+    groups = {key: grp["value"].to_numpy() for key, grp in per_query_df.groupby(["run", "measure"], sort=False)}
+    bounds = [mean_ci(groups[(r, m)], seed=seed) for r, m in zip(agg.run, agg.measure)]
+    out = agg.copy()
+    out["ci_low"] = [b[0] for b in bounds]
+    out["ci_high"] = [b[1] for b in bounds]
+    return out
 
 
 def negatives(run: "Run", queryset: "QuerySet") -> "pd.DataFrame":

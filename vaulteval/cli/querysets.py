@@ -1,0 +1,64 @@
+"""``vaulteval queryset generate|pool|merge`` and ``check --fix``: query sets for your own vault.
+
+Usage::
+
+    vaulteval queryset generate --vault V --out q.yaml --n 200 --seed 1 --kinds title,heading,negative
+
+``register_actions`` is called by ``vaulteval.cli.eval`` for the ``queryset``
+group; each handler parses, calls one library function and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from vaulteval.errors import EXIT_OK
+
+
+def _progress(enabled: bool) -> Callable[[str, int, int], None] | None:
+    if not enabled:
+        return None
+
+    def report(what: str, done: int, total: int) -> None:
+        sys.stderr.write(f"vaulteval: {what}: {done}/{total}\n")
+        sys.stderr.flush()
+
+    return report
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from vaulteval.cli.common import select_vault
+    from vaulteval.querysets.generate.core import generate_queryset
+    from vaulteval.querysets.generate.llm import LlmSettings
+
+    vault = select_vault(args)
+    llm = LlmSettings(model=args.llm_model, host=args.llm_host, allow_egress=args.allow_egress,
+                      timeout=args.llm_timeout)
+    summary = generate_queryset(vault, args.out, kinds=args.kinds, n=args.n, seed=args.seed, llm=llm,
+                                progress=_progress(not args.quiet))
+    print(json.dumps(summary, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add generate (and the other query-set actions) under ``vaulteval queryset``."""
+    from vaulteval.cli.common import int_arg
+    from vaulteval.querysets.generate.core import DEFAULT_KINDS, KINDS
+
+    g = qsub.add_parser("generate", help="build queries from the vault's titles, aliases, headings, links and scripts")
+    g.add_argument("--out", required=True, help="the YAML query set to write (outside the vault)")
+    g.add_argument("--kinds", action="append", metavar="K[,K]",
+                   help=f"query kinds: {', '.join(KINDS)} (default: {','.join(DEFAULT_KINDS)})")
+    g.add_argument("--n", type=int_arg, default=500, help="number of queries (default 500)")
+    g.add_argument("--seed", type=int_arg, default=0, help="sampling seed; the same vault and seed give the same file")
+    g.add_argument("--llm-model", default="llama3.2", help="Ollama generate model for the llm kind (never pulled)")
+    g.add_argument("--llm-host", help="Ollama host for the llm kind (default: $OLLAMA_HOST or 127.0.0.1:11434)")
+    g.add_argument("--llm-timeout", type=float, default=60.0, help="seconds per llm request")
+    g.add_argument("--allow-egress", action="store_true", help="allow a non-local Ollama host for llm (sends note text)")
+    g.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_vault(g)
+    g.set_defaults(handler=cmd_generate)
