@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 KINDS = ("title", "alias", "heading", "backlink", "no-title-words", "script", "negative", "llm")
 DEFAULT_KINDS = KINDS[:-1]
 TUNE_SHARE = 0.3
-JUDGE = "vaulteval queryset generate"
 
 
 def parse_kinds(items: list[str] | None) -> list[str]:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from vaulteval.querysets.generate.candidates import Candidate
 
+JUDGE = "vaulteval queryset generate"
+
 if TYPE_CHECKING:
     from vaulteval.querysets.generate.kinds import Context
     from vaulteval.vault.vault import Vault
@@ -59,8 +61,6 @@ def dump_yaml(data: dict[str, Any]) -> str:
 
 def write_yaml(target: Path, vault: "Vault", ctx: "Context", queries: list[Candidate], *,
                split_of: Callable[[str], str], header: dict[str, Any]) -> dict[str, Any]:
-    from vaulteval.querysets.generate.core import JUDGE
-
     numbers: Counter = Counter()
     entries = []
     for c in queries:
