@@ -65,7 +65,7 @@ def cmd_import_beir(args: argparse.Namespace) -> int:
 def cmd_eval_run(args: argparse.Namespace) -> int:
     from vaulteval.workbench.evaluate import evaluate
     from vaulteval.querysets.queryset import open_queryset
-    from vaulteval.workbench.report import markdown_table
+    from vaulteval.workbench.report import interval_table, markdown_table
 
     from vaulteval.vault.paths import is_inside
 
@@ -78,8 +78,8 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
                   baseline=args.baseline, cache_dir=args.cache, use_vault_index=not args.cache_index,
                   progress=sys.stderr.isatty(), allow_remote_ollama=args.allow_remote_ollama)
     path = ev.save(args.out, run_id=args.id)
-    table = ev.metrics.pivot_table(index="run", columns="measure", values="value", sort=False).reset_index()
-    print(markdown_table(table))
+    print(markdown_table(interval_table(ev.metrics)))
+    print("(mean [95% bootstrap interval] over the queries with a relevant page)")
     for note in ev.report.notes:
         print(note)
     print(f"{len(ev.misses)} misses at k={ev.k}; {ev.seconds:.2f} s")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from vaulteval.errors import UsageError
 from vaulteval.workbench.measures import negatives, negatives_summary, parse_measures, per_query, pool_recall
 from vaulteval.workbench.report import Report
+from vaulteval.workbench.intervals import mean_ci
 from vaulteval.workbench.stats import holm, paired_test
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from vaulteval.querysets.queryset import QuerySet
     from vaulteval.workbench.runs import Run
 
-SUMMARY_COLUMNS = ["run", "measure", "value", "baseline_value", "delta", "delta_ci_low", "delta_ci_high", "mde",
+SUMMARY_COLUMNS = ["run", "measure", "value", "ci_low", "ci_high", "baseline_value", "delta", "delta_ci_low", "delta_ci_high", "mde",
                    "wins", "ties", "losses", "p_randomization", "p_ttest", "p_holm", "significant", "p_mcnemar",
                    "status"]
 
@@ -61,8 +62,9 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
         for name in names:
             run = by_name[name]
             status = "baseline" if name == base_name else (run.fallback or "ok")
-            row = {"run": name, "measure": measure, "value": float(block[name].mean()),
-                   "baseline_value": float(base.mean()), "status": status}
+            low, high = mean_ci(block[name].to_numpy(), seed=seed)
+            row = {"run": name, "measure": measure, "value": float(block[name].mean()), "ci_low": low,
+                   "ci_high": high, "baseline_value": float(base.mean()), "status": status}
             if name != base_name and not run.fully_fell_back:
                 t = paired_test(block[name].to_numpy(), base.to_numpy(), seed=seed, n_resamples=n_resamples)
                 row.update(delta=t.mean_delta, wins=t.wins, ties=t.ties, losses=t.losses,

@@ -89,7 +89,9 @@ def with_intervals(agg: "pd.DataFrame", per_query_df: "pd.DataFrame", *, seed: i
     """``agg`` plus ``ci_low``/``ci_high``: the 95% bootstrap interval of each mean over its queries."""
     from vaulteval.workbench.intervals import mean_ci
 
-    groups = {key: grp["value"].to_numpy() for key, grp in per_query_df.groupby(["run", "measure"], sort=False)}
+    # Queries in id order, as compare() pairs them, so both give the same interval for the same seed.
+    groups = {key: grp.sort_values("query_id")["value"].to_numpy()
+              for key, grp in per_query_df.groupby(["run", "measure"], sort=False)}
     bounds = [mean_ci(groups[(r, m)], seed=seed) for r, m in zip(agg.run, agg.measure)]
     out = agg.copy()
     out["ci_low"] = [b[0] for b in bounds]
