@@ -46,11 +46,18 @@ def cmd_queryset_check(args: argparse.Namespace) -> int:
     except QuerySetInvalid as exc:
         for problem in exc.problems:
             sys.stderr.write(f"{problem}\n")
+        if args.fix and getattr(exc, "dangling", None):
+            from vaulteval.cli.querysets import fix_dangling
+
+            return fix_dangling(args, exc.dangling)
         sys.stderr.write(f"vaulteval: {len(exc.problems)} problem(s) in {args.queryset}\n")
         return EXIT_USAGE
     s = qs.summary()
     print(f"ok: {s['queries']} queries ({s['positive']} with relevant pages, {s['negative']} negative), "
           f"{s['judgments']} judgments, resolved in {vault.root}")
+    from vaulteval.cli.querysets import report_changed
+
+    report_changed(qs, vault)
     return EXIT_OK
 
 
@@ -193,6 +200,7 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     qsub = p.add_subparsers(dest="queryset_cmd", metavar="ACTION", required=True, parser_class=type(p))
     c = qsub.add_parser("check", help="validate: exit 0 when valid, 2 with file:line problems")
     c.add_argument("queryset", help="YAML, JSONL, BEIR folder, or TREC topics (with --qrels)")
+    c.add_argument("--fix", metavar="OUT", help="write a copy with moved or renamed pages' judgments repaired")
     _qs_args(c)
     add_vault(c)
     c.set_defaults(handler=cmd_queryset_check)

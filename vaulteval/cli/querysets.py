@@ -44,6 +44,34 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def fix_dangling(args: argparse.Namespace, dangling: list) -> int:
+    """``queryset check --fix OUT``: write the repaired copy, then check it; exit 2 if anything is still wrong."""
+    from pathlib import Path
+
+    from vaulteval.querysets.follow import write_fixed
+    from vaulteval.querysets.queryset import QuerySetInvalid, open_queryset
+
+    out = Path(args.fix).expanduser()
+    changed = write_fixed(Path(args.queryset).expanduser(), dangling, out)
+    print(f"fixed {changed} judgment(s); wrote {out}")
+    try:
+        open_queryset(out, args.vault)
+    except QuerySetInvalid as exc:
+        sys.stderr.write(f"vaulteval: {out} still has problems: {exc}\n")
+        return 2
+    return EXIT_OK
+
+
+def report_changed(qs: Any, vault: Any) -> None:
+    """Tell which judged pages changed since they were judged (their judgments may need a second look)."""
+    from vaulteval.querysets.follow import changed_since_judged
+
+    changed = changed_since_judged(qs, vault)
+    if changed:
+        shown = ", ".join(f"{q}:{p}" for q, p in changed[:5]) + (f", +{len(changed) - 5} more" if len(changed) > 5 else "")
+        print(f"note: {len(changed)} judged page(s) changed since they were judged: {shown}")
+
+
 def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> None:
     """Add generate (and the other query-set actions) under ``vaulteval queryset``."""
     from vaulteval.cli.common import int_arg

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,9 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vaulteval.errors import UsageError
-from vaulteval.querysets.docids import beir_page_path
 from vaulteval.querysets.extras import read_extras
-from vaulteval.querysets.links import AmbiguousLink, LinkResolver, UnknownLink, is_wikilink
+from vaulteval.querysets.links import AmbiguousLink, LinkResolver, UnknownLink, resolve_key  # noqa: F401
 from vaulteval.querysets.problems import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256  # noqa: F401
 
 if TYPE_CHECKING:
@@ -138,7 +136,15 @@ def open_queryset(path: str | os.PathLike[str], vault: "Vault | str | os.PathLik
     else:
         raise UsageError(f"{src}: unknown query set format; use .yaml, .jsonl, a BEIR folder, or TREC topics with --qrels")
     chosen = _vault_for(raw, vault)
-    return chosen, _validate(raw, LinkResolver.from_vault(chosen))
+    try:
+        return chosen, _validate(raw, LinkResolver.from_vault(chosen))
+    except QuerySetInvalid as exc:
+        from vaulteval.querysets.follow import DanglingJudgments, find_dangling
+
+        dangling = find_dangling(raw, chosen) if raw.format in ("yaml", "jsonl") else []
+        if dangling:
+            raise DanglingJudgments(dangling, str(src), exc.problems) from None
+        raise
 
 
 def _vault_for(raw: "qformats.RawSet", vault: Any) -> "Vault":
@@ -192,21 +198,3 @@ def _validate(raw: "qformats.RawSet", resolver: LinkResolver) -> QuerySet:
         raise QuerySetInvalid([Problem(raw.path, 1, "the query set has no queries")])
     return QuerySet(name=raw.name, path=Path(raw.path), queries=queries, sha256=raw.sha256, format=raw.format,
                     vault_root=raw.vault_root, extra=raw.extra)
-
-
-def resolve_key(resolver: LinkResolver, key: Any, doc_ids: bool = False) -> str:
-    """A judgment key -> page path: a wikilink, a vault path, or (``doc_ids``) a BEIR/TREC document id."""
-    if not isinstance(key, str) or not key.strip():
-        raise UnknownLink(f"key {key!r} is not a page path or [[wikilink]]")
-    if is_wikilink(key):
-        return resolver.resolve(key)
-    path = key.strip().replace("\\", "/").removeprefix("./")
-    if resolver.has_page(path):
-        return unicodedata.normalize("NFC", path)
-    if doc_ids:
-        page = beir_page_path(path)
-        if resolver.has_page(page):
-            return page
-    hint = resolver.suggest(path)
-    tip = f"; did you mean {hint}?" if hint else "; give a path under wiki/ or a [[wikilink]]"
-    raise UnknownLink(f"unknown page {path}{tip}")
