@@ -3,6 +3,8 @@
 Usage::
 
     vaulteval queryset generate --vault V --out q.yaml --n 200 --seed 1 --kinds title,heading,negative
+    vaulteval queryset pool --vault V q.yaml --strategy bm25 --strategy bm25:analyzer=english --depth 10 --out pool.yaml
+    vaulteval queryset merge q-ana.yaml q-ben.yaml --out q-judged.yaml
 
 ``register_actions`` is called by ``vaulteval.cli.eval`` for the ``queryset``
 group; each handler parses, calls one library function and prints.
@@ -16,7 +18,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from vaulteval.errors import EXIT_OK
+from pathlib import Path
+
+from vaulteval.errors import EXIT_OK, UsageError
 
 
 def _progress(enabled: bool) -> Callable[[str, int, int], None] | None:
@@ -44,10 +48,34 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_pool(args: argparse.Namespace) -> int:
+    from vaulteval.querysets.queryset import open_queryset
+    from vaulteval.vault.paths import is_inside
+    from vaulteval.workbench.pooling import pool_queryset, write_pool
+
+    vault, qs = open_queryset(args.queryset, args.vault)
+    if is_inside(vault.root, Path(args.out).expanduser().resolve()):
+        raise UsageError(f"--out {args.out} is inside the vault; write the pool outside it")
+    pool = pool_queryset(vault, qs, args.strategy or ["bm25"], depth=args.depth, cache_dir=args.cache,
+                         progress=_progress(not args.quiet))
+    path = write_pool(pool, args.out)
+    queries = len({p["query_id"] for p in pool["pairs"]})
+    print(f"{len(pool['pairs'])} unjudged (query, page) pairs for {queries} queries at depth {args.depth}; wrote {path}")
+    return EXIT_OK
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from vaulteval.querysets.judging import merge_querysets
+
+    summary = merge_querysets(args.querysets, args.out)
+    print(f"merged {summary['queries']} queries into {summary['out']}")
+    for line in summary["conflicts"]:
+        print(f"conflict (kept the higher grade): {line}")
+    return EXIT_OK
+
+
 def fix_dangling(args: argparse.Namespace, dangling: list) -> int:
     """``queryset check --fix OUT``: write the repaired copy, then check it; exit 2 if anything is still wrong."""
-    from pathlib import Path
-
     from vaulteval.querysets.follow import write_fixed
     from vaulteval.querysets.queryset import QuerySetInvalid, open_queryset
 
@@ -90,3 +118,18 @@ def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], N
     g.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_vault(g)
     g.set_defaults(handler=cmd_generate)
+
+    p = qsub.add_parser("pool", help="depth-k pool of unjudged (query, page) pairs across strategies, with snippets")
+    p.add_argument("queryset", help="YAML or JSONL query set")
+    p.add_argument("--strategy", action="append", help="a strategy string; repeat (default: bm25)")
+    p.add_argument("--depth", type=int_arg, default=10, help="pages per strategy and query (default 10)")
+    p.add_argument("--out", required=True, help="pool YAML to write (outside the vault)")
+    p.add_argument("--cache", help="evaluation cache folder (default: $VAULTEVAL_CACHE or ~/.cache/vaulteval)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_vault(p)
+    p.set_defaults(handler=cmd_pool)
+
+    m = qsub.add_parser("merge", help="combine YAML query sets and their judgments (the higher grade wins a conflict)")
+    m.add_argument("querysets", nargs="+", help="two or more YAML query sets")
+    m.add_argument("--out", required=True, help="the merged YAML query set to write")
+    m.set_defaults(handler=cmd_merge)

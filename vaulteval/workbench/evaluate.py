@@ -117,7 +117,7 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
     runs = [run_strategy(vault, queryset, s, workspace=ws, progress=progress) for s in parsed]
     per_query = pd.concat([M.per_query(r, queryset, ms) for r in runs], ignore_index=True)
     negatives = pd.concat([M.negatives(r, queryset) for r in runs], ignore_index=True)
-    metrics = _metrics_table(runs, queryset, per_query, negatives, seed)
+    metrics = _metrics_table(runs, queryset, per_query, negatives, seed, k)
     misses = pd.concat([find_misses(r, queryset, k) for r in runs], ignore_index=True)
     report = compare(runs, queryset, ms, baseline=baseline, k=k, seed=seed, per_query_df=per_query)
     return EvalRun(vault=vault, queryset=queryset, strategies=parsed, runs=runs, measures=ms, k=k,
@@ -128,7 +128,7 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
 
 
 def _metrics_table(runs: list["Run"], queryset: "QuerySet", per_query: "pd.DataFrame",
-                   negatives: "pd.DataFrame", seed: int = 0) -> "pd.DataFrame":
+                   negatives: "pd.DataFrame", seed: int = 0, k: int = 10) -> "pd.DataFrame":
     """Long table: IR measures (mean over positive queries, 95% bootstrap interval), pool recall, negatives."""
     import pandas as pd
 
@@ -141,6 +141,7 @@ def _metrics_table(runs: list["Run"], queryset: "QuerySet", per_query: "pd.DataF
         if r.strategy is not None:
             extra.append((r.name, f"pool_recall@{r.strategy.bm25_top}", M.pool_recall(r, queryset),
                           len(queryset.positive)))
+        extra.append((r.name, f"Judged@{k}", M.judged_at(r, queryset, k), len(queryset.positive)))
         if neg is not None and r.name in neg.index:
             row = neg.loc[r.name]
             extra.append((r.name, "negatives_returned_any", float(row.returned_any), int(row.negatives)))

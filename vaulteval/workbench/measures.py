@@ -128,6 +128,21 @@ def negatives_summary(neg: "pd.DataFrame") -> "pd.DataFrame":
     return pd.DataFrame(rows, columns=["run", "negatives", "returned_any", "mean_top_score", "max_top_score"])
 
 
+def judged_at(run: "Run", queryset: "QuerySet", k: int) -> float | None:
+    """Mean share of each positive query's top k that carries a judgment (any grade): unjudged pages count as
+    non-relevant in every measure, so a low value means the numbers undercount. ir-measures' ``Judged@k``."""
+    import ir_measures
+
+    positive = {q.query_id for q in queryset.positive}
+    if not positive:
+        return None
+    qrels = [qr for qr in queryset.to_qrels() if qr.query_id in positive]
+    scored = [sd for sd in run.scored_docs() if sd.query_id in positive]
+    measure = ir_measures.parse_measure(f"Judged@{k}")
+    values = {m.query_id: float(m.value) for m in ir_measures.iter_calc([measure], qrels, scored)} if scored else {}
+    return sum(values.get(qid, 0.0) for qid in positive) / len(positive)
+
+
 def pool_recall(run: "Run", queryset: "QuerySet") -> float | None:
     """Mean share of relevant pages inside the candidate pool: the ceiling of any reranker over it."""
     pools = run.pool_pages()
