@@ -89,6 +89,10 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     print("(mean [95% bootstrap interval] over the queries with a relevant page)")
     for note in ev.report.notes:
         print(note)
+    from vaulteval.cli.querysets import abstention_lines
+
+    for line in abstention_lines(ev.metrics):
+        print(line)
     print(f"{len(ev.misses)} misses at k={ev.k}; {ev.seconds:.2f} s")
     if notebooks:
         from vaulteval.notebooks.run import run_for_eval

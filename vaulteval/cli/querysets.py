@@ -74,6 +74,20 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def abstention_lines(metrics: Any) -> list[str]:
+    """``eval run``'s suggested --min-score per run, from the metrics table's abstain_* rows."""
+    rows = metrics[metrics.measure.str.startswith("abstain_")]
+    out = []
+    for run, grp in rows.groupby("run", sort=False):
+        values = dict(zip(grp.measure, grp.value))
+        score = next((v for m, v in values.items() if m.startswith("abstain_min_score")), None)
+        kept = next((v for m, v in values.items() if m.startswith("abstain_recall_kept")), None)
+        if score is not None and kept is not None:
+            out.append(f"{run}: retrieve --min-score {score:.4g} keeps {kept:.0%} of the relevant pages found "
+                       "with false positives at or below 10% of the negative queries")
+    return out
+
+
 def fix_dangling(args: argparse.Namespace, dangling: list) -> int:
     """``queryset check --fix OUT``: write the repaired copy, then check it; exit 2 if anything is still wrong."""
     from vaulteval.querysets.follow import write_fixed

@@ -49,6 +49,7 @@ class EvalRun:
     per_query: "pd.DataFrame"
     misses: "pd.DataFrame"
     negatives: "pd.DataFrame"
+    abstention: "pd.DataFrame"
     report: "Report"
     workspace: "Workspace"
     started_at: str = ""
@@ -117,18 +118,38 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
     runs = [run_strategy(vault, queryset, s, workspace=ws, progress=progress) for s in parsed]
     per_query = pd.concat([M.per_query(r, queryset, ms) for r in runs], ignore_index=True)
     negatives = pd.concat([M.negatives(r, queryset) for r in runs], ignore_index=True)
-    metrics = _metrics_table(runs, queryset, per_query, negatives, seed, k)
+    from vaulteval.workbench.abstention import COLUMNS, abstention_curve
+
+    curves = [abstention_curve(r, queryset, k) for r in runs]
+    abstention = pd.concat([c for c in curves if len(c)], ignore_index=True) if any(len(c) for c in curves) \
+        else pd.DataFrame(columns=COLUMNS)
+    metrics = _metrics_table(runs, queryset, per_query, negatives, seed, k, abstention)
     misses = pd.concat([find_misses(r, queryset, k) for r in runs], ignore_index=True)
     report = compare(runs, queryset, ms, baseline=baseline, k=k, seed=seed, per_query_df=per_query)
     return EvalRun(vault=vault, queryset=queryset, strategies=parsed, runs=runs, measures=ms, k=k,
-                   metrics=metrics, per_query=per_query, misses=misses, negatives=negatives, report=report,
+                   metrics=metrics, per_query=per_query, misses=misses, negatives=negatives, abstention=abstention,
+                   report=report,
                    workspace=ws, started_at=started, finished_at=_now(), seconds=time.perf_counter() - t0,
                    params={"k": k, "measures": ms, "baseline": report.baseline, "seed": seed,
                            "use_vault_index": use_vault_index})
 
 
+def _abstention_rows(name: str, abstention: "pd.DataFrame | None", negatives: int) -> list[tuple]:
+    """The suggested --min-score (false positives <= 10%) and the recall it keeps, when the set has negatives."""
+    from vaulteval.workbench.abstention import MAX_FP, suggest
+
+    if abstention is None or abstention.empty or name not in set(abstention.run):
+        return []
+    best = suggest(abstention[abstention.run == name])
+    if best is None:
+        return []
+    return [(name, f"abstain_min_score@fp{MAX_FP:.2f}", best[0], negatives),
+            (name, f"abstain_recall_kept@fp{MAX_FP:.2f}", best[1], negatives)]
+
+
 def _metrics_table(runs: list["Run"], queryset: "QuerySet", per_query: "pd.DataFrame",
-                   negatives: "pd.DataFrame", seed: int = 0, k: int = 10) -> "pd.DataFrame":
+                   negatives: "pd.DataFrame", seed: int = 0, k: int = 10,
+                   abstention: "pd.DataFrame | None" = None) -> "pd.DataFrame":
     """Long table: IR measures (mean over positive queries, 95% bootstrap interval), pool recall, negatives."""
     import pandas as pd
 
@@ -146,5 +167,7 @@ def _metrics_table(runs: list["Run"], queryset: "QuerySet", per_query: "pd.DataF
             row = neg.loc[r.name]
             extra.append((r.name, "negatives_returned_any", float(row.returned_any), int(row.negatives)))
             extra.append((r.name, "negatives_max_top_score", row.max_top_score, int(row.negatives)))
+        extra += _abstention_rows(r.name, abstention, int(row.negatives) if neg is not None and r.name in neg.index
+                                  else 0)
     more = pd.DataFrame(extra, columns=["run", "measure", "value", "n"]).reindex(columns=list(agg.columns))
     return pd.concat([agg, more], ignore_index=True)

@@ -36,6 +36,7 @@ TABLES = {
     "misses.csv": ["run", "query_id", "doc_id"],
     "pool.csv": ["run", "query_id", "pool_rank"],
     "queries.csv": ["run", "query_id"],
+    "abstention.csv": ["run", "step"],
 }
 IGNORED = {"latency_ms", "rerank_ms"}
 
