@@ -50,6 +50,7 @@ class EvalRun:
     misses: "pd.DataFrame"
     negatives: "pd.DataFrame"
     abstention: "pd.DataFrame"
+    slices: "pd.DataFrame"
     report: "Report"
     workspace: "Workspace"
     started_at: str = ""
@@ -77,6 +78,13 @@ class EvalRun:
         out = base.merge(counts, on=["run", "query_id"], how="left").merge(wide, on=["run", "query_id"], how="left")
         out["n_returned"] = out.n_returned.fillna(0).astype(int)
         return out
+
+    def metrics_long(self) -> "pd.DataFrame":
+        """metrics.csv: the overall rows (slice_by = slice = "all") followed by every slice's rows."""
+        import pandas as pd
+
+        overall = self.metrics.assign(slice_by="all", slice="all")
+        return pd.concat([overall, self.slices], ignore_index=True) if len(self.slices) else overall
 
     def save(self, out: str | os.PathLike[str], run_id: str | None = None) -> Path:
         """Usage: ``ev.save("runs/")`` -> ``runs/<id>/``; see ``vaulteval.workbench.manifest.write_run_dir``."""
@@ -125,10 +133,13 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
         else pd.DataFrame(columns=COLUMNS)
     metrics = _metrics_table(runs, queryset, per_query, negatives, seed, k, abstention)
     misses = pd.concat([find_misses(r, queryset, k) for r in runs], ignore_index=True)
+    from vaulteval.workbench.slices import slice_metrics
+
+    slices = slice_metrics(per_query, queryset, seed=seed)
     report = compare(runs, queryset, ms, baseline=baseline, k=k, seed=seed, per_query_df=per_query)
     return EvalRun(vault=vault, queryset=queryset, strategies=parsed, runs=runs, measures=ms, k=k,
                    metrics=metrics, per_query=per_query, misses=misses, negatives=negatives, abstention=abstention,
-                   report=report,
+                   slices=slices, report=report,
                    workspace=ws, started_at=started, finished_at=_now(), seconds=time.perf_counter() - t0,
                    params={"k": k, "measures": ms, "baseline": report.baseline, "seed": seed,
                            "use_vault_index": use_vault_index})

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 MAX_LINES_PER_FILE = 12
 # File -> key columns; every other column is compared, except the ignored ones.
 TABLES = {
-    "metrics.csv": ["run", "measure"],
+    "metrics.csv": ["run", "measure", "slice_by", "slice"],
     "per_query.csv": ["run", "query_id"],
     "misses.csv": ["run", "query_id", "doc_id"],
     "pool.csv": ["run", "query_id", "pool_rank"],
@@ -159,6 +159,7 @@ def _diff_csv(name: str, old_path: Path, new_path: Path, keys: list[str]) -> lis
     dtypes: dict[str, Any] = {k: str for k in keys if k not in ("pool_rank",)}
     dtypes.update({"rank": "Int64", "bm25_rank": "Int64"})
     old, new = pd.read_csv(old_path, dtype=dtypes), pd.read_csv(new_path, dtype=dtypes)
+    keys = [k for k in keys if k in old.columns and k in new.columns]  # run dirs written before a key existed
     return _diff_frames(name, old, new, keys)
 
 
