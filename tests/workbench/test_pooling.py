@@ -103,3 +103,12 @@ def test_cli_pool_writes_yaml_and_metrics_report_judged_at_k(setup, tmp_path: Pa
     judged = ev.metrics.set_index("measure").loc["Judged@3", "value"]
     returned = ev.run("bm25").ranking("q1")[:3]
     assert judged == pytest.approx(1 / len(returned))  # one of its top pages is judged
+
+
+def test_condensed_lists_drop_unjudged_pages_before_scoring(setup) -> None:
+    vault, path = setup
+    ev = evaluate(vault, load_queryset(path), ["bm25"], measures=["RR"], k=3, condensed=True)
+    values = ev.metrics.set_index("measure").value
+    ranking = ev.run("bm25").ranking("q1")
+    assert values["RR"] == pytest.approx(1 / (ranking.index("wiki/coffee/Grinder.md") + 1))
+    assert values["condensed:RR"] == 1.0  # the only judged page is first once the others are gone

@@ -83,7 +83,8 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
                          "choose a folder outside it")
     ev = evaluate(vault, qs, args.strategy or ["bm25"], measures=_measures(args.measures), k=args.k,
                   baseline=args.baseline, cache_dir=args.cache, use_vault_index=not args.cache_index,
-                  progress=sys.stderr.isatty(), allow_remote_ollama=args.allow_remote_ollama)
+                  progress=sys.stderr.isatty(), allow_remote_ollama=args.allow_remote_ollama,
+                  condensed=args.condensed)
     path = ev.save(args.out, run_id=args.id)
     print(markdown_table(interval_table(ev.metrics)))
     print("(mean [95% bootstrap interval] over the queries with a relevant page)")
@@ -233,6 +234,8 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     r.add_argument("--k", type=int, default=10, help="cutoff for the default measures and for misses (default 10)")
     r.add_argument("--baseline", help="strategy name to compare against (default: the first)")
     r.add_argument("--cache", help="evaluation cache folder (default: $VAULTEVAL_CACHE or ~/.cache/vaulteval)")
+    r.add_argument("--condensed", action="store_true", help="also score condensed lists (unjudged pages removed): "
+                   "metrics rows condensed:<measure>")
     r.add_argument("--cache-index", action="store_true", help="build every index in the cache, even when the vault's fits")
     r.add_argument("--notebooks", metavar="NAME[,NAME]", help="also execute these notebooks (papermill) into the "
                    "run directory, e.g. evaluate,rerank_impact; see `vaulteval notebooks`")

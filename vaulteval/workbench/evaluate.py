@@ -100,7 +100,7 @@ def _now() -> str:
 def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | str]", *,
              measures: list[Any] | str | None = None, k: int = 10, baseline: str | None = None,
              cache_dir: str | os.PathLike[str] | None = None, use_vault_index: bool = True, seed: int = 0,
-             progress: bool = False, allow_remote_ollama: bool = False) -> "EvalRun":
+             progress: bool = False, allow_remote_ollama: bool = False, condensed: bool = False) -> "EvalRun":
     """Run every strategy, then measures, misses, negatives and a comparison against ``baseline``."""
     import pandas as pd
 
@@ -132,6 +132,10 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
     abstention = pd.concat([c for c in curves if len(c)], ignore_index=True) if any(len(c) for c in curves) \
         else pd.DataFrame(columns=COLUMNS)
     metrics = _metrics_table(runs, queryset, per_query, negatives, seed, k, abstention)
+    if condensed:  # the same measures on condensed lists: unjudged pages removed before scoring
+        pq_c = pd.concat([M.per_query(M.condensed(r, queryset), queryset, ms) for r in runs], ignore_index=True)
+        rows = M.with_intervals(M.aggregate(pq_c), pq_c, seed=seed)
+        metrics = pd.concat([metrics, rows.assign(measure="condensed:" + rows.measure)], ignore_index=True)
     misses = pd.concat([find_misses(r, queryset, k) for r in runs], ignore_index=True)
     from vaulteval.workbench.slices import slice_metrics
 
@@ -142,7 +146,7 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
                    slices=slices, report=report,
                    workspace=ws, started_at=started, finished_at=_now(), seconds=time.perf_counter() - t0,
                    params={"k": k, "measures": ms, "baseline": report.baseline, "seed": seed,
-                           "use_vault_index": use_vault_index})
+                           "use_vault_index": use_vault_index, "condensed": condensed})
 
 
 def _abstention_rows(name: str, abstention: "pd.DataFrame | None", negatives: int) -> list[tuple]:

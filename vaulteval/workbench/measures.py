@@ -128,6 +128,17 @@ def negatives_summary(neg: "pd.DataFrame") -> "pd.DataFrame":
     return pd.DataFrame(rows, columns=["run", "negatives", "returned_any", "mean_top_score", "max_top_score"])
 
 
+def condensed(run: "Run", queryset: "QuerySet") -> "Run":
+    """The run with every unjudged page removed and the rest re-ranked (Sakai's condensed lists)."""
+    from vaulteval.workbench.runs import Run
+
+    judged = {(q.query_id, d) for q in queryset for d in q.relevant}
+    keep = [(qid, doc) in judged for qid, doc in zip(run.df.query_id, run.df.doc_id)]
+    df = run.df[keep].sort_values(["query_id", "rank"]).copy()
+    df["rank"] = df.groupby("query_id").cumcount() + 1
+    return Run(run.name, df.reset_index(drop=True), run.strategy)
+
+
 def judged_at(run: "Run", queryset: "QuerySet", k: int) -> float | None:
     """Mean share of each positive query's top k that carries a judgment (any grade): unjudged pages count as
     non-relevant in every measure, so a low value means the numbers undercount. ir-measures' ``Judged@k``."""

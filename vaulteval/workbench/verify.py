@@ -84,7 +84,8 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None,
     ev = evaluate(v, qs, [Strategy.from_dict(s["strategy"]) for s in manifest["strategies"]],
                   measures=params["measures"], k=params["k"], baseline=params.get("baseline"),
                   cache_dir=cache_dir, use_vault_index=params.get("use_vault_index", True),
-                  seed=params.get("seed", 0), allow_remote_ollama=allow_remote_ollama)
+                  seed=params.get("seed", 0), allow_remote_ollama=allow_remote_ollama,
+                  condensed=params.get("condensed", False))
     result.recomputed = ev
     fp = ev.workspace.fingerprint
     if fp.digest != manifest["vault"]["fingerprint"]:
