@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from vaulteval.cli.main import main
-from vaulteval.errors import UsageError
+from vaulteval.errors import UsageError, VaultevalError
 from vaulteval.notebooks import judging as nbjudging
 from vaulteval.querysets.judging import merge_querysets, save_labels
 from vaulteval.querysets.queryset import load_queryset
@@ -72,6 +72,8 @@ def test_labels_go_to_a_new_file_with_judge_time_and_hash(setup, tmp_path: Path)
         save_labels(path, pool, {}, judge="ana", out=vault.root / "q.yaml")
     with pytest.raises(UsageError, match="new file"):
         save_labels(path, pool, {}, judge="ana", out=path)
+    with pytest.raises(VaultevalError, match="inside the vault"):  # a pool file cannot point outside the vault
+        save_labels(path, pool, {("q1", "../../etc/passwd"): 1}, judge="ana", out=tmp_path / "x.yaml")
 
 
 def test_merge_combines_judgments_and_reports_conflicts(setup, tmp_path: Path, capsys) -> None:

@@ -23,10 +23,13 @@ from vaulteval.errors import UsageError
 GRADES = (0, 1, 2)
 
 
-def _page_record(vault_root: Path, page: str, judge: str, at: str) -> dict[str, Any]:
+def _page_record(vault: Any, page: str, judge: str, at: str) -> dict[str, Any]:
     from vaulteval.chunks.chunking import decode_page, parse_frontmatter, split_frontmatter
 
-    raw = (vault_root / page).read_bytes()
+    try:
+        raw = vault.page_path(page).read_bytes()  # confined: a pool file names pages, it cannot name /etc/passwd
+    except OSError as exc:
+        raise UsageError(f"cannot read {page} to record its hash: {exc.strerror or exc}") from None
     record: dict[str, Any] = {"sha256": "sha256:" + hashlib.sha256(raw).hexdigest()}
     address = parse_frontmatter(split_frontmatter(decode_page(raw))[0]).get("address")
     if address not in (None, ""):
@@ -69,8 +72,11 @@ def save_labels(queryset: str | os.PathLike[str], pool: dict[str, Any], labels: 
     src, target = Path(queryset).expanduser(), Path(out).expanduser()
     if not judge.strip():
         raise UsageError("name the judge (judge='your name')")
+    from vaulteval.vault.vault import Vault
+
     data = _load_yaml(src)
-    vault_root = Path(pool["vault"])
+    vault = Vault(pool["vault"])
+    vault_root = vault.root
     at = at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     by_id = {str(q.get("id")): q for q in data["queries"] if isinstance(q, dict)}
     added = 0
@@ -85,7 +91,7 @@ def save_labels(queryset: str | os.PathLike[str], pool: dict[str, Any], labels: 
         q["relevant"] = dict(q.get("relevant") or {})
         q["relevant"][page] = int(grade)
         q["judged"] = dict(q.get("judged") or {})
-        q["judged"][page] = _page_record(vault_root, page, judge.strip(), at)
+        q["judged"][page] = _page_record(vault, page, judge.strip(), at)
         added += 1
     _write(data, target, vault_root, src)
     return {"out": str(target), "judgments_added": added, "judge": judge.strip(), "at": at}
