@@ -66,6 +66,8 @@ def test_check_names_the_judgment_fix_repairs_it_and_eval_refuses_the_unfixed_se
     err = capsys.readouterr().err
     assert "'title-" in err and "wiki/coffee/Water recipe.md is dangling; moved to wiki/drinks/Water recipe.md" in err
 
+    assert main(["queryset", "check", str(out), "--vault", str(vault.root), "--fix", str(vault.root / "q.yaml")]) == 2
+    assert "inside the vault" in capsys.readouterr().err and not (vault.root / "q.yaml").exists()
     fixed = tmp_path / "fixed" / "q.yaml"
     assert main(["queryset", "check", str(out), "--vault", str(vault.root), "--fix", str(fixed)]) == 0
     assert "fixed" in capsys.readouterr().out

@@ -49,7 +49,7 @@ def cmd_queryset_check(args: argparse.Namespace) -> int:
         if args.fix and getattr(exc, "dangling", None):
             from vaulteval.cli.querysets import fix_dangling
 
-            return fix_dangling(args, exc.dangling)
+            return fix_dangling(args, exc.dangling, exc.vault_root)
         sys.stderr.write(f"vaulteval: {len(exc.problems)} problem(s) in {args.queryset}\n")
         return EXIT_USAGE
     s = qs.summary()

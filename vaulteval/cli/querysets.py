@@ -88,12 +88,15 @@ def abstention_lines(metrics: Any) -> list[str]:
     return out
 
 
-def fix_dangling(args: argparse.Namespace, dangling: list) -> int:
+def fix_dangling(args: argparse.Namespace, dangling: list, vault_root: Any = None) -> int:
     """``queryset check --fix OUT``: write the repaired copy, then check it; exit 2 if anything is still wrong."""
     from vaulteval.querysets.follow import write_fixed
     from vaulteval.querysets.queryset import QuerySetInvalid, open_queryset
+    from vaulteval.vault.paths import is_inside
 
     out = Path(args.fix).expanduser()
+    if vault_root is not None and is_inside(vault_root, out.resolve()):
+        raise UsageError(f"--fix {args.fix} is inside the vault; write the repaired query set outside it")
     changed = write_fixed(Path(args.queryset).expanduser(), dangling, out)
     print(f"fixed {changed} judgment(s); wrote {out}")
     try:

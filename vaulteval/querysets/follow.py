@@ -55,8 +55,9 @@ class Dangling(NamedTuple):
 class DanglingJudgments(QuerySetInvalid):
     """Judgments name pages that moved or vanished; one line names them (exit 2)."""
 
-    def __init__(self, dangling: list[Dangling], source: str, others: list[Problem] | None = None):
-        self.dangling = dangling
+    def __init__(self, dangling: list[Dangling], source: str, others: list[Problem] | None = None,
+                 vault_root: Path | None = None):
+        self.dangling, self.vault_root = dangling, vault_root
         spots = {(d.path, d.line) for d in dangling}
         self.problems = [Problem(d.path, d.line, d.message) for d in dangling]
         self.problems += [p for p in others or [] if (p.path, p.line) not in spots]

@@ -143,7 +143,7 @@ def open_queryset(path: str | os.PathLike[str], vault: "Vault | str | os.PathLik
 
         dangling = find_dangling(raw, chosen) if raw.format in ("yaml", "jsonl") else []
         if dangling:
-            raise DanglingJudgments(dangling, str(src), exc.problems) from None
+            raise DanglingJudgments(dangling, str(src), exc.problems, chosen.root) from None
         raise
 
 
