@@ -59,6 +59,7 @@ FAULT_REASONS = [
     ("one-bad-candidate", "candidate-failed"),
 ]
 DEFAULT_MODELS = ("all-minilm:latest", "nomic-embed-text-v2-moe:latest")
+GENERATE_MODELS = ("llama3.2", "llama3.2:latest")  # answered on /api/generate only
 EmbedFn = Callable[[list[str]], np.ndarray]
 
 
@@ -115,6 +116,7 @@ class FakeOllama:
         self.dimension: int | None = None  # truncate (and renormalize) every vector to this length
         self.digest_salt = ""  # change it to simulate a re-pulled model (new digest)
         self.models = list(self.default_models)
+        self.generate_models = list(GENERATE_MODELS)
         with self._lock:
             self.requests.clear()
         if self._httpd is None:
@@ -244,6 +246,20 @@ def _make_handler(server: FakeOllama) -> type[BaseHTTPRequestHandler]:
                 data = {}
             return data if isinstance(data, dict) else {}
 
+        def _generate(self, model: Any, body: dict[str, Any]) -> None:
+            """A generate model that asks about the passage's longest word: same prompt, same answer."""
+            if model not in server.generate_models:
+                self._send(404, {"error": f'model "{model}" not found, try pulling it first'})
+                return
+            if server.fault == "500":
+                self._send(500, {"error": "llama runner process has terminated: exit status 2"})
+                return
+            passage = str(body.get("prompt", "")).rsplit("Passage:", 1)[-1]
+            words = sorted(set(w.strip(".,;:()") for w in passage.split()), key=lambda w: (-len(w), w))
+            answer = f"What does the note say about {words[0]}?" if words and words[0] else ""
+            self._send(200, {"model": model, "created_at": "2026-01-01T00:00:00Z", "response": answer,
+                             "done": True, "done_reason": "stop"})
+
         def do_GET(self) -> None:
             server.record(Request("GET", self.path, None, 0, ()))
             if self.path == "/api/version":
@@ -264,6 +280,9 @@ def _make_handler(server: FakeOllama) -> type[BaseHTTPRequestHandler]:
             raw = body.get("input", body.get("prompt", ""))
             inputs = [raw] if isinstance(raw, str) else [str(x) for x in raw or []]
             server.record(Request("POST", self.path, model, len(inputs), tuple(inputs)))
+            if self.path == "/api/generate":
+                self._generate(model, body)
+                return
             if self.path not in ("/api/embed", "/api/embeddings", "/api/show"):
                 self._send(404, "404 page not found")
                 return

@@ -24,7 +24,7 @@ from vaulteval.notebooks.run import NOTEBOOK_DIR, NotebookFailed, execute, names
 from evalkit import QUERYSET, eval_cache  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
-NOTEBOOKS = ["evaluate", "explore", "misses", "rerank_impact", "sweep"]
+NOTEBOOKS = ["evaluate", "explore", "judge", "misses", "rerank_impact", "sweep"]
 # Anything machine- or run-specific that must never be stored in an output.
 VOLATILE = re.compile(r"/tmp/|/home/|/root/|/work/|site-packages|\d{4}-\d\d-\d\dT\d\d:\d\d|\d{8}-\d{6}-")
 

@@ -156,3 +156,20 @@ def test_rescued_and_lost_pages_in_the_report() -> None:
 def test_markdown_table_aligns_numbers() -> None:
     text = markdown_table(pd.DataFrame({"run": ["a|b"], "value": [0.123456]}))
     assert text.splitlines() == ["| run  |  value |", "| ---- | -----: |", "| a\\|b | 0.1235 |"]
+
+
+def test_compare_reports_intervals_mcnemar_and_the_smallest_detectable_difference() -> None:
+    from vaulteval.workbench.intervals import mcnemar_exact, mean_ci, paired_delta_ci
+
+    qs = _qs()
+    better = _run("better", [("a", "d1", 3.0, 1), ("b", "d3", 5.0, 1), ("c", "d4", 1.0, 1)])
+    report = compare([_run("bm25", BASE_ROWS), better], qs, ["RR", "Success@1"], seed=2)
+    summary = report.to_dataframe().set_index(["run", "measure"])
+    row = summary.loc[("better", "Success@1")]
+    base_hits, run_hits = np.array([0.0, 1.0, 0.0]), np.array([1.0, 1.0, 1.0])  # queries a, b, c
+    assert row.p_mcnemar == pytest.approx(mcnemar_exact(run_hits > 0, base_hits > 0).p) == pytest.approx(0.5)
+    assert (row.delta_ci_low, row.delta_ci_high) == pytest.approx(paired_delta_ci(run_hits, base_hits, seed=2))
+    assert (row.ci_low, row.ci_high) == pytest.approx(mean_ci(run_hits, seed=2))
+    assert math.isnan(summary.loc[("better", "RR")].p_mcnemar)  # McNemar only on Success@k
+    assert row.mde > 0
+    assert any(n.startswith("with 3 queries a difference under") and "Success@1" in n for n in report.notes)

@@ -54,7 +54,7 @@ def notebooks_step(vault, base: Path) -> Path | None:
     from vaulteval.workbench.evaluate import evaluate
     from vaulteval.notebooks.support import SAMPLE_QUERYSET
     from vaulteval.querysets.queryset import load_queryset
-    from vaulteval.workbench.report import markdown_table
+    from vaulteval.workbench.report import interval_table, markdown_table
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # the MiniLM load bar would interleave the output
     qs = load_queryset(SAMPLE_QUERYSET, vault)
@@ -63,8 +63,7 @@ def notebooks_step(vault, base: Path) -> Path | None:
          + " ".join(f"--strategy {s}" for s in DEMO_STRATEGIES) + f" --notebooks {','.join(DEMO_NOTEBOOKS)}")
     ev = evaluate(vault, qs, DEMO_STRATEGIES, cache_dir=cache)
     run_dir = ev.save(base / "runs", run_id="demo")
-    table = ev.metrics.pivot_table(index="run", columns="measure", values="value", sort=False).reset_index()
-    _say(markdown_table(table))
+    _say(markdown_table(interval_table(ev.metrics)))
     for note in ev.report.notes:
         _say(note)
     if importlib.util.find_spec("papermill") is None:
@@ -81,5 +80,28 @@ def notebooks_step(vault, base: Path) -> Path | None:
     return run_dir
 
 
+def generated_step(vault, base: Path) -> Path:
+    """Your own vault's loop on the sample: generate a query set, evaluate two strategies, report with intervals."""
+    from vaulteval.querysets.generate.core import generate_queryset
+    from vaulteval.querysets.queryset import load_queryset
+    from vaulteval.workbench.evaluate import evaluate
+
+    out = base / "querysets" / "generated.yaml"
+    _say(f"== vaulteval queryset generate --vault {vault.root} --out {out} --n 120 --seed 0")
+    summary = generate_queryset(vault, out, n=120, seed=0)
+    kinds = ", ".join(f"{k} {n}" for k, n in summary["by_kind"].items())
+    _say(f"{summary['queries']} queries ({kinds}); {summary['tune']} tune / {summary['test']} test")
+    strategies = ["bm25", "bm25:analyzer=english"]
+    _say(f"== vaulteval eval run --vault {vault.root} --queryset {out} "
+         + " ".join(f"--strategy {s}" for s in strategies) + " --measures nDCG@10 Success@10")
+    ev = evaluate(vault, load_queryset(out, vault), strategies, measures=["nDCG@10", "Success@10"],
+                  cache_dir=base / "cache")
+    run_dir = ev.save(base / "runs", run_id="generated")
+    _say((run_dir / "report.md").read_text(encoding="utf-8").split("## Candidate pool")[0].rstrip())
+    _say(f"== report with 95% intervals: {run_dir / 'report.md'}; by kind, tag, script, folder: "
+         f"{run_dir / 'metrics.csv'}")
+    return run_dir
+
+
 # Steps after retrieval: fn(vault, base_dir).
-DEMO_STEPS: list = [notebooks_step]
+DEMO_STEPS: list = [generated_step, notebooks_step]

@@ -46,11 +46,18 @@ def cmd_queryset_check(args: argparse.Namespace) -> int:
     except QuerySetInvalid as exc:
         for problem in exc.problems:
             sys.stderr.write(f"{problem}\n")
+        if args.fix and getattr(exc, "dangling", None):
+            from vaulteval.cli.querysets import fix_dangling
+
+            return fix_dangling(args, exc.dangling, exc.vault_root)
         sys.stderr.write(f"vaulteval: {len(exc.problems)} problem(s) in {args.queryset}\n")
         return EXIT_USAGE
     s = qs.summary()
     print(f"ok: {s['queries']} queries ({s['positive']} with relevant pages, {s['negative']} negative), "
           f"{s['judgments']} judgments, resolved in {vault.root}")
+    from vaulteval.cli.querysets import report_changed
+
+    report_changed(qs, vault)
     return EXIT_OK
 
 
@@ -65,7 +72,7 @@ def cmd_import_beir(args: argparse.Namespace) -> int:
 def cmd_eval_run(args: argparse.Namespace) -> int:
     from vaulteval.workbench.evaluate import evaluate
     from vaulteval.querysets.queryset import open_queryset
-    from vaulteval.workbench.report import markdown_table
+    from vaulteval.workbench.report import interval_table, markdown_table
 
     from vaulteval.vault.paths import is_inside
 
@@ -80,12 +87,17 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
                          "choose a folder outside it")
     ev = evaluate(vault, qs, args.strategy or ["bm25"], measures=_measures(args.measures), k=args.k,
                   baseline=args.baseline, cache_dir=args.cache, use_vault_index=not args.cache_index,
-                  progress=sys.stderr.isatty(), allow_remote_ollama=args.allow_remote_ollama)
+                  progress=sys.stderr.isatty(), allow_remote_ollama=args.allow_remote_ollama,
+                  condensed=args.condensed)
     path = ev.save(args.out, run_id=args.id)
-    table = ev.metrics.pivot_table(index="run", columns="measure", values="value", sort=False).reset_index()
-    print(markdown_table(table))
+    print(markdown_table(interval_table(ev.metrics)))
+    print("(mean [95% bootstrap interval] over the queries with a relevant page)")
     for note in ev.report.notes:
         print(note)
+    from vaulteval.cli.querysets import abstention_lines
+
+    for line in abstention_lines(ev.metrics):
+        print(line)
     print(f"{len(ev.misses)} misses at k={ev.k}; {ev.seconds:.2f} s")
     if notebooks:
         from vaulteval.notebooks.run import run_for_eval
@@ -197,9 +209,13 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     qsub = p.add_subparsers(dest="queryset_cmd", metavar="ACTION", required=True, parser_class=type(p))
     c = qsub.add_parser("check", help="validate: exit 0 when valid, 2 with file:line problems")
     c.add_argument("queryset", help="YAML, JSONL, BEIR folder, or TREC topics (with --qrels)")
+    c.add_argument("--fix", metavar="OUT", help="write a copy with moved or renamed pages' judgments repaired")
     _qs_args(c)
     add_vault(c)
     c.set_defaults(handler=cmd_queryset_check)
+    from vaulteval.cli.querysets import register_actions
+
+    register_actions(qsub, add_vault)
 
     p = sub.add_parser("import", help="turn a benchmark into a vault and a query set")
     isub = p.add_subparsers(dest="import_cmd", metavar="FORMAT", required=True, parser_class=type(p))
@@ -222,6 +238,8 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     r.add_argument("--k", type=int, default=10, help="cutoff for the default measures and for misses (default 10)")
     r.add_argument("--baseline", help="strategy name to compare against (default: the first)")
     r.add_argument("--cache", help="evaluation cache folder (default: $VAULTEVAL_CACHE or ~/.cache/vaulteval)")
+    r.add_argument("--condensed", action="store_true", help="also score condensed lists (unjudged pages removed): "
+                   "metrics rows condensed:<measure>")
     r.add_argument("--cache-index", action="store_true", help="build every index in the cache, even when the vault's fits")
     r.add_argument("--notebooks", metavar="NAME[,NAME]", help="also execute these notebooks (papermill) into the "
                    "run directory, e.g. evaluate,rerank_impact; see `vaulteval notebooks`")

@@ -117,8 +117,20 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     rerank = None if args.no_rerank else _rerank_config(args)
     result = retrieve(_vault(args), args.query, top=args.top, bm25_top=args.bm25_top, rerank=rerank,
                       explain=args.explain)
-    sys.stdout.write(result.to_json() + "\n")
+    sys.stdout.write(result.with_min_score(args.min_score).to_json() + "\n")
     return EXIT_OK
+
+
+def _score_arg(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"--min-score needs a number, got {text!r}")
+    return value
 
 
 @_cmd("rerank")
@@ -235,6 +247,9 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     p.add_argument("--bm25-top", type=_int_arg, default=20, help="BM25 candidate chunks, 1..1000 (default 20)")
     p.add_argument("--no-rerank", action="store_true", help="keep the BM25 order; never contact a model")
     p.add_argument("--explain", action="store_true", help="add counts and per-stage timings")
+    p.add_argument("--min-score", type=_score_arg, metavar="X",
+                   help="drop results scoring below X (rerank cosine, else BM25), e.g. the threshold "
+                        "`eval run` suggests; the JSON says how many were dropped")
     _add_rerank_flags(p)
     _add_vault(p)
 

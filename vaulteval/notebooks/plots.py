@@ -182,3 +182,20 @@ def plot_top_terms(terms: "pd.DataFrame") -> "Figure":
     ax.set_title("Most widespread terms")
     ax.grid(axis="x", alpha=0.3)
     return fig
+
+
+def plot_abstention(curve: "pd.DataFrame") -> "Figure":
+    """Recall kept against the false-positive rate, one line per run (input: ``ev.abstention``)."""
+    fig, axes = _figure(1, 1, (6.0, 4.2))
+    ax = axes[0][0]
+    for run, grp in curve.groupby("run", sort=False):
+        ax.step(grp.fp_rate, grp.recall_kept, where="post", label=run)
+    ax.axvline(0.10, color="grey", linestyle="--", linewidth=1)
+    ax.set_xlabel("negative queries still answered (false-positive rate)")
+    ax.set_ylabel("relevant pages in the top k kept")
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.suptitle("Abstention: raising the minimum score")
+    return fig

@@ -312,3 +312,40 @@ def pool_ceiling(ev: "EvalRun", base: str, depths: list[int]) -> "pd.DataFrame":
 def latency(ev: "EvalRun") -> "pd.DataFrame":
     """Per-query latency (ms) per run, with the mean rerank time (machine-dependent: NBVAL_IGNORE_OUTPUT)."""
     return rounded(ev.report["latency"], 1)
+
+
+# ------------------------------------------------------- small-set statistics
+
+def metrics_intervals(ev: "EvalRun") -> "pd.DataFrame":
+    """Each mean with its 95% bootstrap interval, ``0.6654 [0.5579, 0.7744]``, one row per run."""
+    from vaulteval.workbench.report import interval_table
+
+    ir = ev.metrics[ev.metrics.measure.isin(ev.measures)]
+    return interval_table(ir)
+
+
+def slices_wide(ev: "EvalRun", measure: str | None = None) -> "pd.DataFrame":
+    """The first measure (or ``measure``) per slice: rows slice_by/slice/n, one ``value [low, high]`` column per run."""
+    measure = measure or ev.measures[0]
+    rows = ev.slices[ev.slices.measure == measure]
+    if rows.empty:
+        return rows
+    cells = rows.assign(cell=[f"{v:.3f} [{lo:.3f}, {hi:.3f}]" for v, lo, hi in zip(rows.value, rows.ci_low,
+                                                                                rows.ci_high)])
+    wide = cells.pivot_table(index=["slice_by", "slice", "n"], columns="run", values="cell", aggfunc="first",
+                             sort=False)
+    return wide.reset_index().rename_axis(columns=None)
+
+
+def abstention_summary(ev: "EvalRun") -> "pd.DataFrame":
+    """Per run: the lowest --min-score holding false positives at or below 10%, and the recall it keeps."""
+    import pandas as pd
+
+    from vaulteval.workbench.abstention import suggest
+
+    rows = []
+    for run, curve in ev.abstention.groupby("run", sort=False):
+        best = suggest(curve)
+        rows.append({"run": run, "min_score": best[0] if best else None, "recall_kept": best[1] if best else None,
+                     "fp_rate": best[2] if best else None})
+    return rounded(pd.DataFrame(rows, columns=["run", "min_score", "recall_kept", "fp_rate"]))

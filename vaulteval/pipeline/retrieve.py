@@ -54,6 +54,8 @@ class RetrievalResult:
     explain: dict[str, Any] | None = None
     # Not serialised: what evaluation needs to explain misses.
     pool: list[Candidate] = field(default_factory=list, repr=False)
+    min_score: float | None = None
+    dropped_below_min_score: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -62,12 +64,28 @@ class RetrievalResult:
             "top_k": self.top_k,
             "candidates": [asdict(c) for c in self.candidates],
         }
+        if self.min_score is not None:
+            out["min_score"] = self.min_score
+            out["dropped_below_min_score"] = self.dropped_below_min_score
         if self.explain is not None:
             out["explain"] = self.explain
         return out
 
+    def with_min_score(self, min_score: float | None) -> "RetrievalResult":
+        """Drop candidates scoring below ``min_score`` (the rerank cosine if reranked, else BM25); count them."""
+        if min_score is None:
+            return self
+        kept = [c for c in self.candidates if _score(c) >= min_score]
+        self.dropped_below_min_score = len(self.candidates) - len(kept)
+        self.candidates, self.min_score = kept, float(min_score)
+        return self
+
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+
+
+def _score(c: Candidate) -> float:
+    return c.rerank_score if c.rerank_score is not None else c.bm25_score
 
 
 def check_limit(name: str, value: int) -> int:

@@ -25,6 +25,8 @@ class RawEntry:
     tags: list[str]
     line: int
     path: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    extra_lines: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -140,7 +142,9 @@ def _read_entry(raw: RawSet, item: Any, line: int) -> None:
     tags = item.get("tags") or []
     if not isinstance(tags, list):
         tags = [tags]
-    raw.entries.append(RawEntry(qid, item.get("query"), judgments, [str(t) for t in tags], line))
+    extra = {k: item[k] for k in QUERY_FIELDS[4:] if k in item}
+    raw.entries.append(RawEntry(qid, item.get("query"), judgments, [str(t) for t in tags], line,
+                                extra=extra, extra_lines={k: lines.get(k, line) for k in extra}))
 
 
 # ----------------------------------------------------------------------- JSONL

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
+from vaulteval.querysets.docids import beir_page_path
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
@@ -149,3 +150,21 @@ def page_aliases(raw: bytes) -> list[str]:
         if isinstance(value, list):
             out.extend(str(v).strip() for v in value if v is not None and str(v).strip())
     return out
+
+
+def resolve_key(resolver: LinkResolver, key: Any, doc_ids: bool = False) -> str:
+    """A judgment key -> page path: a wikilink, a vault path, or (``doc_ids``) a BEIR/TREC document id."""
+    if not isinstance(key, str) or not key.strip():
+        raise UnknownLink(f"key {key!r} is not a page path or [[wikilink]]")
+    if is_wikilink(key):
+        return resolver.resolve(key)
+    path = key.strip().replace("\\", "/").removeprefix("./")
+    if resolver.has_page(path):
+        return unicodedata.normalize("NFC", path)
+    if doc_ids:
+        page = beir_page_path(path)
+        if resolver.has_page(page):
+            return page
+    hint = resolver.suggest(path)
+    tip = f"; did you mean {hint}?" if hint else "; give a path under wiki/ or a [[wikilink]]"
+    raise UnknownLink(f"unknown page {path}{tip}")

@@ -11,7 +11,8 @@ from typing import NamedTuple
 
 from vaulteval.errors import UsageError
 
-QUERY_FIELDS = ("id", "query", "relevant", "tags")
+QUERY_FIELDS = ("id", "query", "relevant", "tags", "kind", "variant", "split", "source", "status", "judged")
+SPLITS = ("tune", "test")
 
 
 class Problem(NamedTuple):

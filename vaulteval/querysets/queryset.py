@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vaulteval.errors import UsageError
-from vaulteval.querysets.docids import beir_page_path
-from vaulteval.querysets.links import AmbiguousLink, LinkResolver, UnknownLink, is_wikilink
+from vaulteval.querysets.extras import read_extras
+from vaulteval.querysets.links import AmbiguousLink, LinkResolver, UnknownLink, resolve_key  # noqa: F401
 from vaulteval.querysets.problems import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256  # noqa: F401
 
 if TYPE_CHECKING:
@@ -43,6 +42,21 @@ class Query(NamedTuple):
     relevant: dict[str, int]
     tags: tuple[str, ...] = ()
     line: int = 0
+    fields: Any = None  # kind, variant, split, source, status, judged (vaulteval.querysets.extras)
+
+    @property
+    def kind(self) -> str:
+        """The generator's kind (title, heading, ...), "" for a hand-written query."""
+        return (self.fields or {}).get("kind", "")
+
+    @property
+    def split(self) -> str:
+        return (self.fields or {}).get("split", "")
+
+    @property
+    def judged(self) -> dict[str, dict[str, str]]:
+        """Page key -> {sha256, address, judge, at} recorded when the page was judged."""
+        return (self.fields or {}).get("judged", {})
 
     @property
     def is_negative(self) -> bool:
@@ -122,7 +136,15 @@ def open_queryset(path: str | os.PathLike[str], vault: "Vault | str | os.PathLik
     else:
         raise UsageError(f"{src}: unknown query set format; use .yaml, .jsonl, a BEIR folder, or TREC topics with --qrels")
     chosen = _vault_for(raw, vault)
-    return chosen, _validate(raw, LinkResolver.from_vault(chosen))
+    try:
+        return chosen, _validate(raw, LinkResolver.from_vault(chosen))
+    except QuerySetInvalid as exc:
+        from vaulteval.querysets.follow import DanglingJudgments, find_dangling
+
+        dangling = find_dangling(raw, chosen) if raw.format in ("yaml", "jsonl") else []
+        if dangling:
+            raise DanglingJudgments(dangling, str(src), exc.problems, chosen.root) from None
+        raise
 
 
 def _vault_for(raw: "qformats.RawSet", vault: Any) -> "Vault":
@@ -167,28 +189,12 @@ def _validate(raw: "qformats.RawSet", resolver: LinkResolver) -> QuerySet:
                 problems.append(Problem(jwhere, line, f"query {qid!r}: {page} is judged twice (also at line {judged_at[page]})"))
                 continue
             relevant[page], judged_at[page] = grade, line
-        queries.append(Query(qid, entry.text, relevant, tuple(entry.tags), entry.line))
+        fields, extra_problems = read_extras(entry, where)
+        problems += extra_problems
+        queries.append(Query(qid, entry.text, relevant, tuple(entry.tags), entry.line, fields or None))
     if problems:
         raise QuerySetInvalid(problems)
     if not queries:
         raise QuerySetInvalid([Problem(raw.path, 1, "the query set has no queries")])
     return QuerySet(name=raw.name, path=Path(raw.path), queries=queries, sha256=raw.sha256, format=raw.format,
                     vault_root=raw.vault_root, extra=raw.extra)
-
-
-def resolve_key(resolver: LinkResolver, key: Any, doc_ids: bool = False) -> str:
-    """A judgment key -> page path: a wikilink, a vault path, or (``doc_ids``) a BEIR/TREC document id."""
-    if not isinstance(key, str) or not key.strip():
-        raise UnknownLink(f"key {key!r} is not a page path or [[wikilink]]")
-    if is_wikilink(key):
-        return resolver.resolve(key)
-    path = key.strip().replace("\\", "/").removeprefix("./")
-    if resolver.has_page(path):
-        return unicodedata.normalize("NFC", path)
-    if doc_ids:
-        page = beir_page_path(path)
-        if resolver.has_page(page):
-            return page
-    hint = resolver.suggest(path)
-    tip = f"; did you mean {hint}?" if hint else "; give a path under wiki/ or a [[wikilink]]"
-    raise UnknownLink(f"unknown page {path}{tip}")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from vaulteval.errors import UsageError
 from vaulteval.workbench.measures import negatives, negatives_summary, parse_measures, per_query, pool_recall
 from vaulteval.workbench.report import Report
+from vaulteval.workbench.intervals import mean_ci
 from vaulteval.workbench.stats import holm, paired_test
 
 if TYPE_CHECKING:
@@ -29,8 +30,9 @@ if TYPE_CHECKING:
     from vaulteval.querysets.queryset import QuerySet
     from vaulteval.workbench.runs import Run
 
-SUMMARY_COLUMNS = ["run", "measure", "value", "baseline_value", "delta", "wins", "ties", "losses",
-                   "p_randomization", "p_ttest", "p_holm", "significant", "status"]
+SUMMARY_COLUMNS = ["run", "measure", "value", "ci_low", "ci_high", "baseline_value", "delta", "delta_ci_low", "delta_ci_high", "mde",
+                   "wins", "ties", "losses", "p_randomization", "p_ttest", "p_holm", "significant", "p_mcnemar",
+                   "status"]
 
 
 def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measures: Iterable[Any] | None = None, *,
@@ -60,12 +62,14 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
         for name in names:
             run = by_name[name]
             status = "baseline" if name == base_name else (run.fallback or "ok")
-            row = {"run": name, "measure": measure, "value": float(block[name].mean()),
-                   "baseline_value": float(base.mean()), "status": status}
+            low, high = mean_ci(block[name].to_numpy(), seed=seed)
+            row = {"run": name, "measure": measure, "value": float(block[name].mean()), "ci_low": low,
+                   "ci_high": high, "baseline_value": float(base.mean()), "status": status}
             if name != base_name and not run.fully_fell_back:
                 t = paired_test(block[name].to_numpy(), base.to_numpy(), seed=seed, n_resamples=n_resamples)
                 row.update(delta=t.mean_delta, wins=t.wins, ties=t.ties, losses=t.losses,
                            p_randomization=t.p_randomization, p_ttest=t.p_ttest)
+                row.update(small_set_stats(block[name].to_numpy(), base.to_numpy(), measure, seed))
                 d = (block[name] - base).rename("delta").reset_index()
                 d["run"], d["measure"], d["value"], d["baseline"] = name, measure, block[name].values, base.values
                 deltas.append(d)
@@ -81,6 +85,7 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
 
     notes = [f"WARNING {r.name}: {r.fallback}; its numbers are BM25's, not the reranker's"
              for r in run_list if r.fallback]
+    notes += noise_notes(summary, len(wide.loc[ms[0]]) if len(ms) else 0)
     tables = {
         "summary": summary,
         "rerank": _rerank_table(run_list, by_name[base_name], queryset, k),
@@ -89,8 +94,34 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
         "latency": _latency_table(run_list),
     }
     params = {"k": k, "alpha": alpha, "seed": seed, "n_resamples": n_resamples, "measures": ms,
-              "tests": "randomization (scipy permutation_test, samples) + paired t-test; Holm across runs"}
+              "tests": "randomization (scipy permutation_test, samples) + paired t-test; Holm across runs; "
+                       "paired bootstrap 95% interval of each delta; McNemar exact test on Success@k; "
+                       "minimum detectable effect of a paired t-test (alpha 0.05, power 0.8)"}
     return Report(tables=tables, per_query=per_q, baseline=base_name, notes=notes, params=params)
+
+
+def small_set_stats(run: "Any", base: "Any", measure: str, seed: int) -> dict[str, Any]:
+    """Paired bootstrap interval of the delta, the minimum detectable effect, McNemar's p on Success@k."""
+    import numpy as np
+
+    from vaulteval.workbench.intervals import mcnemar_exact, min_detectable_effect, paired_delta_ci
+
+    low, high = paired_delta_ci(run, base, seed=seed)
+    out: dict[str, Any] = {"delta_ci_low": low, "delta_ci_high": high,
+                           "mde": min_detectable_effect(run - base, fallback_sd=float(np.std(base, ddof=1))
+                                                        if len(base) > 1 else None)}
+    if measure.startswith("Success@"):
+        out["p_mcnemar"] = mcnemar_exact(run > 0, base > 0).p
+    return out
+
+
+def noise_notes(summary: "pd.DataFrame", n: int) -> list[str]:
+    """One line per measure: the largest minimum detectable effect among the comparisons, in words."""
+    notes = []
+    for measure, grp in summary[summary.mde.notna()].groupby("measure", sort=False):
+        notes.append(f"with {n} queries a difference under {grp.mde.max():.2f} {measure} cannot be told from noise "
+                     "(paired t-test, alpha 0.05, power 0.8)")
+    return notes
 
 
 def rescued_and_lost(run: "Run", queryset: "QuerySet", k: int, reference: dict[str, list[str]] | None = None

@@ -3,7 +3,7 @@
 Usage::
 
     ev = evaluate(vault, queryset, ["bm25", "bm25:analyzer=english"], measures=["nDCG@10", "RR"], k=10)
-    ev.metrics            # run, measure, value, n   (IR measures, pool recall, negatives)
+    ev.metrics            # run, measure, value, n, ci_low, ci_high   (IR measures, pool recall, negatives)
     ev.report             # compare() against the first strategy
     ev.save("runs/")      # runs/<id>/ with metrics.csv, per_query.csv, misses.csv, *.trec, manifest.json
 
@@ -49,6 +49,8 @@ class EvalRun:
     per_query: "pd.DataFrame"
     misses: "pd.DataFrame"
     negatives: "pd.DataFrame"
+    abstention: "pd.DataFrame"
+    slices: "pd.DataFrame"
     report: "Report"
     workspace: "Workspace"
     started_at: str = ""
@@ -77,6 +79,13 @@ class EvalRun:
         out["n_returned"] = out.n_returned.fillna(0).astype(int)
         return out
 
+    def metrics_long(self) -> "pd.DataFrame":
+        """metrics.csv: the overall rows (slice_by = slice = "all") followed by every slice's rows."""
+        import pandas as pd
+
+        overall = self.metrics.assign(slice_by="all", slice="all")
+        return pd.concat([overall, self.slices], ignore_index=True) if len(self.slices) else overall
+
     def save(self, out: str | os.PathLike[str], run_id: str | None = None) -> Path:
         """Usage: ``ev.save("runs/")`` -> ``runs/<id>/``; see ``vaulteval.workbench.manifest.write_run_dir``."""
         from vaulteval.workbench.manifest import write_run_dir
@@ -91,7 +100,7 @@ def _now() -> str:
 def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | str]", *,
              measures: list[Any] | str | None = None, k: int = 10, baseline: str | None = None,
              cache_dir: str | os.PathLike[str] | None = None, use_vault_index: bool = True, seed: int = 0,
-             progress: bool = False, allow_remote_ollama: bool = False) -> "EvalRun":
+             progress: bool = False, allow_remote_ollama: bool = False, condensed: bool = False) -> "EvalRun":
     """Run every strategy, then measures, misses, negatives and a comparison against ``baseline``."""
     import pandas as pd
 
@@ -117,33 +126,63 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
     runs = [run_strategy(vault, queryset, s, workspace=ws, progress=progress) for s in parsed]
     per_query = pd.concat([M.per_query(r, queryset, ms) for r in runs], ignore_index=True)
     negatives = pd.concat([M.negatives(r, queryset) for r in runs], ignore_index=True)
-    metrics = _metrics_table(runs, queryset, per_query, negatives)
+    from vaulteval.workbench.abstention import COLUMNS, abstention_curve
+
+    curves = [abstention_curve(r, queryset, k) for r in runs]
+    abstention = pd.concat([c for c in curves if len(c)], ignore_index=True) if any(len(c) for c in curves) \
+        else pd.DataFrame(columns=COLUMNS)
+    metrics = _metrics_table(runs, queryset, per_query, negatives, seed, k, abstention)
+    if condensed:  # the same measures on condensed lists: unjudged pages removed before scoring
+        pq_c = pd.concat([M.per_query(M.condensed(r, queryset), queryset, ms) for r in runs], ignore_index=True)
+        rows = M.with_intervals(M.aggregate(pq_c), pq_c, seed=seed)
+        metrics = pd.concat([metrics, rows.assign(measure="condensed:" + rows.measure)], ignore_index=True)
     misses = pd.concat([find_misses(r, queryset, k) for r in runs], ignore_index=True)
+    from vaulteval.workbench.slices import slice_metrics
+
+    slices = slice_metrics(per_query, queryset, seed=seed)
     report = compare(runs, queryset, ms, baseline=baseline, k=k, seed=seed, per_query_df=per_query)
     return EvalRun(vault=vault, queryset=queryset, strategies=parsed, runs=runs, measures=ms, k=k,
-                   metrics=metrics, per_query=per_query, misses=misses, negatives=negatives, report=report,
+                   metrics=metrics, per_query=per_query, misses=misses, negatives=negatives, abstention=abstention,
+                   slices=slices, report=report,
                    workspace=ws, started_at=started, finished_at=_now(), seconds=time.perf_counter() - t0,
                    params={"k": k, "measures": ms, "baseline": report.baseline, "seed": seed,
-                           "use_vault_index": use_vault_index})
+                           "use_vault_index": use_vault_index, "condensed": condensed})
+
+
+def _abstention_rows(name: str, abstention: "pd.DataFrame | None", negatives: int) -> list[tuple]:
+    """The suggested --min-score (false positives <= 10%) and the recall it keeps, when the set has negatives."""
+    from vaulteval.workbench.abstention import MAX_FP, suggest
+
+    if abstention is None or abstention.empty or name not in set(abstention.run):
+        return []
+    best = suggest(abstention[abstention.run == name])
+    if best is None:
+        return []
+    return [(name, f"abstain_min_score@fp{MAX_FP:.2f}", best[0], negatives),
+            (name, f"abstain_recall_kept@fp{MAX_FP:.2f}", best[1], negatives)]
 
 
 def _metrics_table(runs: list["Run"], queryset: "QuerySet", per_query: "pd.DataFrame",
-                   negatives: "pd.DataFrame") -> "pd.DataFrame":
-    """Long table: IR measures (mean over positive queries), pool recall, negative-query counts."""
+                   negatives: "pd.DataFrame", seed: int = 0, k: int = 10,
+                   abstention: "pd.DataFrame | None" = None) -> "pd.DataFrame":
+    """Long table: IR measures (mean over positive queries, 95% bootstrap interval), pool recall, negatives."""
     import pandas as pd
 
     from vaulteval.workbench import measures as M
 
-    agg = M.aggregate(per_query)
+    agg = M.with_intervals(M.aggregate(per_query), per_query, seed=seed)
     extra = []
     neg = M.negatives_summary(negatives).set_index("run") if len(negatives) else None
     for r in runs:
         if r.strategy is not None:
             extra.append((r.name, f"pool_recall@{r.strategy.bm25_top}", M.pool_recall(r, queryset),
                           len(queryset.positive)))
+        extra.append((r.name, f"Judged@{k}", M.judged_at(r, queryset, k), len(queryset.positive)))
         if neg is not None and r.name in neg.index:
             row = neg.loc[r.name]
             extra.append((r.name, "negatives_returned_any", float(row.returned_any), int(row.negatives)))
             extra.append((r.name, "negatives_max_top_score", row.max_top_score, int(row.negatives)))
-    more = pd.DataFrame(extra, columns=["run", "measure", "value", "n"])
+        extra += _abstention_rows(r.name, abstention, int(row.negatives) if neg is not None and r.name in neg.index
+                                  else 0)
+    more = pd.DataFrame(extra, columns=["run", "measure", "value", "n"]).reindex(columns=list(agg.columns))
     return pd.concat([agg, more], ignore_index=True)

@@ -162,9 +162,10 @@ def write_run_dir(ev: "EvalRun", out: Path, run_id: str | None = None) -> Path:
     if target.exists() and any(target.iterdir()):
         raise UsageError(f"run directory {target} already exists; choose another --id")
     target.mkdir(parents=True, exist_ok=True)
-    ev.metrics.to_csv(target / "metrics.csv", index=False)
+    ev.metrics_long().to_csv(target / "metrics.csv", index=False)
     ev.per_query_wide().to_csv(target / "per_query.csv", index=False)
     ev.misses.to_csv(target / "misses.csv", index=False)
+    ev.abstention.to_csv(target / "abstention.csv", index=False)
     pd.concat([r.queries.assign(run=r.name) for r in ev.runs])[["run", *ev.runs[0].queries.columns]] \
         .to_csv(target / "queries.csv", index=False)
     pd.concat([r.pool.assign(run=r.name) for r in ev.runs])[["run", *ev.runs[0].pool.columns]] \

@@ -5,6 +5,7 @@ Usage::
     ms = parse_measures(["nDCG@10", "R@100", "RR"])
     pq = per_query(run, queryset, ms)        # run, query_id, measure, value (queries with a relevant page)
     aggregate(pq)                             # run, measure, value (mean), n
+    with_intervals(aggregate(pq), pq)         # ... plus ci_low, ci_high (95% bootstrap)
     negatives(run, queryset)                  # run, query_id, n_returned, top_score, top_doc
 
 Means are over queries with at least one relevant page (grade > 0); a query
@@ -84,6 +85,20 @@ def aggregate(per_query_df: "pd.DataFrame") -> "pd.DataFrame":
     return out.rename(columns={"mean": "value", "count": "n"})
 
 
+def with_intervals(agg: "pd.DataFrame", per_query_df: "pd.DataFrame", *, seed: int = 0) -> "pd.DataFrame":
+    """``agg`` plus ``ci_low``/``ci_high``: the 95% bootstrap interval of each mean over its queries."""
+    from vaulteval.workbench.intervals import mean_ci
+
+    # Queries in id order, as compare() pairs them, so both give the same interval for the same seed.
+    groups = {key: grp.sort_values("query_id")["value"].to_numpy()
+              for key, grp in per_query_df.groupby(["run", "measure"], sort=False)}
+    bounds = [mean_ci(groups[(r, m)], seed=seed) for r, m in zip(agg.run, agg.measure)]
+    out = agg.copy()
+    out["ci_low"] = [b[0] for b in bounds]
+    out["ci_high"] = [b[1] for b in bounds]
+    return out
+
+
 def negatives(run: "Run", queryset: "QuerySet") -> "pd.DataFrame":
     """Each negative query: how many pages the run returned and the top one's score."""
     import pandas as pd
@@ -111,6 +126,32 @@ def negatives_summary(neg: "pd.DataFrame") -> "pd.DataFrame":
                      float(returned.top_score.mean()) if len(returned) else None,
                      float(returned.top_score.max()) if len(returned) else None))
     return pd.DataFrame(rows, columns=["run", "negatives", "returned_any", "mean_top_score", "max_top_score"])
+
+
+def condensed(run: "Run", queryset: "QuerySet") -> "Run":
+    """The run with every unjudged page removed and the rest re-ranked (Sakai's condensed lists)."""
+    from vaulteval.workbench.runs import Run
+
+    judged = {(q.query_id, d) for q in queryset for d in q.relevant}
+    keep = [(qid, doc) in judged for qid, doc in zip(run.df.query_id, run.df.doc_id)]
+    df = run.df[keep].sort_values(["query_id", "rank"]).copy()
+    df["rank"] = df.groupby("query_id").cumcount() + 1
+    return Run(run.name, df.reset_index(drop=True), run.strategy)
+
+
+def judged_at(run: "Run", queryset: "QuerySet", k: int) -> float | None:
+    """Mean share of each positive query's top k that carries a judgment (any grade): unjudged pages count as
+    non-relevant in every measure, so a low value means the numbers undercount. ir-measures' ``Judged@k``."""
+    import ir_measures
+
+    positive = {q.query_id for q in queryset.positive}
+    if not positive:
+        return None
+    qrels = [qr for qr in queryset.to_qrels() if qr.query_id in positive]
+    scored = [sd for sd in run.scored_docs() if sd.query_id in positive]
+    measure = ir_measures.parse_measure(f"Judged@{k}")
+    values = {m.query_id: float(m.value) for m in ir_measures.iter_calc([measure], qrels, scored)} if scored else {}
+    return sum(values.get(qid, 0.0) for qid in positive) / len(positive)
 
 
 def pool_recall(run: "Run", queryset: "QuerySet") -> float | None:

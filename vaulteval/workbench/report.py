@@ -61,6 +61,20 @@ def markdown_table(df: "pd.DataFrame", digits: int = 4) -> str:
     return "\n".join([line(cols), rule] + [line(r) for r in rows])
 
 
+def interval_table(metrics: "pd.DataFrame", digits: int = 4) -> "pd.DataFrame":
+    """Usage: ``interval_table(ev.metrics)`` -> run x measure cells ``0.6654 [0.5517, 0.7717]`` (95% bootstrap)."""
+    def cell(row: Any) -> str:
+        value = _cell(row.value, digits)
+        lo, hi = getattr(row, "ci_low", None), getattr(row, "ci_high", None)
+        if lo is None or hi is None or (isinstance(lo, float) and math.isnan(lo)):
+            return value
+        return f"{value} [{_cell(float(lo), digits)}, {_cell(float(hi), digits)}]"
+
+    shown = metrics.assign(shown=[cell(r) for r in metrics.itertuples(index=False)])
+    return shown.pivot_table(index="run", columns="measure", values="shown", aggfunc="first",
+                             sort=False).reset_index().rename_axis(columns=None)
+
+
 @dataclass
 class Report:
     """Tables keyed by section (see SECTIONS) plus per-query deltas; ``notes`` are shown first."""

@@ -33,11 +33,12 @@ if TYPE_CHECKING:
 MAX_LINES_PER_FILE = 12
 # File -> key columns; every other column is compared, except the ignored ones.
 TABLES = {
-    "metrics.csv": ["run", "measure"],
+    "metrics.csv": ["run", "measure", "slice_by", "slice"],
     "per_query.csv": ["run", "query_id"],
     "misses.csv": ["run", "query_id", "doc_id"],
     "pool.csv": ["run", "query_id", "pool_rank"],
     "queries.csv": ["run", "query_id"],
+    "abstention.csv": ["run", "step"],
 }
 IGNORED = {"latency_ms", "rerank_ms"}
 
@@ -85,7 +86,8 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None,
     ev = evaluate(v, qs, [Strategy.from_dict(s["strategy"]) for s in manifest["strategies"]],
                   measures=params["measures"], k=params["k"], baseline=params.get("baseline"),
                   cache_dir=cache_dir, use_vault_index=params.get("use_vault_index", True),
-                  seed=params.get("seed", 0), allow_remote_ollama=allow_remote_ollama)
+                  seed=params.get("seed", 0), allow_remote_ollama=allow_remote_ollama,
+                  condensed=params.get("condensed", False))
     result.recomputed = ev
     fp = ev.workspace.fingerprint
     if fp.digest != manifest["vault"]["fingerprint"]:
@@ -223,6 +225,7 @@ def _diff_csv(name: str, old_path: Path, new_path: Path, keys: list[str]) -> lis
     dtypes: dict[str, Any] = {k: str for k in keys if k not in ("pool_rank",)}
     dtypes.update({"rank": "Int64", "bm25_rank": "Int64"})
     old, new = pd.read_csv(old_path, dtype=dtypes), pd.read_csv(new_path, dtype=dtypes)
+    keys = [k for k in keys if k in old.columns and k in new.columns]  # run dirs written before a key existed
     return _diff_frames(name, old, new, keys)
 
 

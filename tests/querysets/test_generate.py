@@ -1,0 +1,180 @@
+"""queryset generate: one test per kind on constructed vaults, determinism, splits, the CLI and the llm kind.
+
+Usage: ``.venv/bin/python -m pytest tests/querysets/test_generate.py -q``
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vaulteval.cli.main import main
+from vaulteval.errors import UsageError
+from vaulteval.querysets.generate.core import generate_queryset
+from vaulteval.querysets.generate.llm import LlmSettings
+from vaulteval.querysets.queryset import load_queryset
+from vaulteval.querysets.scripts import script_of
+from vaulteval.vault.vault import BUNDLED_SAMPLE, Vault
+
+from evalkit import make_vault, snapshot
+
+PAGES = {
+    "coffee/Espresso grinder settings.md": "---\naliases: [Burr grinder dial, Grind size]\ntags: [coffee]\n---\n"
+                                           "# Espresso grinder settings\n\nThe dial sits at 12 for the dark roast.\n\n"
+                                           "## Retention and purging\n\nPurge two grams after changing the dial.\n",
+    "coffee/Descaling routine.md": "---\ntags: [coffee]\n---\nCitric acid every month keeps the boiler clean.\n\n"
+                                   "After descaling I always check [[Espresso grinder settings]] because the taste "
+                                   "changes a lot with fresh water.\n",
+    "garden/Monstera.md": "# Monstera\n\nBought in 2022 with three leaves near the window.\n\n## Repotting in spring\n\n"
+                          "Use chunky bark mix and a pot two centimetres wider.\n",
+    "travel/京都の紅葉.md": "# 京都の紅葉\n\n東福寺の通天橋は十一月の下旬が一番きれい。JR奈良線で行く。\n",
+    "travel/서울 카페.md": "# 서울 카페\n\n성수동 카페 거리는 주말에 붐빈다. 오전 10시 전에 가면 조용하다.\n",
+    "travel/成都美食.md": "# 成都美食\n\n火锅要点微辣，兔头在双流买。Metro 2号线到春熙路。\n",
+}
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Vault:
+    return Vault(make_vault(tmp_path / "v", PAGES))
+
+
+def _generate(vault: Vault, tmp_path: Path, kinds: list[str], n: int = 40, seed: int = 0, **kw) -> list[dict]:
+    out = tmp_path / f"q-{'-'.join(kinds)}-{seed}.yaml"
+    generate_queryset(vault, out, kinds=kinds, n=n, seed=seed, **kw)
+    load_queryset(out, vault)  # every generated set is a valid query set
+    return yaml.safe_load(out.read_text(encoding="utf-8"))["queries"]
+
+
+def test_title_kind_gives_exact_partial_and_typo_variants(vault: Vault, tmp_path: Path) -> None:
+    qs = _generate(vault, tmp_path, ["title"])
+    grinder = [q for q in qs if q["relevant"] == {"wiki/coffee/Espresso grinder settings.md": 2}]
+    variants = {q["variant"]: q["query"] for q in grinder}
+    assert variants["exact"] == "Espresso grinder settings"
+    assert set(variants["partial"].split()) < {"Espresso", "grinder", "settings"}
+    assert variants["typo"] != variants["exact"] and len(variants["typo"]) in (24, 25, 26)
+    assert grinder[0]["source"] == {"page": "wiki/coffee/Espresso grinder settings.md", "line": 5}
+    assert all(q["kind"] == "title" and q["split"] in ("tune", "test") for q in qs)
+
+
+def test_alias_kind_uses_frontmatter_aliases(vault: Vault, tmp_path: Path) -> None:
+    qs = _generate(vault, tmp_path, ["alias"])
+    exact = {q["query"] for q in qs if q["variant"] == "exact"}
+    assert exact == {"Burr grinder dial", "Grind size"}
+    assert all(q["relevant"] == {"wiki/coffee/Espresso grinder settings.md": 2} for q in qs)
+    assert all(q["source"]["line"] == 2 for q in qs)
+
+
+def test_heading_kind_resolves_to_its_page(vault: Vault, tmp_path: Path) -> None:
+    qs = {q["query"]: q for q in _generate(vault, tmp_path, ["heading"])}
+    assert qs["Repotting in spring"]["relevant"] == {"wiki/garden/Monstera.md": 2}
+    assert qs["Repotting in spring"]["source"] == {"page": "wiki/garden/Monstera.md", "line": 5}
+    assert "Espresso grinder settings" not in qs  # the H1 is the title, not a heading query
+
+
+def test_backlink_kind_removes_the_link_and_judges_the_target(vault: Vault, tmp_path: Path) -> None:
+    (q,) = _generate(vault, tmp_path, ["backlink"])
+    assert q["query"] == "After descaling I always check because the taste changes a lot with fresh water."
+    assert q["relevant"] == {"wiki/coffee/Espresso grinder settings.md": 2}
+    assert q["source"] == {"page": "wiki/coffee/Descaling routine.md", "line": 6}  # the distractor
+
+
+def test_no_title_words_kind_drops_every_title_and_alias_word(vault: Vault, tmp_path: Path) -> None:
+    qs = _generate(vault, tmp_path, ["no-title-words"])
+    assert qs
+    for q in qs:
+        (target,) = q["relevant"]
+        title = Path(target).stem.casefold().split()
+        assert not set(q["query"].casefold().split()) & set(title), q
+    texts = {q["query"] for q in qs}
+    assert "After descaling I always check because the taste changes a lot with fresh water." not in texts
+    assert any(q["variant"] == "from-heading" and q["query"] == "Repotting in spring" for q in qs) is False
+
+
+def test_script_kind_gives_cjk_substrings_and_mixed_queries(vault: Vault, tmp_path: Path) -> None:
+    qs = _generate(vault, tmp_path, ["script"])
+    subs = [q for q in qs if q["variant"].startswith("substring-")]
+    mixed = [q for q in qs if q["variant"].startswith("mixed-")]
+    assert subs and mixed
+    for q in subs:
+        assert 2 <= len(q["query"]) <= 4
+        page = q["source"]["page"]
+        assert q["query"] in (vault.root / page).read_text(encoding="utf-8")
+        assert q["relevant"][page] == 2
+    assert any(q["query"].isascii() is False and any(c.isascii() and c.isalpha() for c in q["query"]) for q in mixed)
+    assert {q["variant"].split("-", 1)[1] for q in qs} <= {"Han", "Kana", "Hangul"}
+
+
+def test_negative_kind_is_assumed_and_flagged_for_review(vault: Vault, tmp_path: Path) -> None:
+    qs = _generate(vault, tmp_path, ["negative"], n=10)
+    assert len(qs) == 10
+    assert all(q["relevant"] == {} and q["status"] == "assumed-negative" for q in qs)
+    assert all(q["source"]["list"] == "negatives" for q in qs)
+
+
+def test_llm_kind_asks_the_local_generate_model(vault: Vault, tmp_path: Path, ollama_server) -> None:
+    qs = _generate(vault, tmp_path, ["llm"], n=3, llm=LlmSettings(model="llama3.2", host=ollama_server.url))
+    assert len(qs) == 3 and all(q["kind"] == "llm" and q["query"].startswith("What does the note say") for q in qs)
+    calls = ollama_server.calls("/api/generate")
+    assert len(calls) == 3 and all(c.model == "llama3.2" for c in calls)
+    for q in qs:
+        assert q["relevant"] == {q["source"]["page"]: 2}
+
+
+def test_llm_kind_refuses_a_remote_host_without_allow_egress(vault: Vault, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--allow-egress"):
+        _generate(vault, tmp_path, ["llm"], n=2, llm=LlmSettings(host="http://10.1.2.3:11434"))
+
+
+def test_generation_is_deterministic_and_the_seed_matters(tmp_path: Path) -> None:
+    sample = Vault(BUNDLED_SAMPLE)
+    a, b, c = (tmp_path / d / "q.yaml" for d in ("a", "b", "c"))
+    generate_queryset(sample, a, n=80, seed=7)
+    generate_queryset(sample, b, n=80, seed=7)
+    generate_queryset(sample, c, n=80, seed=8)
+    assert a.read_bytes() == b.read_bytes()
+    assert a.read_bytes() != c.read_bytes()
+
+
+def test_sampling_is_deduplicated_stratified_and_split(tmp_path: Path) -> None:
+    sample = Vault(BUNDLED_SAMPLE)
+    out = tmp_path / "q.yaml"
+    summary = generate_queryset(sample, out, n=120, seed=1)
+    qs = yaml.safe_load(out.read_text(encoding="utf-8"))["queries"]
+    keys = [" ".join(q["query"].casefold().split()) for q in qs]
+    assert len(keys) == len(set(keys)) == summary["queries"]
+    folders = {q["source"]["page"].split("/")[1] for q in qs if q["kind"] == "title"}
+    assert len(folders) >= 8  # strata take turns: no folder crowds out the others
+    splits = [q["split"] for q in qs]
+    assert 0.15 < splits.count("tune") / len(splits) < 0.45
+    judged = [q for q in qs if q["relevant"]]
+    assert all(set(q["judged"]) == set(q["relevant"]) for q in judged)
+    assert all(info["sha256"].startswith("sha256:") for q in judged for info in q["judged"].values())
+
+
+def test_generate_never_writes_the_vault(vault: Vault, tmp_path: Path) -> None:
+    before = snapshot(vault.root)
+    with pytest.raises(UsageError, match="inside the vault"):
+        generate_queryset(vault, vault.root / "q.yaml", n=5)
+    generate_queryset(vault, tmp_path / "q.yaml", n=5)
+    assert snapshot(vault.root) == before
+
+
+def test_cli_generate_reports_progress_on_stderr(vault: Vault, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "cli.yaml"
+    rc = main(["queryset", "generate", "--vault", str(vault.root), "--out", str(out), "--n", "12",
+               "--kinds", "title,heading", "--seed", "3"])
+    captured = capsys.readouterr()
+    assert rc == 0 and out.is_file()
+    assert "reading pages: 6/6" in captured.err
+    assert '"queries": 12' in captured.out
+    assert main(["queryset", "generate", "--vault", str(vault.root), "--out", str(out), "--kinds", "bogus"]) == 2
+    assert "unknown query kind 'bogus'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, script", [("git commit", "Latin"), ("提交文件", "Han"), ("ファイル", "Kana"),
+                                          ("파일 열기", "Hangul"), ("git 提交", "Han"), ("файл", "Cyrillic"),
+                                          ("123 !", "None")])
+def test_script_of_names_the_writing_system(text: str, script: str) -> None:
+    assert script_of(text) == script

@@ -1,0 +1,152 @@
+"""``vaulteval queryset generate|pool|merge`` and ``check --fix``: query sets for your own vault.
+
+Usage::
+
+    vaulteval queryset generate --vault V --out q.yaml --n 200 --seed 1 --kinds title,heading,negative
+    vaulteval queryset pool --vault V q.yaml --strategy bm25 --strategy bm25:analyzer=english --depth 10 --out pool.yaml
+    vaulteval queryset merge q-ana.yaml q-ben.yaml --out q-judged.yaml
+
+``register_actions`` is called by ``vaulteval.cli.eval`` for the ``queryset``
+group; each handler parses, calls one library function and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from pathlib import Path
+
+from vaulteval.errors import EXIT_OK, UsageError
+
+
+def _progress(enabled: bool) -> Callable[[str, int, int], None] | None:
+    if not enabled:
+        return None
+
+    def report(what: str, done: int, total: int) -> None:
+        sys.stderr.write(f"vaulteval: {what}: {done}/{total}\n")
+        sys.stderr.flush()
+
+    return report
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from vaulteval.cli.common import select_vault
+    from vaulteval.querysets.generate.core import generate_queryset
+    from vaulteval.querysets.generate.llm import LlmSettings
+
+    vault = select_vault(args)
+    llm = LlmSettings(model=args.llm_model, host=args.llm_host, allow_egress=args.allow_egress,
+                      timeout=args.llm_timeout)
+    summary = generate_queryset(vault, args.out, kinds=args.kinds, n=args.n, seed=args.seed, llm=llm,
+                                progress=_progress(not args.quiet))
+    print(json.dumps(summary, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def cmd_pool(args: argparse.Namespace) -> int:
+    from vaulteval.querysets.queryset import open_queryset
+    from vaulteval.vault.paths import is_inside
+    from vaulteval.workbench.pooling import pool_queryset, write_pool
+
+    vault, qs = open_queryset(args.queryset, args.vault)
+    if is_inside(vault.root, Path(args.out).expanduser().resolve()):
+        raise UsageError(f"--out {args.out} is inside the vault; write the pool outside it")
+    pool = pool_queryset(vault, qs, args.strategy or ["bm25"], depth=args.depth, cache_dir=args.cache,
+                         progress=_progress(not args.quiet))
+    path = write_pool(pool, args.out)
+    queries = len({p["query_id"] for p in pool["pairs"]})
+    print(f"{len(pool['pairs'])} unjudged (query, page) pairs for {queries} queries at depth {args.depth}; wrote {path}")
+    return EXIT_OK
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from vaulteval.querysets.judging import merge_querysets
+
+    summary = merge_querysets(args.querysets, args.out)
+    print(f"merged {summary['queries']} queries into {summary['out']}")
+    for line in summary["conflicts"]:
+        print(f"conflict (kept the higher grade): {line}")
+    return EXIT_OK
+
+
+def abstention_lines(metrics: Any) -> list[str]:
+    """``eval run``'s suggested --min-score per run, from the metrics table's abstain_* rows."""
+    rows = metrics[metrics.measure.str.startswith("abstain_")]
+    out = []
+    for run, grp in rows.groupby("run", sort=False):
+        values = dict(zip(grp.measure, grp.value))
+        score = next((v for m, v in values.items() if m.startswith("abstain_min_score")), None)
+        kept = next((v for m, v in values.items() if m.startswith("abstain_recall_kept")), None)
+        if score is not None and kept is not None:
+            out.append(f"{run}: retrieve --min-score {score:.4g} keeps {kept:.0%} of the relevant pages found "
+                       "with false positives at or below 10% of the negative queries")
+    return out
+
+
+def fix_dangling(args: argparse.Namespace, dangling: list, vault_root: Any = None) -> int:
+    """``queryset check --fix OUT``: write the repaired copy, then check it; exit 2 if anything is still wrong."""
+    from vaulteval.querysets.follow import write_fixed
+    from vaulteval.querysets.queryset import QuerySetInvalid, open_queryset
+    from vaulteval.vault.paths import is_inside
+
+    out = Path(args.fix).expanduser()
+    if vault_root is not None and is_inside(vault_root, out.resolve()):
+        raise UsageError(f"--fix {args.fix} is inside the vault; write the repaired query set outside it")
+    changed = write_fixed(Path(args.queryset).expanduser(), dangling, out)
+    print(f"fixed {changed} judgment(s); wrote {out}")
+    try:
+        open_queryset(out, args.vault)
+    except QuerySetInvalid as exc:
+        sys.stderr.write(f"vaulteval: {out} still has problems: {exc}\n")
+        return 2
+    return EXIT_OK
+
+
+def report_changed(qs: Any, vault: Any) -> None:
+    """Tell which judged pages changed since they were judged (their judgments may need a second look)."""
+    from vaulteval.querysets.follow import changed_since_judged
+
+    changed = changed_since_judged(qs, vault)
+    if changed:
+        shown = ", ".join(f"{q}:{p}" for q, p in changed[:5]) + (f", +{len(changed) - 5} more" if len(changed) > 5 else "")
+        print(f"note: {len(changed)} judged page(s) changed since they were judged: {shown}")
+
+
+def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add generate (and the other query-set actions) under ``vaulteval queryset``."""
+    from vaulteval.cli.common import int_arg
+    from vaulteval.querysets.generate.core import DEFAULT_KINDS, KINDS
+
+    g = qsub.add_parser("generate", help="build queries from the vault's titles, aliases, headings, links and scripts")
+    g.add_argument("--out", required=True, help="the YAML query set to write (outside the vault)")
+    g.add_argument("--kinds", action="append", metavar="K[,K]",
+                   help=f"query kinds: {', '.join(KINDS)} (default: {','.join(DEFAULT_KINDS)})")
+    g.add_argument("--n", type=int_arg, default=500, help="number of queries (default 500)")
+    g.add_argument("--seed", type=int_arg, default=0, help="sampling seed; the same vault and seed give the same file")
+    g.add_argument("--llm-model", default="llama3.2", help="Ollama generate model for the llm kind (never pulled)")
+    g.add_argument("--llm-host", help="Ollama host for the llm kind (default: $OLLAMA_HOST or 127.0.0.1:11434)")
+    g.add_argument("--llm-timeout", type=float, default=60.0, help="seconds per llm request")
+    g.add_argument("--allow-egress", action="store_true", help="allow a non-local Ollama host for llm (sends note text)")
+    g.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_vault(g)
+    g.set_defaults(handler=cmd_generate)
+
+    p = qsub.add_parser("pool", help="depth-k pool of unjudged (query, page) pairs across strategies, with snippets")
+    p.add_argument("queryset", help="YAML or JSONL query set")
+    p.add_argument("--strategy", action="append", help="a strategy string; repeat (default: bm25)")
+    p.add_argument("--depth", type=int_arg, default=10, help="pages per strategy and query (default 10)")
+    p.add_argument("--out", required=True, help="pool YAML to write (outside the vault)")
+    p.add_argument("--cache", help="evaluation cache folder (default: $VAULTEVAL_CACHE or ~/.cache/vaulteval)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_vault(p)
+    p.set_defaults(handler=cmd_pool)
+
+    m = qsub.add_parser("merge", help="combine YAML query sets and their judgments (the higher grade wins a conflict)")
+    m.add_argument("querysets", nargs="+", help="two or more YAML query sets")
+    m.add_argument("--out", required=True, help="the merged YAML query set to write")
+    m.set_defaults(handler=cmd_merge)

@@ -1,0 +1,178 @@
+"""Generate a query set from a vault's own structure: sample, deduplicate, split, write YAML.
+
+Usage::
+
+    summary = generate_queryset(vault, "q.yaml", kinds=["title", "heading"], n=200, seed=1)
+
+The ``n`` queries are shared equally among the kinds asked for; a kind with
+too few candidates leaves its share to the others. Inside a kind, strata
+(top folder and first tag) take turns, each in a seeded order, so small
+folders are represented; texts already taken (casefolded words) are skipped.
+The same vault, arguments and seed give the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.errors import UsageError
+from vaulteval.querysets.generate.candidates import Candidate, norm_text, rng_for
+
+if TYPE_CHECKING:
+    from vaulteval.querysets.generate.kinds import Context
+    from vaulteval.querysets.generate.llm import LlmSettings
+    from vaulteval.vault.vault import Vault
+
+KINDS = ("title", "alias", "heading", "backlink", "no-title-words", "script", "negative", "llm")
+DEFAULT_KINDS = KINDS[:-1]
+TUNE_SHARE = 0.3
+
+
+def parse_kinds(items: list[str] | None) -> list[str]:
+    """Usage: ``parse_kinds(["title,alias", "script"])``; unknown names are a usage error."""
+    if not items:
+        return list(DEFAULT_KINDS)
+    kinds = [k.strip() for item in items for k in item.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise UsageError(f"unknown query kind {unknown[0]!r}; choose from {', '.join(KINDS)}")
+    return list(dict.fromkeys(kinds))
+
+
+def _candidates(ctx: "Context", kind: str) -> list[Candidate]:
+    from vaulteval.querysets.generate import kinds as K
+
+    if kind == "title":
+        return K.title_candidates(ctx)
+    if kind == "alias":
+        return K.alias_candidates(ctx)
+    if kind == "heading":
+        return K.heading_candidates(ctx)
+    if kind == "backlink":
+        return K.backlink_candidates(ctx)
+    if kind == "no-title-words":
+        sources = K.heading_candidates(ctx) + K.backlink_candidates(ctx) + K.first_sentence_candidates(ctx)
+        return K.no_title_word_candidates(ctx, sources)
+    if kind == "script":
+        from vaulteval.querysets.generate.script import script_candidates
+
+        return script_candidates(ctx)
+    from vaulteval.querysets.generate.negative import negative_candidates
+
+    return negative_candidates(ctx)
+
+
+def _stratified(cands: list[Candidate], seed: int, kind: str) -> list[Candidate]:
+    """All candidates in sampling order: strata take turns, each stratum in its own seeded order."""
+    strata: dict[str, list[Candidate]] = {}
+    for c in cands:
+        strata.setdefault(c.stratum, []).append(c)
+    order = sorted(strata)
+    rng_for(seed, kind, "strata").shuffle(order)
+    queues = []
+    for key in order:
+        items = sorted(strata[key], key=lambda c: (c.page, c.line, c.variant, c.text))
+        rng_for(seed, kind, key).shuffle(items)
+        queues.append(items)
+    out: list[Candidate] = []
+    depth = 0
+    while any(depth < len(q) for q in queues):
+        out += [q[depth] for q in queues if depth < len(q)]
+        depth += 1
+    return out
+
+
+def _take(ordered: list[Candidate], want: int, seen: set[str]) -> list[Candidate]:
+    out = []
+    for c in ordered:
+        if len(out) >= want:
+            break
+        key = norm_text(c.text)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def _shares(n: int, kinds: list[str]) -> dict[str, int]:
+    base, extra = divmod(n, len(kinds))
+    return {k: base + (1 if i < extra else 0) for i, k in enumerate(kinds)}
+
+
+def generate_queryset(vault: "Vault", out: str | os.PathLike[str], *, kinds: list[str] | None = None,
+                      n: int = 500, seed: int = 0, llm: "LlmSettings | None" = None,
+                      progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Write the query set to ``out`` (never inside the vault); return a summary with counts per kind."""
+    from vaulteval.querysets.generate.kinds import Context
+    from vaulteval.querysets.generate.pages import read_pages
+    from vaulteval.querysets.generate.writer import write_yaml
+    from vaulteval.vault.paths import is_inside
+
+    chosen = parse_kinds(kinds)
+    if not 1 <= n <= 100_000:
+        raise UsageError(f"--n must be from 1 to 100000, got {n}")
+    target = Path(out).expanduser()
+    if is_inside(vault.root, target.resolve()):
+        raise UsageError(f"--out {target} is inside the vault; write the query set outside it")
+    started = time.perf_counter()
+    ctx = Context(read_pages(vault, progress), seed=seed)
+    if not ctx.facts:
+        raise UsageError(f"{vault.root} has no notes to build queries from")
+    ordered = {}
+    for kind in chosen:
+        if kind != "llm":
+            ordered[kind] = _stratified(_candidates(ctx, kind), seed, kind)
+            if progress is not None:
+                progress(f"candidates: {kind}", len(ordered[kind]), len(ordered[kind]))
+    picked = _pick(ctx, chosen, ordered, n, seed, llm, progress)
+    queries = [c for kind in chosen for c in picked.get(kind, [])]
+    summary = write_yaml(target, vault, ctx, queries, split_of=lambda qid: _split(seed, qid),
+                         header={"seed": seed, "n": n, "kinds": chosen})
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    summary["pages"] = len(ctx.facts)
+    return summary
+
+
+def _pick(ctx: "Context", chosen: list[str], ordered: dict[str, list[Candidate]], n: int, seed: int,
+          llm: "LlmSettings | None", progress) -> dict[str, list[Candidate]]:
+    """Fill each kind's share; what a kind cannot fill passes to the kinds that still have candidates."""
+    from vaulteval.querysets.generate.script import judge_substrings
+
+    seen: set[str] = set()
+    picked: dict[str, list[Candidate]] = {k: [] for k in chosen}
+    remaining = {k: list(v) for k, v in ordered.items()}
+    open_kinds = list(chosen)
+    budget = n
+    while budget > 0 and open_kinds:
+        shares = _shares(budget, open_kinds)
+        for kind in list(open_kinds):
+            want = shares[kind]
+            if kind == "llm":
+                from vaulteval.querysets.generate.llm import LlmSettings, llm_candidates
+
+                got = _take(llm_candidates(ctx, want, llm or LlmSettings(), progress), want, seen)
+                open_kinds.remove(kind)
+            else:
+                got = _take(remaining[kind], want, seen)
+                used = {id(c) for c in got}
+                remaining[kind] = [c for c in remaining[kind] if id(c) not in used and norm_text(c.text) not in seen]
+                if kind == "script":
+                    got = [c for c in judge_substrings(ctx, got) if c is not None]
+                if not remaining[kind]:
+                    open_kinds.remove(kind)
+            picked[kind] += got
+            budget -= len(got)
+        if all(not remaining.get(k) for k in open_kinds if k != "llm") and "llm" not in open_kinds:
+            break
+    return picked
+
+
+def _split(seed: int, query_id: str) -> str:
+    """tune for about TUNE_SHARE of the queries, test for the rest; fixed by seed and id."""
+    digest = hashlib.sha256(f"{seed}|{query_id}".encode("utf-8")).digest()
+    return "tune" if int.from_bytes(digest[:8], "big") / 2 ** 64 < TUNE_SHARE else "test"
