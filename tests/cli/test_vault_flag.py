@@ -24,19 +24,24 @@ def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
             yield from _leaves(child, path + (name,))
 
 
-def _takes_vault() -> tuple[set[str], set[str]]:
-    with_vault: dict[str, bool] = {}
+def _takes_vault() -> tuple[set[str], set[str], set[str]]:
+    """(commands with --vault, their subcommands without it, commands without it anywhere)."""
+    leaves: dict[str, dict[str, bool]] = {}
     for path, parser in _leaves(build_parser()):
         has = any("--vault" in a.option_strings for a in parser._actions)
-        with_vault[path[0]] = with_vault.get(path[0], True) and has
-    return {c for c, v in with_vault.items() if v}, {c for c, v in with_vault.items() if not v}
+        leaves.setdefault(path[0], {})[" ".join(path)] = has
+    with_vault = {c for c, subs in leaves.items() if any(subs.values())}
+    exceptions = {name for c in with_vault for name, has in leaves[c].items() if not has}
+    return with_vault, exceptions, set(leaves) - with_vault
 
 
-def _claims(text: str) -> tuple[set[str], set[str]]:
+def _claims(text: str) -> tuple[set[str], set[str], set[str]]:
     flat = " ".join(text.split())
-    m = re.search(r"Every command that works on a vault \((.*?)\) takes `--vault PATH`.*?; (.*?) make a new vault", flat)
+    m = re.search(r"Every command that works on a vault \((.*?)\) takes `--vault PATH`(.*?); (.*?) make a new vault",
+                  flat)
     assert m, "the sentence naming which commands take --vault is missing"
-    return set(re.findall(r"`([a-z]+)`", m.group(1))), set(re.findall(r"`([a-z]+)`", m.group(2)))
+    return (set(re.findall(r"`([a-z]+)`", m.group(1))), set(re.findall(r"`([a-z ]+)`", m.group(2))),
+            set(re.findall(r"`([a-z]+)`", m.group(3))))
 
 
 def test_readme_names_exactly_the_commands_that_take_vault() -> None:
