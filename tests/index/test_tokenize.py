@@ -204,8 +204,16 @@ def test_index_from_another_analyzer_version_is_rebuilt(fresh_vault: Path) -> No
     header, sections = read_sections(path)
     old_header = {k: v for k, v in header.items()
                   if k not in ("analyzer_version", "schema_version", "sections", "body_size", "body_crc32")}
-    write_sections(path, old_header, {name: bytes(v) if isinstance(v, memoryview) else v.copy()
-                                      for name, v in sections.items()})
+    from vaulteval.vault.metadir import MetaDir
+
+    meta = MetaDir.open(Vault(fresh_vault))
+    bm25_dir = meta.sub("bm25")
+    try:
+        write_sections(bm25_dir, "index.vti", old_header, {name: bytes(v) if isinstance(v, memoryview) else v.copy()
+                                                            for name, v in sections.items()})
+    finally:
+        bm25_dir.close()
+        meta.close()
     code, _out, err = run_main("retrieve", "--vault", fresh_vault, "espresso", "--no-rerank")
     assert code == 10, err
     assert "analyzer version 1" in err and "rebuild with: vaulteval provision --vault" in err
