@@ -28,7 +28,7 @@ test: $(STAMP)
 
 # The full fault suites (50 kill points, 60 s of concurrent load, full disk, read-only vault); -s prints the figures.
 reliability: $(STAMP)
-	VAULTEVAL_RELIABILITY=full $(BIN)/python -m pytest tests/reliability -q -s -p no:cacheprovider
+	VAULTEVAL_RELIABILITY=full VAULTEVAL_FUZZ_EXAMPLES=2000 $(BIN)/python -m pytest tests/reliability tests/fuzz -q -s -p no:cacheprovider
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

@@ -261,9 +261,36 @@ def test_sweep_chooses_on_tuning_queries_and_reports_held_out(small) -> None:
     assert len(sw.table) == 5 and sw.table.is_default.sum() == 1
     assert sw.table.set_index("setting").loc[sw.best.name, "tune"] == sw.table.tune.max()
     assert sw.test.n == len(sw.heldout_ids) and sw.tune_test.n == len(sw.tune_ids)
-    assert "WARNING (overfitting)" in sw.verdict
+    # On this tiny set every setting ties on the tuning queries: the default stays.
+    assert sw.best.key == sw.default.key
+    assert sw.verdict.splitlines()[1:] == ["The default setting is already the best on the tuning queries: keep it."]
     assert list(sw.summary().queries) == ["tuning", "held-out"]
     assert list(sw.ranked().tune) == sorted(sw.table.tune, reverse=True)
+
+
+@pytest.mark.parametrize("delta,p,conclusion", [
+    (-0.05, 0.5, "no better than the default: the tuning gain is overfitting. Keep the default."),
+    (0.0, 1.0, "no better than the default: the tuning gain is overfitting. Keep the default."),
+    (0.08, 0.2, "The held-out gain is not significant (p >= 0.05)"),
+    (0.08, 0.01, "The held-out gain is significant (p < 0.05)"),
+])
+def test_sweep_verdict_follows_the_held_out_numbers(delta: float, p: float, conclusion: str) -> None:
+    import pandas as pd
+
+    from vaulteval.workbench.stats import PairedTest
+    from vaulteval.workbench.sweep import SweepResult
+
+    best, default = Strategy(k1=0.9, name="k1=0.9"), Strategy(name="default")
+    table = pd.DataFrame([{"setting": "default", "tune": 0.5, "heldout": 0.6, "is_default": True},
+                          {"setting": "k1=0.9", "tune": 0.7, "heldout": 0.6 + delta, "is_default": False}])
+    result = SweepResult("R@2", table, best, default, ["q1", "q2", "q3"], ["q4", "q5"],
+                         PairedTest(2, delta, 1, 0, 1, p, p), PairedTest(3, 0.2, 2, 1, 0, 0.25, 0.3), seed=7)
+    lines = result.verdict.splitlines()
+    assert lines[0] == ("WARNING (overfitting): the best of 1 settings was picked on 3 tuning queries (seed 7); "
+                        "only the 2 held-out queries give an honest estimate.")
+    assert lines[1] == (f"best k1=0.9: tuning 0.7000 vs default 0.5000 (+0.2000); held-out {0.6 + delta:.4f} vs "
+                        f"0.6000 ({delta:+.4f}, 1/0/1 W/T/L, p = {p:.4f} randomization, {p:.4f} t-test).")
+    assert conclusion in lines[2] and len(lines) == 3
 
 
 # --------------------------------------------------------------------- plots

@@ -31,6 +31,7 @@ from pipeline_fixtures import (  # noqa: F401
     run_cli,
     run_json,
     sha256_file,
+    snapshot,
 )
 
 
@@ -213,16 +214,28 @@ def test_chunk_file_symlinked_outside_is_not_read(fresh_vault: Path, outside: Pa
     assert index_file(fresh_vault).read_bytes() == before
 
 
-def test_chunks_folder_symlinked_outside_is_not_read(fresh_vault: Path, tmp_path: Path) -> None:
-    """.vault-meta/chunks itself pointing outside .vault-meta: a symlink escape, so nothing is indexed."""
+def test_chunks_folder_symlinked_outside_is_refused(fresh_vault: Path, tmp_path: Path) -> None:
+    """.vault-meta/chunks pointing outside .vault-meta: every writer refuses it before touching anything."""
     meta = fresh_vault / ".vault-meta"
     elsewhere = tmp_path / "elsewhere-chunks"
     (meta / "chunks").rename(elsewhere)
     os.symlink(elsewhere, meta / "chunks")
+    (elsewhere / "unrelated").mkdir()
+    (elsewhere / "unrelated" / "keep.txt").write_text("not vaulteval's\n")
+    append_text(fresh_vault, DESCALING_NOTE, "\nA new zanzibarword paragraph, so prefix has a chunk to write.\n")
     index_file(fresh_vault).unlink()  # no postings to reuse: the build must read (or refuse) the files
-    line = assert_one_line_error(run_cli("index", "build", "--vault", fresh_vault), 2)
-    assert "chunks" in line and "symlink" in line
+    outside_before, wiki_before = snapshot(elsewhere), snapshot(fresh_vault / "wiki")
+    for args in (["index", "build"], ["provision"], ["prefix", "--all"], ["provision", "--rebuild"]):
+        line = assert_one_line_error(run_cli(*args, "--vault", fresh_vault), 2)
+        assert "chunks" in line and "symlink" in line, line
+        assert snapshot(elsewhere) == outside_before, f"{args} changed the symlink's target"
+    assert snapshot(fresh_vault / "wiki") == wiki_before
     assert not index_file(fresh_vault).exists()
+    assert_one_line_error(run_cli("retrieve", "--vault", fresh_vault, "descale", "--no-rerank"), 10)
+    # With the link gone, provision rebuilds everything and the edit is served.
+    (meta / "chunks").unlink()
+    run_json("provision", "--vault", fresh_vault)
+    assert _pages(retrieve_json(fresh_vault, "zanzibarword")) == [DESCALING_NOTE]
 
 
 # -- 5. CRLF --------------------------------------------------------------------

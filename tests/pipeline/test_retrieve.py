@@ -138,8 +138,21 @@ def test_top_1_and_top_limits(provisioned_sample: Path) -> None:
     assert one["candidates"][0] == five["candidates"][0]
     narrow = retrieve_json(provisioned_sample, "espresso", "--bm25-top", "1", "--top", "5")
     assert len(narrow["candidates"]) == 1 and narrow["explain"]["bm25_candidate_count"] == 1
-    wide = retrieve_json(provisioned_sample, "espresso", "--top", "1000", "--bm25-top", "1000")
-    assert len(wide["candidates"]) == wide["explain"]["deduped_count"]
+    # Every page with a hit, each once, in BM25 order: computed from the raw hits, not from explain.
+    query = "zfs pool server boot disk"
+    hits = run_json("index", "query", "--vault", provisioned_sample, query, "--top", "1000")
+    first_per_page: dict[str, str] = {}
+    for h in hits:
+        first_per_page.setdefault(h["page_path"], h["chunk_id"])
+    assert len(hits) > len(first_per_page) > 5, "the query should hit more than 5 pages and one page twice"
+    wide = retrieve_json(provisioned_sample, query, "--top", "1000", "--bm25-top", "1000")
+    assert [(c["page_path"], c["chunk_id"]) for c in wide["candidates"]] == list(first_per_page.items())
+    assert wide["explain"]["bm25_candidate_count"] == len(hits)
+    assert wide["explain"]["deduped_count"] == len(first_per_page)
+    # --top cuts after the dedupe: deduped_count counts every page of the pool, the list holds 5.
+    top5 = retrieve_json(provisioned_sample, query, "--bm25-top", "1000")
+    assert top5["explain"]["deduped_count"] == len(first_per_page)
+    assert top5["candidates"] == wide["candidates"][:5]
 
 
 # -- 9. read-only -----------------------------------------------------------------

@@ -11,10 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ollama_server import FAULT_REASONS
-from pipeline_fixtures import run_main, snapshot
+from ollama_server import load_minilm, normalized_embed_fn
+from pipeline_fixtures import LONG_NOTE, chunk_records, run_main, snapshot
 
 QUERY = "how do I descale the espresso machine"
 CACHE_FILES = ("embeddings.sqlite", "embeddings.sqlite-wal", "embeddings.sqlite-shm")
@@ -63,9 +65,6 @@ def test_success_reranks_by_cosine_and_writes_only_the_cache(reranking, ollama_s
     scores = [c["rerank_score"] for c in result["candidates"]]
     assert scores == sorted(scores, reverse=True) and all(-1.0 <= s <= 1.0 for s in scores)
     assert {c["rerank_source"] for c in result["candidates"]} == {"ollama"}
-    # Rerank reorders the same BM25 pool (bm25_top 20), then dedupes: every page came from that pool.
-    code, pool, _ = _retrieve(vault, "--no-rerank", "--top", 1000)
-    assert {c["page_path"] for c in result["candidates"]} <= {c["page_path"] for c in pool["candidates"]}
     after = snapshot(vault)
     assert (vault / ".vault-meta" / "embeddings.sqlite").is_file()
     assert _without_cache(after) == _without_cache(before)
@@ -94,3 +93,42 @@ def test_remote_host_is_refused_before_any_connection(fresh_vault: Path, monkeyp
     assert "--allow-remote-ollama" in err and len(err.strip().splitlines()) == 1
     assert events == []
     assert snapshot(fresh_vault) == before
+
+
+def test_rerank_orders_pages_by_their_best_cosine_chunk(reranking) -> None:
+    """The whole BM25 pool is reranked by cosine, then each page keeps its best-cosine chunk.
+
+    The expected list is computed here from the raw BM25 pool (``index query``, no dedupe) and the
+    same MiniLM model the loopback server runs, independently of the pipeline's own code.
+    """
+    vault, _ = reranking
+    code, out, err = run_main("index", "query", "--vault", vault, QUERY, "--top", 20)
+    assert code == 0, err
+    pool = json.loads(out)
+    assert len(pool) == 20
+    texts = {f"{r['page_address']}:{r['chunk_index']}": r["contextualized_text"] for r in chunk_records(vault)}
+    vectors = normalized_embed_fn(load_minilm())([QUERY] + [texts[h["chunk_id"]] for h in pool])
+    vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosine = {h["chunk_id"]: float(v @ vectors[0]) for h, v in zip(pool, vectors[1:])}
+    best: dict[str, str] = {}
+    for hit in pool:
+        page, cid = hit["page_path"], hit["chunk_id"]
+        if page not in best or cosine[cid] > cosine[best[page]]:
+            best[page] = cid
+    expected = sorted(best.values(), key=lambda cid: -cosine[cid])
+
+    code, result, err = _retrieve(vault, "--model", "all-minilm", "--bm25-top", 20, "--top", 1000)
+    assert code == 0 and result["strategy"] == "bm25+rerank:ollama", err
+    got = [c["chunk_id"] for c in result["candidates"]]
+    assert got == expected
+    for cand in result["candidates"]:
+        assert cand["rerank_score"] == pytest.approx(cosine[cand["chunk_id"]], abs=1e-4)
+
+    # The case is one that can tell: the rerank changes the page order, and one page's best-cosine
+    # chunk is not its best-BM25 chunk (a dedupe before the rerank would keep the other one).
+    bm25_pages = list(dict.fromkeys(h["page_path"] for h in pool))
+    assert [c["page_path"] for c in result["candidates"]] != bm25_pages
+    first_bm25 = {}
+    for hit in pool:
+        first_bm25.setdefault(hit["page_path"], hit["chunk_id"])
+    assert best[LONG_NOTE] != first_bm25[LONG_NOTE]

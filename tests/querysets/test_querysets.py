@@ -188,3 +188,17 @@ def test_queryset_check_command(tmp_path: Path, vault: Vault, capsys: pytest.Cap
     assert main(["queryset", "check", "--vault", str(vault.root), str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:6: query 'a': [[Nope]] matches no page" in err
+
+
+def test_a_query_over_the_tokenizer_limit_is_a_problem(tmp_path) -> None:
+    """retrieve refuses it (exit 2), so the check names it with its line instead of failing mid-run."""
+    from pipeline_fixtures import run_main, write_note
+
+    root = tmp_path / "v"
+    write_note(root, "wiki/a.md", "# A\n\nText.\n")
+    qs = tmp_path / "qs.jsonl"
+    qs.write_text('{"id": "ok", "query": "text", "relevant": {"wiki/a.md": 1}}\n'
+                  + '{"id": "long", "query": "' + "x" * 8001 + '", "relevant": {"wiki/a.md": 1}}\n')
+    code, _out, err = run_main("queryset", "check", "--vault", root, qs)
+    assert code == 2
+    assert f"{qs}:2: query 'long' is longer than 8000 characters" in err

@@ -77,7 +77,7 @@ def test_no_vault_is_a_usage_error(tmp_path: Path, args: list[str]) -> None:
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("how", ["flag", "env", "package-dir", "cwd"])
+@pytest.mark.parametrize("how", ["flag", "env", "package-dir", "cwd", "cwd-package"])
 def test_product_folder_is_refused(how: str) -> None:
     if how == "flag":
         proc = run_cli("doctor", "--vault", REPO_ROOT)
@@ -85,13 +85,13 @@ def test_product_folder_is_refused(how: str) -> None:
         proc = run_cli("doctor", env=cli_env(VAULTEVAL_VAULT=str(REPO_ROOT)))
     elif how == "package-dir":
         proc = run_cli("doctor", "--vault", REPO_ROOT / "vaulteval")
-    else:
-        if not _no_marker_above(REPO_ROOT):
-            pytest.skip("a marker file above the repository")
+    elif how == "cwd":
         proc = run_cli("doctor", cwd=REPO_ROOT)
+    else:
+        proc = run_cli("doctor", cwd=REPO_ROOT / "vaulteval" / "index")
     line = assert_one_line_error(proc, 2)
-    if how != "cwd":
-        assert "not a vault" in line
+    # Refused because it is the product folder, not because no vault was found.
+    assert "vaulteval's own folder, not a vault" in line, line
 
 
 def test_provision_in_product_folder_writes_nothing() -> None:

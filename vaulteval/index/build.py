@@ -27,7 +27,7 @@ from vaulteval.index.file import IndexFileError, write_sections
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
-from vaulteval.index.tokenize import get_analyzer
+from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
@@ -43,6 +43,8 @@ class BuildReport:
     reused: int = 0
     tokenized: int = 0
     stale_skipped: int = 0
+    # Chunks over the tokenizer's limit (only another tool writes them): indexed whole, listed here.
+    oversized: list[str] = field(default_factory=list)
     rejected: dict[str, int] = field(default_factory=dict)
     size_bytes: int = 0
     analyzer: str = "default"
@@ -200,7 +202,11 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         if current_page_hash(page_path) != page_hash:
             report.stale_skipped += 1
             continue
-        terms = tokenize(text)
+        if over_limit(text) is not None:
+            report.oversized.append(f"{address}:{idx}")
+            log.warning("chunk %s is longer than %d characters; indexed whole (not written by vaulteval's chunker)",
+                        rel_file, MAX_INPUT_CHARS)
+        terms = tokenize(text, bounded=False)
         counts = Counter(terms)
         doc_id = len(docs)
         ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in counts), dtype=np.int64, count=len(counts))
@@ -257,6 +263,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     n_pages = len({d.page_path for d in docs})
     header = {
         "analyzer": analyzer,
+        "analyzer_version": ANALYZER_VERSION,
         "k1": k1,
         "b": b,
         "n_docs": len(docs),

@@ -20,7 +20,7 @@ import numpy as np
 from vaulteval.index import bm25
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.index.file import IndexFileError, read_header, read_sections
-from vaulteval.index.tokenize import get_analyzer
+from vaulteval.index.tokenize import ANALYZER_VERSION, get_analyzer
 from vaulteval.vault.metadir import MetaDir, NotRegularFile
 
 if TYPE_CHECKING:
@@ -128,6 +128,10 @@ class BM25Index:
     def __init__(self, path: Path, fh=None):
         self.path = path
         self.header, s = read_sections(path, fh)
+        if self.header.get("analyzer_version") != ANALYZER_VERSION:
+            # Terms from another tokenizer version would silently miss query terms.
+            raise IndexFileError(f"index was built with analyzer version {self.header.get('analyzer_version', 1)}, "
+                                 f"this vaulteval uses {ANALYZER_VERSION}")
         self.analyzer_name: str = self.header["analyzer"]
         self.k1: float = float(self.header["k1"])
         self.b: float = float(self.header["b"])
@@ -271,6 +275,7 @@ class BM25Index:
             "path": str(self.path),
             "schema_version": self.header["schema_version"],
             "analyzer": self.analyzer_name,
+            "analyzer_version": self.header["analyzer_version"],
             "k1": self.k1,
             "b": self.b,
             "doc_count": self.n_docs,

@@ -2,9 +2,21 @@
 
 Usage: ``terms = get_analyzer("default")(text)``
 
-``default`` follows the seed tokenizer (NFKC, lowercase, ``\\w[\\w'\\-]*`` words,
-CJK runs as 1-, 2- and 3-grams, a small English stopword list, no one-character
-non-CJK terms). ``english`` adds Snowball stemming to the non-CJK words.
+``default`` is exactly the seed tokenizer (claude-obsidian's retrieve):
+
+1. NFKC, then every match of ``\\w[\\w'\\-]*``, lowercased;
+2. each word is cut into runs wherever it changes between CJK and non-CJK;
+3. a CJK run gives its 1-, 2- and 3-grams;
+4. a non-CJK run loses leading and trailing ``'``, ``_`` and ``-`` and is kept
+   when it is longer than one character and not a stopword.
+
+``english`` goes beyond the seed: the iteration marks 々 〆 〻 count as CJK (so
+``佐々木`` gives ``佐々`` and ``々木``), and kept non-CJK runs are Snowball-stemmed.
+
+Input over ``MAX_INPUT_CHARS`` characters, before or after NFKC, is refused with
+``TextTooLong`` (exit 2) unless the caller passes ``bounded=False``: the index
+build does that for an oversized chunk from another tool and reports it, so no
+term is ever dropped silently.
 """
 
 from __future__ import annotations
@@ -14,8 +26,11 @@ import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 
+from vaulteval.errors import UsageError
+
 MAX_INPUT_CHARS = 8_000
-MAX_TERMS = 20_000
+# Recorded in the index header: an index built by another analyzer version is refused (exit 10).
+ANALYZER_VERSION = 2
 
 # The seed's list: short on purpose, so recall stays high.
 STOPWORDS = frozenset(
@@ -24,18 +39,60 @@ STOPWORDS = frozenset(
 )
 
 WORD_RE = re.compile(r"\w[\w'\-]*")
-# Han (incl. extension A and compatibility ideographs), Hiragana, Katakana
-# (incl. phonetic extensions and half-width forms), Hangul, Bopomofo.
-CJK_CLASS = (
-    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-    "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
-    "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
-    "\u3100-\u312f\u31a0-\u31bf"
+_EDGE_CHARS = "'_-"
+
+# The seed's CJK ranges, in code point order.
+SEED_CJK_RANGES = (
+    (0x1100, 0x11FF),    # Hangul Jamo
+    (0x3040, 0x309F),    # Hiragana
+    (0x30A0, 0x30FF),    # Katakana
+    (0x3100, 0x312F),    # Bopomofo
+    (0x3130, 0x318F),    # Hangul Compatibility Jamo
+    (0x31A0, 0x31BF),    # Bopomofo Extended
+    (0x31F0, 0x31FF),    # Katakana Phonetic Extensions
+    (0x3400, 0x4DBF),    # CJK Extension A
+    (0x4E00, 0x9FFF),    # CJK Unified Ideographs
+    (0xA960, 0xA97F),    # Hangul Jamo Extended-A
+    (0xAC00, 0xD7AF),    # Hangul Syllables
+    (0xD7B0, 0xD7FF),    # Hangul Jamo Extended-B
+    (0xF900, 0xFAFF),    # CJK Compatibility Ideographs
+    (0xFF66, 0xFF9F),    # Halfwidth Katakana
+    (0x20000, 0x2FA1F),  # CJK Extensions B-F, compatibility supplement
+    (0x30000, 0x323AF),  # CJK Extensions G-H
 )
-CJK_RUN_RE = re.compile(f"[{CJK_CLASS}]+")
-CJK_SPLIT_RE = re.compile(f"([{CJK_CLASS}]+)")
+# 々 〆 〻: written inside Japanese words (佐々木, 時々); the seed leaves them out.
+ITERATION_MARKS = ((0x3005, 0x3006), (0x303B, 0x303B))
 
 ANALYZERS = ("default", "english")
+
+
+class TextTooLong(UsageError):
+    """A text to analyze is longer than the tokenizer's limit (exit 2)."""
+
+
+def _runs_re(ranges: tuple[tuple[int, int], ...]) -> re.Pattern[str]:
+    cls = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges)
+    # Group 1 is a CJK run, otherwise the match is a non-CJK run.
+    return re.compile(f"([{cls}]+)|[^{cls}]+")
+
+
+_SEED_RUNS = _runs_re(SEED_CJK_RANGES)
+_EXTENDED_RUNS = _runs_re(tuple(sorted(SEED_CJK_RANGES + ITERATION_MARKS)))
+
+
+def over_limit(text: str) -> int | None:
+    """The offending length when ``text`` exceeds the limit before or after NFKC, else None."""
+    if len(text) > MAX_INPUT_CHARS:
+        return len(text)
+    normalized = len(unicodedata.normalize("NFKC", text))
+    return normalized if normalized > MAX_INPUT_CHARS else None
+
+
+def check_length(text: str, what: str = "the text") -> None:
+    """Raise TextTooLong when ``text`` is over the limit (before or after NFKC)."""
+    n = over_limit(text)
+    if n is not None:
+        raise TextTooLong(f"{what} is {n} characters (NFKC included); the limit is {MAX_INPUT_CHARS}, shorten it")
 
 
 def _cjk_ngrams(run: str, out: list[str]) -> None:
@@ -48,32 +105,30 @@ def _cjk_ngrams(run: str, out: list[str]) -> None:
             out.append(run[i : i + 3])
 
 
-def _tokens(text: str, stem: Callable[[str], str] | None) -> list[str]:
-    text = unicodedata.normalize("NFKC", text[:MAX_INPUT_CHARS]).lower()
+def _terms(text: str, runs: re.Pattern[str], stem: Callable[[str], str] | None, bounded: bool) -> list[str]:
+    if bounded:
+        check_length(text)
     out: list[str] = []
-    for word in WORD_RE.findall(text):
-        if CJK_RUN_RE.search(word) is None:
-            if len(word) > 1 and word not in STOPWORDS:
-                out.append(stem(word) if stem else word)
+    for word in WORD_RE.findall(unicodedata.normalize("NFKC", text)):
+        word = word.lower()
+        if word.isascii():  # the common case: one non-CJK run
+            part = word.strip(_EDGE_CHARS)
+            if len(part) > 1 and part not in STOPWORDS:
+                out.append(stem(part) if stem else part)
             continue
-        # Mixed or pure CJK word: n-grams for the CJK runs, words for the rest.
-        for part in CJK_SPLIT_RE.split(word):
-            if not part:
+        for m in runs.finditer(word):
+            if m.group(1):
+                _cjk_ngrams(m.group(1), out)
                 continue
-            if CJK_RUN_RE.fullmatch(part):
-                _cjk_ngrams(part, out)
-            else:
-                for sub in WORD_RE.findall(part):
-                    if len(sub) > 1 and sub not in STOPWORDS:
-                        out.append(stem(sub) if stem else sub)
-        if len(out) >= MAX_TERMS:
-            break
-    return out[:MAX_TERMS]
+            part = m.group(0).strip(_EDGE_CHARS)
+            if len(part) > 1 and part not in STOPWORDS:
+                out.append(stem(part) if stem else part)
+    return out
 
 
-def tokenize_default(text: str) -> list[str]:
+def tokenize_default(text: str, *, bounded: bool = True) -> list[str]:
     """Usage: ``tokenize_default("Descaling the espresso machine")`` -> terms."""
-    return _tokens(text, None)
+    return _terms(text, _SEED_RUNS, None, bounded)
 
 
 @lru_cache(maxsize=1)
@@ -92,17 +147,15 @@ def _english_stemmer() -> Callable[[str], str]:
     return stem
 
 
-def tokenize_english(text: str) -> list[str]:
+def tokenize_english(text: str, *, bounded: bool = True) -> list[str]:
     """Usage: ``tokenize_english("descaling machines")`` -> ``["descal", "machin"]``."""
-    return _tokens(text, _english_stemmer())
+    return _terms(text, _EXTENDED_RUNS, _english_stemmer(), bounded)
 
 
-def get_analyzer(name: str) -> Callable[[str], list[str]]:
-    """Usage: ``get_analyzer("english")`` -> a function from text to terms."""
+def get_analyzer(name: str) -> Callable[..., list[str]]:
+    """Usage: ``get_analyzer("english")(text)``; pass ``bounded=False`` to analyze an oversized document."""
     if name == "default":
         return tokenize_default
     if name == "english":
         return tokenize_english
-    from vaulteval.errors import UsageError
-
     raise UsageError(f"unknown analyzer {name!r}: choose one of {', '.join(ANALYZERS)}")

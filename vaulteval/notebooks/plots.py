@@ -4,6 +4,10 @@ Usage::
 
     fig = plot_curves(nbviews.cutoff_curves(ev))
     fig                      # a notebook displays it once (PNG); fig.savefig("curves.png") works too
+    fig.data                 # the data frame drawn, one row per plotted value, in drawing order
+
+nbval does not compare images, so each figure carries ``.data``: the tidy
+frame it was drawn from, which tests check instead of pixels.
 
 Figures are closed before they are returned, so a notebook shows each one
 exactly once, through the returned object. Every axis is labelled and every
@@ -23,6 +27,11 @@ FAMILY_LABELS = {"R": "Recall@k (share of relevant pages in the top k)",
                  "Success": "Success@k (a relevant page in the top k)"}
 
 
+def _with_data(fig: "Figure", data: "pd.DataFrame") -> "Figure":
+    fig.data = data.reset_index(drop=True)  # type: ignore[attr-defined]
+    return fig
+
+
 def _figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (9.0, 4.5)):
     import matplotlib.pyplot as plt
 
@@ -33,12 +42,16 @@ def _figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (9.0, 4.
 
 def plot_curves(curves: "pd.DataFrame") -> "Figure":
     """Recall@k and Success@k against k, one line per run (input: ``nbviews.cutoff_curves``)."""
+    import pandas as pd
+
     families = list(dict.fromkeys(curves.measure))
     fig, axes = _figure(1, len(families), (5.0 * len(families), 4.2))
+    drawn = []
     for ax, fam in zip(axes[0], families):
         block = curves[curves.measure == fam]
         for run, grp in block.groupby("run", sort=False):
             ax.plot(grp.k, grp.value, marker="o", markersize=3, label=run)
+            drawn.append(grp[["measure", "run", "k", "value"]])
         ax.set_title(FAMILY_LABELS.get(fam, f"{fam}@k"), fontsize=10)
         ax.set_xlabel("cutoff k (pages)")
         ax.set_ylabel(f"mean {fam}@k over queries")
@@ -47,12 +60,14 @@ def plot_curves(curves: "pd.DataFrame") -> "Figure":
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
     fig.suptitle("Retrieval quality by cutoff")
-    return fig
+    return _with_data(fig, pd.concat(drawn) if drawn else curves[["measure", "run", "k", "value"]])
 
 
 def plot_per_tag(table: "pd.DataFrame", measure: str) -> "Figure":
     """Horizontal grouped bars: mean ``measure`` per tag and run (input: ``nbviews.per_tag``)."""
     import numpy as np
+
+    import pandas as pd
 
     runs = [c for c in table.columns if c not in ("tag", "n")]
     fig, axes = _figure(1, 1, (9.0, 1.4 + 0.22 * len(table) * max(2, len(runs))))
@@ -69,12 +84,16 @@ def plot_per_tag(table: "pd.DataFrame", measure: str) -> "Figure":
     ax.set_title(f"{measure} by query tag")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(title="run", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    return fig
+    data = pd.DataFrame([(run, t, n, v) for run in runs for t, n, v in zip(table.tag, table.n, table[run])],
+                        columns=["run", "tag", "n", "value"])
+    return _with_data(fig, data)
 
 
 def plot_miss_causes(counts: "pd.DataFrame") -> "Figure":
     """Bars of misses per cause and run (input: ``nbviews.miss_counts``; the total row is left out)."""
     import numpy as np
+
+    import pandas as pd
 
     table = counts[counts.cause != "total"]
     runs = [c for c in table.columns if c != "cause"]
@@ -92,7 +111,9 @@ def plot_miss_causes(counts: "pd.DataFrame") -> "Figure":
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.grid(axis="x", alpha=0.3)
     ax.legend(title="run", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    return fig
+    data = pd.DataFrame([(run, c, int(v)) for run in runs for c, v in zip(table.cause, table[run])],
+                        columns=["run", "cause", "missed"])
+    return _with_data(fig, data)
 
 
 def plot_deltas(deltas: "pd.DataFrame", measure: str, run: str) -> "Figure":
@@ -109,13 +130,14 @@ def plot_deltas(deltas: "pd.DataFrame", measure: str, run: str) -> "Figure":
     ax.set_ylabel(f"Δ {measure} (rerank − BM25)")
     ax.set_xticks([])
     ax.grid(axis="y", alpha=0.3)
-    return fig
+    return _with_data(fig, deltas[["query_id", "delta", "outcome"]].assign(color=colors))
 
 
 def plot_heatmaps(table: "pd.DataFrame", measure: str, column: str = "tune",
                   default: tuple[float, float] | None = None) -> "Figure":
     """k1 x b heatmaps of ``column``, one panel per (target, prefix, bm25_top) (input: ``SweepResult.table``)."""
     import numpy as np
+    import pandas as pd
 
     grid = table[~table.is_default]
     facets = list(grid.groupby(["target", "prefix", "bm25_top"], sort=True))
@@ -124,6 +146,7 @@ def plot_heatmaps(table: "pd.DataFrame", measure: str, column: str = "tune",
     fig, axes = _figure(rows, cols, (4.6 * cols, 3.9 * rows))
     lo, hi = float(grid[column].min()), float(grid[column].max())
     image = None
+    cells = []
     for ax, ((target, prefix, top), block) in zip(axes.flat, facets):
         k1s, bs = sorted(set(block.k1)), sorted(set(block.b))
         mat = np.full((len(k1s), len(bs)), np.nan)
@@ -133,6 +156,7 @@ def plot_heatmaps(table: "pd.DataFrame", measure: str, column: str = "tune",
                           aspect="auto")
         for (i, j), v in np.ndenumerate(mat):
             mark = "*" if default is not None and (k1s[i], bs[j]) == default else ""
+            cells.append((target, prefix, top, k1s[i], bs[j], v, bool(mark)))
             ax.text(j, i, f"{v:.3f}{mark}", ha="center", va="center", fontsize=8,
                     color="white" if v < (lo + hi) / 2 else "black")
         ax.set_xticks(range(len(bs)), [f"{b:g}" for b in bs])
@@ -146,11 +170,14 @@ def plot_heatmaps(table: "pd.DataFrame", measure: str, column: str = "tune",
         fig.colorbar(image, ax=axes, shrink=0.8, label=f"mean {measure}")
     split = {"tune": "tuning", "heldout": "held-out"}.get(column, column)
     fig.suptitle(f"{measure} on the {split} queries (* = default k1, b)")
-    return fig
+    data = pd.DataFrame(cells, columns=["target", "prefix", "bm25_top", "k1", "b", column, "default"])
+    return _with_data(fig, data)
 
 
 def plot_chunks(chunks: "pd.DataFrame") -> "Figure":
     """Two histograms: chunk sizes in characters and chunks per page (input: ``nbviews.chunk_table``)."""
+    import pandas as pd
+
     fig, axes = _figure(1, 2, (10.0, 3.8))
     ax1, ax2 = axes[0]
     ax1.hist(chunks.chars, bins=20, color="tab:blue")
@@ -167,7 +194,10 @@ def plot_chunks(chunks: "pd.DataFrame") -> "Figure":
     ax2.set_title("Chunks per page")
     ax2.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle("How the vault is chunked")
-    return fig
+    sizes = pd.DataFrame({"panel": "chunk size", "key": [f"{p}#{i}" for p, i in zip(chunks.page, chunks.chunk_index)],
+                          "value": chunks.chars.astype(int)})
+    pages = pd.DataFrame({"panel": "chunks per page", "key": per_page.index, "value": per_page.values.astype(int)})
+    return _with_data(fig, pd.concat([sizes, pages]))
 
 
 def plot_top_terms(terms: "pd.DataFrame") -> "Figure":
@@ -181,7 +211,7 @@ def plot_top_terms(terms: "pd.DataFrame") -> "Figure":
     ax.set_ylabel("term (analyzed)")
     ax.set_title("Most widespread terms")
     ax.grid(axis="x", alpha=0.3)
-    return fig
+    return _with_data(fig, terms[["term", "chunks"]])
 
 
 def plot_abstention(curve: "pd.DataFrame") -> "Figure":
@@ -198,4 +228,4 @@ def plot_abstention(curve: "pd.DataFrame") -> "Figure":
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.suptitle("Abstention: raising the minimum score")
-    return fig
+    return _with_data(fig, curve[["run", "fp_rate", "recall_kept"]])

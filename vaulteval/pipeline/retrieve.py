@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import time
-import unicodedata
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.index.reader import BM25Index, open_index
 from vaulteval.vault.paths import cached_lexical_path
-from vaulteval.index.tokenize import MAX_INPUT_CHARS
+from vaulteval.index.tokenize import check_length
 
 if TYPE_CHECKING:
     from vaulteval.rerank.stage import RerankConfig
@@ -97,11 +96,7 @@ def check_limit(name: str, value: int) -> int:
 def check_query(query: str) -> str:
     if not isinstance(query, str) or not query.strip():
         raise UsageError("the query is empty; pass the text to search for")
-    normalized = unicodedata.normalize("NFKC", query)
-    if len(normalized) > MAX_INPUT_CHARS:
-        raise UsageError(
-            f"the query is {len(normalized)} characters; the limit is {MAX_INPUT_CHARS}, shorten it"
-        )
+    check_length(query, "the query")
     return query
 
 

@@ -51,6 +51,14 @@ class _LineDict(dict):
     key_lines: dict
 
 
+def _text(path: Path) -> str:
+    """A query-set file as text; unreadable or non-UTF-8 bytes are a problem at line 1, not a crash."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise QuerySetInvalid([Problem(str(path), 1, f"cannot read: {exc}")]) from None
+
+
 def _yaml_loader():
     import yaml
 
@@ -83,7 +91,7 @@ def read_yaml(path: Path) -> RawSet:
 
     raw = RawSet(name=path.stem, path=str(path), format="yaml", sha256=file_sha256(path))
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_yaml_loader())  # noqa: S506 - safe loader
+        data = yaml.load(_text(path), Loader=_yaml_loader())  # noqa: S506 - safe loader
     except (OSError, UnicodeDecodeError) as exc:
         raise QuerySetInvalid([Problem(str(path), 1, f"cannot read: {exc}")]) from None
     except yaml.YAMLError as exc:
@@ -152,7 +160,7 @@ def _read_entry(raw: RawSet, item: Any, line: int) -> None:
 def read_jsonl(path: Path) -> RawSet:
     raw = RawSet(name=path.stem, path=str(path), format="jsonl", sha256=file_sha256(path))
     first = True
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, text in enumerate(_text(path).splitlines(), 1):
         if not text.strip():
             continue
         try:
@@ -179,7 +187,7 @@ def read_jsonl(path: Path) -> RawSet:
 # ------------------------------------------------------------------ BEIR, TREC
 
 def _read_qrels_tsv(raw: RawSet, path: Path, by_query: dict[str, list], trec: bool) -> None:
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, text in enumerate(_text(path).splitlines(), 1):
         parts = [p.strip() for p in text.split("\t")] if "\t" in text and not trec else text.split()
         if not parts or not any(parts) or (number == 1 and not trec and parts[0].lower() in ("query-id", "query_id", "qid")):
             continue
@@ -206,7 +214,7 @@ def read_beir(folder: Path, split: str) -> RawSet:
                  sha256=file_sha256(queries, qrels), extra={"split": split})
     judged: dict[str, list] = {}
     _read_qrels_tsv(raw, qrels, judged, trec=False)
-    for number, text in enumerate(queries.read_text(encoding="utf-8").splitlines(), 1):
+    for number, text in enumerate(_text(queries).splitlines(), 1):
         if not text.strip():
             continue
         try:
@@ -232,7 +240,7 @@ def read_trec(topics: Path, qrels: Path) -> RawSet:
         raise QuerySetInvalid([Problem(str(qrels), 1, "qrels file does not exist")])
     raw = RawSet(name=topics.stem, path=str(topics), format="trec", doc_ids=True, sha256=file_sha256(topics, qrels),
                  extra={"qrels": str(qrels)})
-    text = topics.read_text(encoding="utf-8")
+    text = _text(topics)
     found: list[tuple[str, str, int]] = []
     if "<top>" in text.lower():
         for m in _TOP_RE.finditer(text):

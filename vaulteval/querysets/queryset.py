@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vaulteval.errors import UsageError
+from vaulteval.index.tokenize import MAX_INPUT_CHARS, over_limit
 from vaulteval.querysets.extras import read_extras
 from vaulteval.querysets.links import AmbiguousLink, LinkResolver, UnknownLink, resolve_key  # noqa: F401
 from vaulteval.querysets.problems import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256  # noqa: F401
@@ -172,6 +173,10 @@ def _validate(raw: "qformats.RawSet", resolver: LinkResolver) -> QuerySet:
         seen[qid] = entry.line
         if not isinstance(entry.text, str) or not entry.text.strip():
             problems.append(Problem(where, entry.line, f"query {qid!r} is empty; give it the text to search for"))
+            continue
+        if over_limit(entry.text) is not None:
+            problems.append(Problem(where, entry.line, f"query {qid!r} is longer than {MAX_INPUT_CHARS} characters "
+                                    "(before or after NFKC); shorten it"))
             continue
         relevant: dict[str, int] = {}
         judged_at: dict[str, int] = {}

@@ -74,9 +74,15 @@ class Vault:
             if value:
                 return cls(value)
         here = (cwd or Path.cwd()).resolve()
+        products = _product_roots()
         for folder in (here, *here.parents):
             if any((folder / marker).is_file() for marker in MARKERS):
                 return cls(folder)
+            if folder in products:
+                # Working inside vaulteval itself: never fall through to a marker further up.
+                raise VaultSelectionError(
+                    f"{folder} is vaulteval's own folder, not a vault; pass --vault PATH to your vault"
+                )
         raise VaultSelectionError(
             "no vault selected: pass --vault PATH, set VAULTEVAL_VAULT, "
             "or run inside a folder holding .vaulteval.json"

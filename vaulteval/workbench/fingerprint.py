@@ -63,7 +63,8 @@ def vault_fingerprint(vault: "Vault") -> VaultFingerprint:
 def index_fingerprint(index: "BM25Index") -> str:
     """sha256 over the analyzer, chunk parameters and every indexed chunk's ids and content hashes."""
     h = hashlib.sha256()
-    head = {"analyzer": index.analyzer_name, "chunk_params": index.header.get("chunk_params"),
+    head = {"analyzer": index.analyzer_name, "analyzer_version": index.header.get("analyzer_version"),
+            "chunk_params": index.header.get("chunk_params"),
             "schema_version": index.header.get("schema_version")}
     h.update(json.dumps(head, sort_keys=True).encode("utf-8"))
     rows = sorted((d.chunk_id, d.page_path, d.body_hash, d.page_body_hash, d.context_hash) for d in index.iter_docs())

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import VaultevalError
-from vaulteval.workbench.manifest import PAGES_FILE, REPORT_DATA, read_manifest
+from vaulteval.workbench.manifest import PAGES_FILE, REPORT_DATA, NotARunDir, read_manifest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,7 +83,11 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None,
     if qs.sha256 != qs_info["sha256"]:
         diffs.append(f"query set: {qs_info['path']} changed ({qs_info['sha256'][:19]}… -> {qs.sha256[:19]}…)")
     params = manifest["parameters"]
-    ev = evaluate(v, qs, [Strategy.from_dict(s["strategy"]) for s in manifest["strategies"]],
+    try:
+        strategies = [Strategy.from_dict(s["strategy"]) for s in manifest["strategies"]]
+    except (TypeError, ValueError) as exc:  # StrategyError (a UsageError) passes through with its own message
+        raise NotARunDir(f"{folder}/manifest.json has an unusable strategy: {exc}") from None
+    ev = evaluate(v, qs, strategies,
                   measures=params["measures"], k=params["k"], baseline=params.get("baseline"),
                   cache_dir=cache_dir, use_vault_index=params.get("use_vault_index", True),
                   seed=params.get("seed", 0), allow_remote_ollama=allow_remote_ollama,
