@@ -1,4 +1,4 @@
-"""Which hosts may receive vault text: the Ollama host rules shared by rerank and LLM prefixes.
+"""Which hosts may receive vault text: the Ollama host rules shared by rerank and LLM prefixes, and Dask workers.
 
 Usage::
 
@@ -108,3 +108,23 @@ def host_is_local(host: str) -> bool:
     except ValueError:
         ip = None
     return is_loopback(hostname, ip)
+
+
+def address_is_local(address: str) -> bool:
+    """Usage: ``address_is_local("tcp://127.0.0.1:8786")`` -> True: a Dask scheduler or worker on this machine.
+
+    The same loopback rule as for Ollama hosts (no name is resolved; only
+    ``localhost`` and loopback literals count); ``inproc://`` is this process.
+    """
+    text = address.strip()
+    if text.startswith("inproc://"):
+        return True
+    try:
+        hostname = urlsplit(text if "://" in text else f"tcp://{text}").hostname or ""
+    except ValueError:
+        return False
+    try:
+        ip = ipaddress.ip_address(hostname)
+    except ValueError:
+        ip = None
+    return bool(hostname) and is_loopback(hostname, ip)

@@ -5,6 +5,8 @@ Usage::
     with vault_lock(vault) as meta:                # meta: a MetaDir, symlink-checked
         with meta.sub("bm25", create=True) as bm25:
             bm25.write_bytes("index.vti", data, durable=True)
+    with wait_lock(cache / "variant.build-lock", timeout=600):   # queue behind another builder
+        ...
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import contextlib
 import errno
 import fcntl
 import os
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from vaulteval.errors import UnsafeMetaPath, VaultBusy
@@ -53,3 +57,30 @@ def vault_lock(vault: Any) -> Iterator[MetaDir]:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+@contextlib.contextmanager
+def wait_lock(path: Path, timeout: float, poll: float = 0.2) -> Iterator[None]:
+    """Hold an exclusive lock on ``path``, waiting up to ``timeout`` seconds for another holder.
+
+    Used where a second process should queue rather than fail: two evaluation
+    workers about to build the same index variant in a shared cache.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise VaultBusy(f"{path} stayed locked for {timeout:.0f} s; another build may be stuck") from None
+                time.sleep(poll)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

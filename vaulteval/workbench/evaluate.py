@@ -57,6 +57,7 @@ class EvalRun:
     finished_at: str = ""
     seconds: float = 0.0
     params: dict[str, Any] = field(default_factory=dict)
+    executor: dict[str, Any] = field(default_factory=lambda: {"kind": "serial"})
 
     def run(self, name: str) -> "Run":
         for r in self.runs:
@@ -100,14 +101,20 @@ def _now() -> str:
 def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | str]", *,
              measures: list[Any] | str | None = None, k: int = 10, baseline: str | None = None,
              cache_dir: str | os.PathLike[str] | None = None, use_vault_index: bool = True, seed: int = 0,
-             progress: bool = False, allow_remote_ollama: bool = False, condensed: bool = False) -> "EvalRun":
-    """Run every strategy, then measures, misses, negatives and a comparison against ``baseline``."""
+             progress: bool = False, allow_remote_ollama: bool = False, condensed: bool = False,
+             scheduler: str | None = None, allow_remote_workers: bool = False,
+             shards: int | None = None) -> "EvalRun":
+    """Run every strategy, then measures, misses, negatives and a comparison against ``baseline``.
+
+    ``scheduler`` (``"local:2"``, ``"tcp://127.0.0.1:8786"``) runs the strategies as Dask tasks
+    (``vaulteval.workbench.executor``); the result is the same as without it.
+    """
     import pandas as pd
 
     from vaulteval.workbench import measures as M
     from vaulteval.workbench.compare import compare
     from vaulteval.workbench.misses import find_misses
-    from vaulteval.workbench.runs import run_strategy
+    from vaulteval.workbench.executor import make_executor, run_strategies
     from vaulteval.workbench.strategy import Strategy
     from vaulteval.workbench.workspace import Workspace
 
@@ -122,8 +129,11 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
         raise UsageError(f"two strategies share a name ({names}); add name=... to one of them")
     ms = [str(m) for m in M.parse_measures(measures, k)]
     started, t0 = _now(), time.perf_counter()
-    ws = Workspace(vault, cache_dir, use_vault_index=use_vault_index)
-    runs = [run_strategy(vault, queryset, s, workspace=ws, progress=progress) for s in parsed]
+    # Connect first: an unreachable scheduler fails before any page is read.
+    with make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress) as ex:
+        ws = Workspace(vault, cache_dir, use_vault_index=use_vault_index)
+        runs = run_strategies(vault, queryset, parsed, workspace=ws, executor=ex, shards=shards)
+        executor = ex.describe()
     per_query = pd.concat([M.per_query(r, queryset, ms) for r in runs], ignore_index=True)
     negatives = pd.concat([M.negatives(r, queryset) for r in runs], ignore_index=True)
     from vaulteval.workbench.abstention import COLUMNS, abstention_curve
@@ -146,7 +156,7 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
                    slices=slices, report=report,
                    workspace=ws, started_at=started, finished_at=_now(), seconds=time.perf_counter() - t0,
                    params={"k": k, "measures": ms, "baseline": report.baseline, "seed": seed,
-                           "use_vault_index": use_vault_index, "condensed": condensed})
+                           "use_vault_index": use_vault_index, "condensed": condensed}, executor=executor)
 
 
 def _abstention_rows(name: str, abstention: "pd.DataFrame | None", negatives: int) -> list[tuple]:

@@ -119,6 +119,7 @@ def build_manifest(ev: "EvalRun", run_id: str) -> dict[str, Any]:
         "queryset": {**qs.summary(), "path": str(Path(qs.path).resolve()), "split": qs.extra.get("split"),
                      "qrels": qs.extra.get("qrels")},
         "cache_dir": str(ev.workspace.cache_dir),
+        "executor": ev.executor,
         "strategies": strategies,
     }
 
@@ -173,7 +174,11 @@ def write_run_dir(ev: "EvalRun", out: Path, run_id: str | None = None) -> Path:
     for run in ev.runs:
         run.to_trec(target / f"{run.name}.trec")
     # report.md is rendered from report.json, so every number it shows is stored as data and verifiable.
+    from vaulteval.workbench.report import TIMED
+
     data = json.loads(json.dumps(ev.report.to_data(), ensure_ascii=False))
+    for key in TIMED:  # machine timings: the report files stay the same bytes on every re-run and executor
+        data["tables"].pop(key, None)
     (target / REPORT_DATA).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     render_report(data).save(target / "report.md")
     (target / PAGES_FILE).write_text(ev.workspace.fingerprint.lines(), encoding="utf-8")

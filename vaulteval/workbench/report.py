@@ -29,6 +29,9 @@ SECTIONS = {
     "negatives": "Negative queries (nothing relevant in the vault)",
     "latency": "Latency per query (ms)",
 }
+# Sections that measure this machine, not the ranking: kept out of a run directory's report.json and
+# report.md, so those are the same bytes on every re-run and every executor (latencies stay in queries.csv).
+TIMED = ("latency",)
 
 
 def _cell(value: Any, digits: int) -> str:

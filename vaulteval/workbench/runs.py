@@ -30,7 +30,7 @@ from vaulteval.errors import UsageError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from vaulteval.querysets.queryset import QuerySet
+    from vaulteval.querysets.queryset import Query, QuerySet
     from vaulteval.workbench.strategy import Strategy
     from vaulteval.vault.vault import Vault
     from vaulteval.workbench.workspace import StrategyEnv, Workspace
@@ -147,47 +147,70 @@ def encode_doc_id(doc_id: str) -> str:
     return _ENCODE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8")), doc_id)
 
 
+@dataclass
+class RunRows:
+    """The raw rows of a run (or of one shard of its queries), as plain tuples that pickle cheaply.
+
+    Shards of one strategy are concatenated in query-set order and turned into
+    a Run once, so a run made of shards is built exactly like a serial one.
+    """
+
+    ranked: list[tuple] = field(default_factory=list)
+    pool: list[tuple] = field(default_factory=list)
+    trace: list[tuple] = field(default_factory=list)
+
+    @classmethod
+    def concat(cls, parts: "list[RunRows]") -> "RunRows":
+        out = cls()
+        for part in parts:
+            out.ranked += part.ranked
+            out.pool += part.pool
+            out.trace += part.trace
+        return out
+
+    def to_run(self, strategy: "Strategy", env: "StrategyEnv | None") -> Run:
+        import pandas as pd
+
+        return Run(name=strategy.name, df=pd.DataFrame(self.ranked, columns=RUN_COLUMNS), strategy=strategy,
+                   pool=pd.DataFrame(self.pool, columns=POOL_COLUMNS),
+                   queries=pd.DataFrame(self.trace, columns=QUERY_COLUMNS), env=env)
+
+
 def run_strategy(vault: "Vault", queryset: "QuerySet", strategy: "Strategy", *,
                  workspace: "Workspace | None" = None, progress: bool = False) -> Run:
     """Retrieve every query with the strategy; the index is opened once (built in the cache if needed)."""
-    import pandas as pd
-
     from vaulteval.workbench.workspace import Workspace
 
     ws = workspace or Workspace(vault)
     env = ws.env(strategy)
-    ranked: list[tuple] = []
-    pool: list[tuple] = []
-    trace: list[tuple] = []
-    items = _progress(queryset.queries, progress, strategy.name)
-    for q in items:
+    rows = retrieve_rows(env, queryset.queries, strategy, ws.cache_dir / "embeddings.sqlite", progress=progress)
+    return rows.to_run(strategy, env)
+
+
+def retrieve_rows(env: "StrategyEnv", queries: "list[Query]", strategy: "Strategy", embed_cache: Path, *,
+                  progress: bool = False) -> RunRows:
+    """Usage: ``retrieve_rows(ws.env(s), qs.queries[:10], s, cache)``: the rows of those queries, in order."""
+    rows = RunRows()
+    for q in _progress(queries, progress, strategy.name):
         started = time.perf_counter()
         try:
             res = env.retriever.retrieve(q.text, top=strategy.top, bm25_top=strategy.bm25_top,
-                                     rerank=strategy.rerank, explain=True,
-                                     embed_cache=ws.cache_dir / "embeddings.sqlite")
+                                         rerank=strategy.rerank, explain=True, embed_cache=embed_cache)
         except UsageError as exc:
             raise UsageError(f"query {q.query_id}: {exc}") from None
         latency = (time.perf_counter() - started) * 1000.0
         reranked = res.strategy.startswith("bm25+rerank:")
         for rank, cand in enumerate(res.candidates, 1):
-            ranked.append((q.query_id, cand.page_path, cand.rerank_score if reranked else cand.bm25_score, rank))
+            rows.ranked.append((q.query_id, cand.page_path, cand.rerank_score if reranked else cand.bm25_score, rank))
         bm25_pos = _bm25_positions(env, q.text, strategy.bm25_top, res.pool) if reranked else None
         for pos, cand in enumerate(res.pool, 1):
             bm25_rank = bm25_pos[cand.chunk_id] if bm25_pos is not None else pos
-            pool.append((q.query_id, pos, bm25_rank, cand.chunk_id, cand.page_path, cand.bm25_score,
-                         cand.rerank_score if reranked else None))
+            rows.pool.append((q.query_id, pos, bm25_rank, cand.chunk_id, cand.page_path, cand.bm25_score,
+                              cand.rerank_score if reranked else None))
         timings = (res.explain or {}).get("timings_ms", {})
-        trace.append((q.query_id, res.strategy, round(latency, 3), timings.get("rerank"), len(res.pool),
-                      (res.explain or {}).get("stale_candidates_skipped", 0)))
-    return Run(
-        name=strategy.name,
-        df=pd.DataFrame(ranked, columns=RUN_COLUMNS),
-        strategy=strategy,
-        pool=pd.DataFrame(pool, columns=POOL_COLUMNS),
-        queries=pd.DataFrame(trace, columns=QUERY_COLUMNS),
-        env=env,
-    )
+        rows.trace.append((q.query_id, res.strategy, round(latency, 3), timings.get("rerank"), len(res.pool),
+                           (res.explain or {}).get("stale_candidates_skipped", 0)))
+    return rows
 
 
 def _bm25_positions(env: "StrategyEnv", text: str, bm25_top: int, pool: list[Any]) -> dict[str, int]:

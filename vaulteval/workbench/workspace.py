@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.workbench.fingerprint import VaultFingerprint, index_fingerprint, vault_fingerprint
+from vaulteval.vault.locking import wait_lock
 from vaulteval.vault.paths import is_inside
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     from vaulteval.workbench.strategy import Strategy
 
 log = logging.getLogger(__name__)
+
+# How long a build waits for another process building the same variant.
+BUILD_WAIT_SECONDS = 1800.0
 
 
 def cache_root() -> Path:
@@ -148,8 +152,15 @@ class Workspace:
             return Retriever(variant, index=Retriever(variant).index())
         except NotProvisioned:
             pass
-        log.info("building %s in %s", key, meta)
-        provision(variant, analyzer=strategy.analyzer, params=strategy.chunk_params)
+        # Workers of a distributed run (or two evaluations) may reach here for one variant at
+        # once: the first builds, the others wait on the lock and then open its build.
+        with wait_lock(meta.parent / f"{key}.build-lock", timeout=BUILD_WAIT_SECONDS):
+            try:
+                return Retriever(variant, index=Retriever(variant).index())
+            except NotProvisioned:
+                pass
+            log.info("building %s in %s", key, meta)
+            provision(variant, analyzer=strategy.analyzer, params=strategy.chunk_params)
         retriever = Retriever(variant)
         retriever.index()
         return retriever
