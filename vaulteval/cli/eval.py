@@ -8,6 +8,7 @@ Usage::
     vaulteval eval verify runs/<id>
     vaulteval eval compare runs/<a> runs/<b> --baseline bm25
     vaulteval eval run --vault V --queryset Q --strategy bm25 --strategy rerank:st --notebooks evaluate,rerank_impact
+    vaulteval eval run --vault V --queryset Q --strategy bm25 --strategy bm25:k1=1.2 --scheduler local:2
     vaulteval notebooks            # the bundled notebooks and their parameters
 
 Each handler parses arguments, calls one library function and prints; the
@@ -87,8 +88,8 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
                          "choose a folder outside it")
     ev = evaluate(vault, qs, args.strategy or ["bm25"], measures=_measures(args.measures), k=args.k,
                   baseline=args.baseline, cache_dir=args.cache, use_vault_index=not args.cache_index,
-                  progress=sys.stderr.isatty(), allow_remote_ollama=args.allow_remote_ollama,
-                  condensed=args.condensed)
+                  progress=bool(args.scheduler) or sys.stderr.isatty(), allow_remote_ollama=args.allow_remote_ollama,
+                  condensed=args.condensed, scheduler=args.scheduler, allow_remote_workers=args.allow_remote_workers)
     path = ev.save(args.out, run_id=args.id)
     print(markdown_table(interval_table(ev.metrics)))
     print("(mean [95% bootstrap interval] over the queries with a relevant page)")
@@ -196,6 +197,15 @@ def _remote_flag(p: argparse.ArgumentParser) -> None:
                    help="allow rerank strategies whose Ollama host is not this machine (sends queries and notes there)")
 
 
+def _scheduler_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scheduler", metavar="local[:N]|tcp://HOST:PORT",
+                   help="run the strategies as Dask tasks: local:N starts N worker processes on this machine, "
+                        "tcp://HOST:PORT uses a running scheduler (needs vaulteval[dask]; workers must see the "
+                        "same files); the results are the same as without it")
+    p.add_argument("--allow-remote-workers", action="store_true",
+                   help="allow a scheduler or workers that are not on this machine (sends queries and note text there)")
+
+
 def _qs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qrels", help="TREC qrels file (the query set is then a TREC topics file)")
     p.add_argument("--split", default="test", help="BEIR split to read (default: test)")
@@ -246,6 +256,7 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     r.add_argument("--notebook-param", action="append", metavar="NAME=VALUE",
                    help="a notebook parameter (YAML value), for every chosen notebook that takes it; repeatable")
     _remote_flag(r)
+    _scheduler_args(r)
     add_vault(r)
     r.set_defaults(handler=cmd_eval_run)
 

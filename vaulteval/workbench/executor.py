@@ -81,6 +81,10 @@ def make_executor(scheduler: str | None = None, *, allow_remote_workers: bool = 
     if scheduler is None or not str(scheduler).strip():
         return SerialExecutor(progress=progress)
     kind, value = parse_scheduler(str(scheduler))
+    try:
+        import distributed  # noqa: F401  (the optional extra)
+    except ImportError:
+        raise UsageError("--scheduler needs Dask: pip install 'vaulteval[dask]'") from None
     from vaulteval.workbench.dask_executor import DaskExecutor
 
     return DaskExecutor(kind, value, allow_remote_workers=allow_remote_workers, progress=progress)
