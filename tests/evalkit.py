@@ -9,6 +9,7 @@ Usage::
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -73,3 +74,26 @@ def scripted_embed(texts: list[str]) -> np.ndarray:
             rows.append([0.1, 0.99])
     arr = np.asarray(rows, dtype=np.float32)
     return arr / np.linalg.norm(arr, axis=1, keepdims=True)
+
+
+# What must be the same bytes whatever the executor (queries.csv holds latencies; the manifest its executor).
+IDENTICAL = ("metrics.csv", "per_query.csv", "misses.csv", "pool.csv", "report.md", "vault-pages.txt")
+
+
+def same_bytes(a: Path, b: Path) -> list[str]:
+    """Names of the files that must match and do not (TREC files included)."""
+    names = [*IDENTICAL, *sorted(p.name for p in a.glob("*.trec"))]
+    assert len(names) > len(IDENTICAL)
+    return [n for n in names if (a / n).read_bytes() != (b / n).read_bytes()]
+
+
+def manifest_without_executor(path: Path) -> dict:
+    """The manifest less what differs between any two runs: id, times, the executor, the cache folder and
+    the build times of index variants (two runs with their own caches each build them)."""
+    text = (path / "manifest.json").read_text(encoding="utf-8")
+    m = json.loads(text.replace(json.loads(text)["cache_dir"], "<cache>"))
+    for key in ("id", "started_at", "finished_at", "seconds", "executor"):
+        m.pop(key)
+    for s in m["strategies"]:
+        s["index"].pop("built_at")
+    return m

@@ -28,28 +28,10 @@ from vaulteval.workbench.strategy import Strategy
 from vaulteval.workbench.tasks import TaskContext, WorkerMismatch, prepare_task
 from vaulteval.workbench.workspace import Workspace
 
-from evalkit import QUERYSET, eval_cache  # noqa: F401
+from evalkit import QUERYSET, eval_cache, manifest_without_executor, same_bytes  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 STRATEGIES = ["bm25", "bm25:analyzer=english", "bm25:target=800,overlap=100,k1=1.2"]
-# What must be the same bytes whatever the executor (queries.csv holds latencies; the manifest its executor).
-IDENTICAL = ("metrics.csv", "per_query.csv", "misses.csv", "pool.csv", "report.md", "vault-pages.txt")
-
-
-def same_bytes(a: Path, b: Path) -> list[str]:
-    """Names of the files that must match and do not (TREC files included)."""
-    names = [*IDENTICAL, *sorted(p.name for p in a.glob("*.trec"))]
-    assert len(names) > len(IDENTICAL)
-    return [n for n in names if (a / n).read_bytes() != (b / n).read_bytes()]
-
-
-def manifest_without_executor(path: Path) -> dict:
-    m = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    for key in ("id", "started_at", "finished_at", "seconds", "executor"):
-        m.pop(key)
-    return m
-
-
 @pytest.mark.parametrize("text, expected", [
     ("local:2", ("local", 2)), ("local:1", ("local", 1)), ("tcp://127.0.0.1:8786", ("address", "tcp://127.0.0.1:8786")),
     ("tls://[::1]:8786", ("address", "tls://[::1]:8786")),
@@ -128,7 +110,7 @@ def test_a_task_that_sees_another_vault_names_its_worker(tmp_path: Path) -> None
         prepare_task(gone, Strategy(), [])
 
 
-def test_local_cluster_gives_the_serial_bytes_and_names_a_mismatched_worker(tmp_path: Path,
+def test_local_cluster_gives_the_serial_bytes_and_verifies_serially(tmp_path: Path,
                                                                            capsys: pytest.CaptureFixture) -> None:
     qs = load_queryset(QUERYSET)
     vault = Vault(qs.vault_root)
@@ -140,11 +122,6 @@ def test_local_cluster_gives_the_serial_bytes_and_names_a_mismatched_worker(tmp_
     assert ev.executor == {"kind": "dask", "scheduler": "local:2", "workers": 2, "tasks": 3 * (1 + 4)}
     err = capsys.readouterr().err
     assert "vaulteval: 15/15 tasks done" in err and "ETA" in err
-
-    from vaulteval.workbench.executor import make_executor, split_queries as split
-
-    with make_executor("local:1") as ex:
-        ws = Workspace(vault)
-        bad = TaskContext(str(vault.root), str(ws.cache_dir), True, "sha256:" + "f" * 64, "")
-        with pytest.raises(WorkerMismatch, match=r"worker .*tcp://127\.0\.0\.1:\d+.* sees another vault"):
-            ex.run(bad, [Strategy()], split(qs.queries, 1), ws)
+    # The distributed run verifies when recomputed serially.
+    assert main(["eval", "verify", str(dask)]) == 0
+    assert "reproduces exactly" in capsys.readouterr().out
