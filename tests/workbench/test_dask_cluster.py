@@ -3,10 +3,12 @@ also when one worker is killed in the middle of a task.
 
 Usage: ``.venv/bin/python -m pytest tests/workbench/test_dask_cluster.py -q``
 
-The six strategies include a rerank with the offline sentence-transformers
-MiniLM, loaded by each worker. Each run gets its own cold evaluation cache:
-index variants and embeddings are computed anew by the cluster, not read back
-from the serial run. Every wait is bounded; the scheduler and workers also
+One cluster serves the module; the test that kills a worker runs last. Each
+run gets its own cold evaluation cache: index variants and embeddings are
+computed anew by the cluster, not read back from the serial run. The six
+strategies are BM25 variants (four index builds); a rerank strategy runs on a
+small vault through the suite's loopback Ollama-compatible server, so the
+workers' embedding warm-up and the client's OLLAMA_HOST are checked too. Every wait is bounded; the scheduler and workers also
 stop on their own if the test process dies (idle and death timeouts).
 """
 
@@ -30,8 +32,8 @@ from evalkit import QUERYSET, eval_cache, manifest_without_executor, same_bytes 
 REPO = Path(__file__).resolve().parents[2]
 DASK = Path(sys.executable).with_name("dask")
 SIX = ["bm25", "bm25:analyzer=english", "bm25:k1=1.2,b=0.6", "bm25:target=800,overlap=100",
-       "bm25:bm25_top=20,top=5", "rerank:st,bm25_top=20"]
-RERANK_INDEX = 5  # position of the rerank strategy: its shard is the one killed
+       "bm25:bm25_top=20,top=5", "bm25:analyzer=english,target=1200,overlap=150"]
+VICTIM = 5  # the strategy whose shard marks the worker to kill
 
 
 def _wait(predicate, timeout: float, what: str, poll: float = 0.05):
@@ -44,11 +46,12 @@ def _wait(predicate, timeout: float, what: str, poll: float = 0.05):
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-@pytest.fixture
-def cluster(tmp_path: Path):
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
     """``(address, {"w1": Popen, "w2": Popen})``: `dask scheduler` and two `dask worker --no-nanny`."""
     from distributed import Client
 
+    tmp_path = tmp_path_factory.mktemp("cluster")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     sched_file = tmp_path / "scheduler.json"
@@ -74,6 +77,43 @@ def cluster(tmp_path: Path):
         log.close()
 
 
+def test_a_worker_that_sees_another_vault_is_named(cluster) -> None:
+    from vaulteval.querysets.queryset import load_queryset
+    from vaulteval.vault.vault import Vault
+    from vaulteval.workbench.executor import make_executor, split_queries
+    from vaulteval.workbench.strategy import Strategy
+    from vaulteval.workbench.tasks import TaskContext, WorkerMismatch
+    from vaulteval.workbench.workspace import Workspace
+
+    qs = load_queryset(QUERYSET)
+    ws = Workspace(Vault(qs.vault_root))
+    bad = TaskContext(str(ws.vault.root), str(ws.cache_dir), True, "sha256:" + "f" * 64, "")
+    with make_executor(cluster[0]) as ex:
+        with pytest.raises(WorkerMismatch, match=r"worker w[12] \(tcp://127\.0\.0\.1:\d+\) sees another vault"):
+            ex.run(bad, [Strategy()], split_queries(qs.queries, 1), ws)
+
+
+def test_rerank_on_the_workers_gives_the_serial_bytes(cluster, ollama_server, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers embed through the client's OLLAMA_HOST (the suite's loopback server with real MiniLM)."""
+    from evalkit import make_vault, write_yaml
+
+    monkeypatch.setenv("OLLAMA_HOST", ollama_server.url)
+    root = make_vault(tmp_path / "v", {f"p{i}.md": f"# Page {i}\n\nGiraffes and zebras, note {i}. " * 3
+                                       for i in range(6)})
+    qs = write_yaml(tmp_path / "qs.yaml", [{"id": f"q{i}", "query": f"giraffe note {i}",
+                                            "relevant": {f"wiki/p{i}.md": 1}} for i in range(4)], vault=str(root))
+    base = ["eval", "run", "--queryset", str(qs), "--out", str(tmp_path / "runs"), "--measures", "RR",
+            "--strategy", "bm25", "--strategy", "rerank:ollama,model=all-minilm,bm25_top=5"]
+    assert main([*base, "--id", "serial", "--cache", str(tmp_path / "c1")]) == 0
+    assert main([*base, "--id", "cluster", "--cache", str(tmp_path / "c2"), "--scheduler", cluster[0]]) == 0
+    assert same_bytes(tmp_path / "runs" / "serial", tmp_path / "runs" / "cluster") == []
+    manifest = json.loads((tmp_path / "runs" / "cluster" / "manifest.json").read_text())
+    assert manifest["strategies"][1]["labels"] == {"bm25+rerank:ollama": 4}
+    assert manifest_without_executor(tmp_path / "runs" / "serial") == manifest_without_executor(
+        tmp_path / "runs" / "cluster")
+
+
 def test_two_workers_give_the_serial_bytes_even_when_one_is_killed(cluster, tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture) -> None:
     from distributed import Client
@@ -93,24 +133,22 @@ def test_two_workers_give_the_serial_bytes_even_when_one_is_killed(cluster, tmp_
     assert manifest_without_executor(serial) == manifest_without_executor(clustered)
     executor = json.loads((clustered / "manifest.json").read_text())["executor"]
     assert executor == {"kind": "dask", "scheduler": address, "workers": 2, "tasks": 12}
-    labels = json.loads((clustered / "manifest.json").read_text())["strategies"][RERANK_INDEX]["labels"]
-    assert labels == {"bm25+rerank:sentence-transformers": 74}, labels
     assert "12/12 tasks done" in capsys.readouterr().err
 
-    # Kill the worker the rerank shard was given, as soon as the scheduler has handed it over.
+    # Kill the worker a shard was handed to, as soon as the scheduler has handed it over: the shard
+    # (running, queued, or done but not yet gathered) is lost with it and must be rerun elsewhere.
     result: dict[str, int] = {}
     runner = threading.Thread(target=lambda: result.setdefault("rc", run("killed", "--scheduler", address)))
     runner.start()
     try:
         with Client(address, timeout=20) as watcher:
-            def rerank_shard_worker():
+            def shard_worker():
                 for worker, keys in watcher.processing().items():
-                    if any(str(k).startswith("vaulteval-shard-") and str(k).endswith(f"-{RERANK_INDEX}-0")
-                           for k in keys):
+                    if any(str(k).startswith("vaulteval-shard-") and str(k).endswith(f"-{VICTIM}-0") for k in keys):
                         return worker
                 return None
 
-            victim = _wait(rerank_shard_worker, 90, "the rerank shard to start", poll=0.01)
+            victim = _wait(shard_worker, 90, "the shard to be handed to a worker", poll=0.005)
             name = watcher.scheduler_info()["workers"][victim]["name"]
             procs[name].send_signal(signal.SIGKILL)
             procs[name].wait(timeout=10)
@@ -124,19 +162,3 @@ def test_two_workers_give_the_serial_bytes_even_when_one_is_killed(cluster, tmp_
     assert same_bytes(serial, out / "killed") == []
     assert manifest_without_executor(serial) == manifest_without_executor(out / "killed")
     assert json.loads((out / "killed" / "manifest.json").read_text())["executor"]["workers"] == 2
-
-
-def test_a_worker_that_sees_another_vault_is_named(cluster) -> None:
-    from vaulteval.querysets.queryset import load_queryset
-    from vaulteval.vault.vault import Vault
-    from vaulteval.workbench.executor import make_executor, split_queries
-    from vaulteval.workbench.strategy import Strategy
-    from vaulteval.workbench.tasks import TaskContext, WorkerMismatch
-    from vaulteval.workbench.workspace import Workspace
-
-    qs = load_queryset(QUERYSET)
-    ws = Workspace(Vault(qs.vault_root))
-    bad = TaskContext(str(ws.vault.root), str(ws.cache_dir), True, "sha256:" + "f" * 64, "")
-    with make_executor(cluster[0]) as ex:
-        with pytest.raises(WorkerMismatch, match=r"worker w[12] \(tcp://127\.0\.0\.1:\d+\) sees another vault"):
-            ex.run(bad, [Strategy()], split_queries(qs.queries, 1), ws)
