@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT = 5.0  # seconds to reach a scheduler (and see a worker) before giving up
 PROGRESS_EVERY = 1.0   # seconds between progress lines
+QUIET_WORKERS = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
 
 
 class SchedulerUnreachable(UsageError):
@@ -76,9 +77,14 @@ class DaskExecutor:
         from distributed import Client, LocalCluster
 
         if self.kind == "local":
-            self.cluster = LocalCluster(n_workers=self.value, threads_per_worker=1, processes=True,
-                                        host="127.0.0.1", scheduler_port=0, dashboard_address=None,
-                                        worker_dashboard_address=None, silence_logs=logging.ERROR)
+            import dask
+
+            # Our workers' own clusters: no statistical profiler and a slow event-loop tick, so the
+            # worker's loop thread seldom takes the GIL from a task (it costs most on a busy machine).
+            with dask.config.set(QUIET_WORKERS):
+                self.cluster = LocalCluster(n_workers=self.value, threads_per_worker=1, processes=True,
+                                            host="127.0.0.1", scheduler_port=0, dashboard_address=None,
+                                            worker_dashboard_address=None, silence_logs=logging.ERROR)
             return Client(self.cluster, timeout=timeout)
         try:
             return Client(self.value, timeout=timeout)
