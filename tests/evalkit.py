@@ -77,7 +77,8 @@ def scripted_embed(texts: list[str]) -> np.ndarray:
 
 
 # What must be the same bytes whatever the executor (queries.csv holds latencies; the manifest its executor).
-IDENTICAL = ("metrics.csv", "per_query.csv", "misses.csv", "pool.csv", "report.md", "vault-pages.txt")
+IDENTICAL = ("metrics.csv", "per_query.csv", "misses.csv", "pool.csv", "abstention.csv", "report.json", "report.md",
+             "vault-pages.txt")
 
 
 def same_bytes(a: Path, b: Path) -> list[str]:
