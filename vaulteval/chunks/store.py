@@ -237,10 +237,11 @@ def _prefix_pages(vault: "Vault", meta: MetaDir | None, chunks: MetaDir | None, 
     if page is not None:
         target = vault.page_path(page)
         if not target.is_file():
-            raise PageMissing(f"page {page} does not exist under wiki/; check the path")
+            raise PageMissing(f"page {page} does not exist under {vault.notes_label}; check the path")
         selected = [p for p in all_pages if p.rel == page.replace("\\", "/")]
         if not selected:
-            raise PageMissing(f"page {page} is not a note vaulteval can read (must end in .md inside wiki/)")
+            raise PageMissing(f"page {page} is not a note vaulteval can read (a .md file under {vault.notes_label}, "
+                              "not hidden or excluded)")
     else:
         selected = all_pages
     if page_bytes is None:

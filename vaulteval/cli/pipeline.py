@@ -36,7 +36,7 @@ def cmd_prefix(args: argparse.Namespace) -> int:
     from vaulteval.pipeline.provision import prefix
 
     if not args.all and not args.page:
-        raise UsageError("name a page (wiki/...md) or pass --all")
+        raise UsageError("name a page (its vault-relative path, e.g. wiki/Note.md) or pass --all")
     if args.all and args.page:
         raise UsageError("pass either a page or --all, not both")
     settings = _prefix_settings(args)
@@ -214,7 +214,7 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     """Add the pipeline commands to ``vaulteval``'s subparsers."""
     _add_vault = add_vault
     p = sub.add_parser("prefix", help="split pages into chunks with contextual prefixes (.vault-meta/chunks)")
-    p.add_argument("page", nargs="?", help="one page, vault-relative (wiki/...md)")
+    p.add_argument("page", nargs="?", help="one page, vault-relative (e.g. wiki/Note.md, or Note.md in a plain Obsidian vault)")
     p.add_argument("--all", action="store_true", help="every page; also removes chunks of deleted pages")
     p.add_argument("--rebuild", action="store_true", help="ignore existing chunks and rewrite them")
     p.add_argument("--peek", action="store_true", help="report what would change; write nothing")

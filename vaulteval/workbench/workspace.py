@@ -96,7 +96,7 @@ class Workspace:
         if (index.k1, index.b) != (strategy.k1, strategy.b):
             index = index.with_params(strategy.k1, strategy.b)
         meta_dir = base.vault.meta_dir
-        view = Vault(self.vault.root, meta_dir=meta_dir)
+        view = self.vault.with_meta(meta_dir)
         # One index and one integrity checker per meta dir, whatever the k1/b.
         retriever = Retriever(view, index=index, integrity=base.integrity())
         if key not in self._index_fp:
@@ -143,7 +143,7 @@ class Workspace:
         meta = self.cache_dir / self.fingerprint.digest.removeprefix("sha256:")[:16] / key
         if is_inside(self.vault.root, meta):
             raise UsageError(f"the evaluation cache {self.cache_dir} is inside the vault; set VAULTEVAL_CACHE to a folder outside it")
-        variant = Vault(self.vault.root, meta_dir=meta)
+        variant = self.vault.with_meta(meta)
         try:
             return Retriever(variant, index=Retriever(variant).index())
         except NotProvisioned:
