@@ -179,7 +179,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from vaulteval.cli.demo import run_demo
 
-    run_demo(args.out)
+    run_demo(args.out, layout=args.layout)
     return EXIT_OK
 
 
@@ -187,7 +187,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_sample(args: argparse.Namespace) -> int:
     from vaulteval.cli.sample import copy_sample
 
-    print(copy_sample(args.dest))
+    print(copy_sample(args.dest, layout=args.layout))
     return EXIT_OK
 
 
@@ -274,9 +274,14 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
 
     p = sub.add_parser("demo", help="copy the sample vault to a temporary folder, provision, retrieve, evaluate")
     p.add_argument("--out", help="folder for the demo (default: a new temporary folder)")
+    p.add_argument("--layout", choices=["wiki", "plain"], default="wiki",
+                   help="wiki: notes in wiki/ (claude-obsidian); plain: notes at the root beside .obsidian/")
 
     p = sub.add_parser("sample", help="copy the bundled sample vault to DEST")
     p.add_argument("dest")
+    p.add_argument("--layout", choices=["wiki", "plain"], default="wiki",
+                   help="wiki: notes in wiki/ (claude-obsidian); plain: notes at the root beside .obsidian/, "
+                        "with an excluded folder, .trash/, attachments and a query set in querysets/")
 
     for name, handler in _HANDLERS.items():
         sub.choices[name].set_defaults(handler=handler)
