@@ -140,16 +140,9 @@ def _hint(page: str) -> str:
 def page_aliases(raw: bytes) -> list[str]:
     """Usage: ``page_aliases(path.read_bytes())`` -> the aliases in the page's frontmatter."""
     from vaulteval.chunks.chunking import decode_page, parse_frontmatter, split_frontmatter
+    from vaulteval.chunks.obsidian import page_aliases as frontmatter_aliases
 
     text = decode_page(raw)
     if not text.startswith("---\n"):
         return []
-    fm = parse_frontmatter(split_frontmatter(text)[0])
-    out: list[str] = []
-    for field in ("aliases", "alias"):
-        value = fm.get(field)
-        if isinstance(value, str):
-            value = [v for v in value.split(",")] if field == "aliases" else [value]
-        if isinstance(value, list):
-            out.extend(str(v).strip() for v in value if v is not None and str(v).strip())
-    return out
+    return frontmatter_aliases(parse_frontmatter(split_frontmatter(text)[0]))
