@@ -45,6 +45,7 @@ def test_heading_section_and_wikilink_page(notes_vault: Path) -> None:
     assert view["text"] == "## Descaling\n\nUse citric acid monthly.\n\n### Details\n\nTwenty grams."
     assert view["section"] == {"heading": "Descaling", "first_line": 10, "last_line": 17}
     assert read(notes_vault, "[[Water boiler#Other]]")["text"].startswith("## Other")
+    assert read(notes_vault, "[[Kettle#^block1]]")["text"].startswith("# Kettle")  # a block reference: whole note
 
 
 def test_cjk_and_crlf(notes_vault: Path) -> None:

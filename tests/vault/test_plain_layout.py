@@ -98,6 +98,17 @@ def test_a_symlink_out_of_the_notes_or_into_a_hidden_folder_is_skipped(tmp_path:
     assert [p.rel for p in Vault(root).iter_pages()] == ["Real.md"]
 
 
+def test_obsidian_exclusions_apply_to_a_wiki_vault_too(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    for rel in ("wiki/keep.md", "wiki/drafts/skip.md", "wiki/.trash/gone.md"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x", encoding="utf-8")
+    (root / ".obsidian").mkdir()
+    (root / ".obsidian" / "app.json").write_text('{"userIgnoreFilters": ["wiki/drafts/"]}', encoding="utf-8")
+    vault = Vault(root)
+    assert vault.notes_rel == "wiki" and [p.rel for p in vault.iter_pages()] == ["wiki/keep.md"]
+
+
 @pytest.mark.parametrize("filters, path, excluded", [
     (["Archive/"], "Archive/a.md", True),
     (["Archive/"], "Archive.md", False),

@@ -33,7 +33,8 @@ _INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
 _COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.DOTALL)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _CALLOUT = re.compile(r"^(?P<quote>[ \t]*(?:>[ \t]*)+)\[!(?P<kind>[^\]\n]+)\][+-]?[ \t]*(?P<title>[^\n]*)$", re.MULTILINE)
-_TAG = re.compile(r"(?:(?<=\s)|^)#([^\s#!\"$%&'()*+,.:;<=>?@\[\]^`{|}~\\]+)", re.MULTILINE)
+# Starts with the literal '#' so the scan is fast; "at the start or after whitespace" is checked per hit.
+_TAG = re.compile(r"#([^\s#!\"$%&'()*+,.:;<=>?@\[\]^`{|}~\\]+)")
 _SIZE = re.compile(r"^\d+(?:x\d+)?$")
 _WORD_SEPARATORS = re.compile(r"[/_\-]+")
 
@@ -118,9 +119,15 @@ def _as_list(value: Any) -> list[str]:
 def page_tags(frontmatter: dict, body: str) -> tuple[list[str], list[str]]:
     """(frontmatter ``tags``/``tag``, inline ``#tags`` outside code), without '#', each in order and once."""
     front = [t.lstrip("#") for key in ("tags", "tag") for t in _as_list(frontmatter.get(key))]
-    code_free = _INLINE_CODE.sub("", _FENCE.sub("", body))
-    inline = [t for t in _TAG.findall(code_free) if not t.isdigit()]
+    inline = _inline_tags(body)
+    if inline and "`" in body:  # only then can a candidate sit in code
+        inline = _inline_tags(_INLINE_CODE.sub("", _FENCE.sub("", body)))
     return list(dict.fromkeys(t for t in front if t)), list(dict.fromkeys(inline))
+
+
+def _inline_tags(text: str) -> list[str]:
+    return [m.group(1) for m in _TAG.finditer(text)
+            if (m.start() == 0 or text[m.start() - 1].isspace()) and not m.group(1).isdigit()]
 
 
 def page_aliases(frontmatter: dict) -> list[str]:

@@ -92,7 +92,9 @@ def read_note(vault: "Vault", page: str, *, heading: str | None = None,
             rel = resolver.resolve(page)
         except UnknownLink as exc:
             raise PageMissing(str(exc)) from None
-        heading = heading or (page.strip()[2:-2].split("|", 1)[0].partition("#")[2] or None)
+        linked = page.strip()[2:-2].split("|", 1)[0].partition("#")[2].strip()
+        # [[Page#Heading]] reads that section; a [[Page#^block]] reference reads the whole note.
+        heading = heading or (linked if linked and not linked.startswith("^") else None)
     else:
         rel = page.replace("\\", "/").removeprefix("./")
     raw, truncated = read_note_bytes(vault, rel)
