@@ -28,6 +28,7 @@ from vaulteval.workbench.fingerprint import VaultFingerprint, index_fingerprint,
 from vaulteval.vault.paths import is_inside
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
+from vaulteval.chunks.obsidian import CHUNKER_VERSION
 from vaulteval.vault.vault import Vault
 
 if TYPE_CHECKING:
@@ -117,7 +118,9 @@ class Workspace:
         if "vault" not in self._bases and self._vault_usable() and self._fits(self.own, strategy):
             self._bases["vault"] = self.own
             return "vault"
-        return f"{strategy.analyzer}-t{strategy.target}-o{strategy.overlap}-h{strategy.hard_max}"
+        # The chunker version keeps a cache built by another vaulteval (other chunk text) from being reused.
+        return (f"{strategy.analyzer}-t{strategy.target}-o{strategy.overlap}-h{strategy.hard_max}"
+                f"-c{CHUNKER_VERSION}")
 
     def _vault_usable(self) -> bool:
         if not self.use_vault_index or self.vault.is_bundled:
