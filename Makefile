@@ -19,8 +19,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# make demo LAYOUT=plain runs it on a plain Obsidian vault (notes at the root beside .obsidian/).
+LAYOUT ?= wiki
 demo: $(STAMP)
-	$(BIN)/vaulteval demo
+	$(BIN)/vaulteval demo --layout $(LAYOUT)
 
 # One pytest run: the tests, then every cell of the bundled notebooks against its stored output (nbval).
 test: $(STAMP)

@@ -12,9 +12,12 @@ stays cheap and the retrieve path never pulls in pandas)::
     ev = evaluate(vault, qs, ["bm25", "rerank:st"])     # EvalRun: runs, metrics, misses, comparison
     Strategy.parse("bm25:analyzer=english,k1=1.2")       # a strategy from its string form
     compare(ev.runs, qs)                                # Report: deltas with paired significance
+    read_note(vault, "[[Descaling#How often]]")         # one note: text, headings, links, backlinks
+    search_notes(vault, "descale")                      # text search of every note, no index needed
+    read_ledgers(vault)                                 # claim and source ledgers, checked
 
-Stage folders, lowest first: vault, chunks, index, rerank, pipeline, querysets,
-workbench, notebooks, cli (see docs/architecture.md).
+Stage folders, lowest first: vault, chunks, index, rerank, pipeline, notes,
+querysets, workbench, notebooks, cli (see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ _API = {
     "Retriever": "vaulteval.pipeline.retrieve",
     "RetrievalResult": "vaulteval.pipeline.retrieve",
     "doctor": "vaulteval.pipeline.doctor",
+    "read_note": "vaulteval.notes.read",
+    "search_notes": "vaulteval.notes.search",
+    "read_ledgers": "vaulteval.notes.ledgers",
     "QuerySet": "vaulteval.querysets.queryset",
     "load_queryset": "vaulteval.querysets.queryset",
     "Strategy": "vaulteval.workbench.strategy",

@@ -73,3 +73,7 @@ class DuplicateAddress(VaultevalError):
     """Two pages declare the same `address:`; nothing was changed."""
 
     exit_code = EXIT_CONFLICT
+
+
+class LedgerInvalid(UsageError):
+    """A claim or source ledger is malformed; the message names the file and the field."""

@@ -257,7 +257,7 @@ def test_concurrent_provision_never_corrupts(tmp_path: Path) -> None:
             if p.returncode == 11:
                 assert len(err.splitlines()) == 1
         index = Retriever(Vault(root)).index()  # opens and passes its checksum
-        assert index.n_docs == 55
+        assert index.n_docs == 54
         doctor = run_cli("doctor", "--json", "--vault", root)
         assert doctor.returncode == 0 and json.loads(doctor.stdout)["state"] == "verified", doctor.stdout
         assert not list((root / ".vault-meta").rglob("*.tmp")), "temporary files left behind"

@@ -179,7 +179,7 @@ def test_records_with_unsafe_page_paths_are_rejected(fresh_vault: Path, outside:
     _put(fresh_vault, "evil-link", _record("evil-link", "wiki/leak.md", "exfiltrationword symlink", h))
     report = run_json("index", "build", "--vault", fresh_vault)
     assert report["rejected"].get("unsafe-page-path") == 4, report
-    assert report["docs"] == 55
+    assert report["docs"] == 54
     result = retrieve_json(fresh_vault, "exfiltrationword")
     assert result["candidates"] == [] and result["explain"]["bm25_candidate_count"] == 0
     hits = run_json("index", "query", "--vault", fresh_vault, "exfiltrationword")
@@ -200,7 +200,7 @@ def test_chunk_file_symlinked_outside_is_not_read(fresh_vault: Path, outside: Pa
     (fresh_vault / ".vault-meta/chunks/c-900002").mkdir()
     os.symlink(target, fresh_vault / ".vault-meta/chunks/c-900002/chunk-000.json")
     report = run_json("index", "build", "--vault", fresh_vault)
-    assert report["docs"] == 55
+    assert report["docs"] == 54
     assert retrieve_json(fresh_vault, "smugglerword")["candidates"] == []
     assert run_json("index", "query", "--vault", fresh_vault, "smugglerword") == []
     # A symlinked address folder is refused outright (exit 2), before the build changes anything.

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from vaulteval.chunks import chunking
+from vaulteval.chunks.obsidian import CHUNKER_VERSION
 
 if TYPE_CHECKING:
     from vaulteval.vault.metadir import MetaDir
@@ -75,6 +76,8 @@ def load_catalog(meta: "MetaDir | None", params: "ChunkParams", key: dict | None
         return {}
     if data.get("prefix") != (key or prefix_key("synthetic")):
         return {}
+    if data.get("chunker") != CHUNKER_VERSION:
+        return {}  # chunked by other text rules: every page is re-read (unchanged records are kept)
     pages = data.get("pages")
     if not isinstance(pages, dict):
         return {}

@@ -83,8 +83,8 @@ class IntegrityChecker:
         return value
 
     def page_hash(self, page_rel: str) -> str | None:
-        """``sha256:<hex>`` of the page's exact bytes, or None when it is missing or outside wiki/."""
-        return self._read(self._page_hash, self.vault.wiki_dir, page_rel, "wiki",
+        """``sha256:<hex>`` of the page's exact bytes, or None when it is missing or outside the notes folder."""
+        return self._read(self._page_hash, self.vault.notes_dir, page_rel, self.vault.notes_strip,
                           lambda data: "sha256:" + hashlib.sha256(data).hexdigest())
 
     def record(self, doc: "DocMeta") -> dict | None:

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from vaulteval.chunks import chunking
+from vaulteval.chunks import chunking, obsidian
 from vaulteval.chunks.catalog import CATALOG_NAME, CATALOG_SCHEMA, ChunkParams, chunk_file_name, \
     listing as _listing, load_catalog, prefix_key
 from vaulteval.errors import DuplicateAddress, PageMissing
@@ -127,16 +127,24 @@ def build_records(
     params: ChunkParams,
     prefixer=None,
 ) -> list[dict]:
-    """Chunk one parsed page into seed-schema records (prefix from ``prefixer`` or synthetic)."""
-    pieces = chunking.split_chunks(parsed.body, params.target, params.overlap, params.hard_max)
-    synthetic = chunking.synthetic_prefix(parsed.title, parsed.body)
+    """Chunk one parsed page into seed-schema records (prefix from ``prefixer`` or synthetic).
+
+    The text is what Obsidian shows (no %%comments%%, link labels, callout titles);
+    the page's tags and aliases follow every prefix so a query can find them.
+    """
+    body = obsidian.visible_text(parsed.body)
+    pieces = chunking.split_chunks(body, params.target, params.overlap, params.hard_max)
+    terms = obsidian.page_terms(parsed.frontmatter, body)
+    synthetic = chunking.synthetic_prefix(parsed.title, body)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     records = []
     for idx, raw in enumerate(pieces):
         prefix, source = synthetic, "synthetic"
         if prefixer is not None:
-            generated, source = prefixer.prefix(parsed.title, parsed.body, raw)
+            generated, source = prefixer.prefix(parsed.title, body, raw)
             prefix = generated if generated else synthetic
+        if terms:
+            prefix = f"{prefix} {terms}"
         prefix = prefix[: chunking.MAX_PREFIX_CHARS]
         records.append(
             {
@@ -237,10 +245,11 @@ def _prefix_pages(vault: "Vault", meta: MetaDir | None, chunks: MetaDir | None, 
     if page is not None:
         target = vault.page_path(page)
         if not target.is_file():
-            raise PageMissing(f"page {page} does not exist under wiki/; check the path")
+            raise PageMissing(f"page {page} does not exist under {vault.notes_label}; check the path")
         selected = [p for p in all_pages if p.rel == page.replace("\\", "/")]
         if not selected:
-            raise PageMissing(f"page {page} is not a note vaulteval can read (must end in .md inside wiki/)")
+            raise PageMissing(f"page {page} is not a note vaulteval can read (a .md file under {vault.notes_label}, "
+                              "not hidden or excluded)")
     else:
         selected = all_pages
     if page_bytes is None:
@@ -351,7 +360,8 @@ def _prefix_pages(vault: "Vault", meta: MetaDir | None, chunks: MetaDir | None, 
     if page is None:
         report.chunk_listing = _listing(new_catalog)
     if written_any or page is None or not meta.exists(CATALOG_NAME):
-        payload = {"schema": CATALOG_SCHEMA, "params": asdict(params), "prefix": key, "pages": new_catalog}
+        payload = {"schema": CATALOG_SCHEMA, "params": asdict(params), "prefix": key,
+                   "chunker": obsidian.CHUNKER_VERSION, "pages": new_catalog}
         meta.write_bytes(CATALOG_NAME, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
         pause_point("catalog-written")
     return report

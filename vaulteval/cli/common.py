@@ -30,11 +30,22 @@ def select_vault(args: argparse.Namespace):
     """The vault named by ``--vault``, the environment or a marker file."""
     from vaulteval.vault.vault import Vault
 
-    return Vault.select(getattr(args, "vault", None))
+    return Vault.select(getattr(args, "vault", None), notes_dir=getattr(args, "notes_dir", None))
+
+
+def vault_choice(args: argparse.Namespace):
+    """For commands that may also find the vault elsewhere (a query set, a run): a Vault when the
+    user named one or its notes folder, else None."""
+    if getattr(args, "vault", None) or getattr(args, "notes_dir", None) is not None:
+        return select_vault(args)
+    return None
 
 
 def add_vault(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vault", metavar="PATH", help="the vault (default: $VAULTEVAL_VAULT or the nearest marker file)")
+    p.add_argument("--notes-dir", metavar="DIR", dest="notes_dir",
+                   help="the folder holding the notes, relative to the vault (default: \"notes_dir\" in "
+                        ".vaulteval.json, else wiki/ when it exists, else the vault root when .obsidian/ exists)")
 
 
 def int_arg(text: str) -> int:

@@ -17,15 +17,15 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def run_demo(out: str | None = None) -> Path:
+def run_demo(out: str | None = None, layout: str = "wiki") -> Path:
     from vaulteval.cli.sample import copy_sample
     from vaulteval.pipeline.provision import provision
     from vaulteval.pipeline.retrieve import retrieve
     from vaulteval.vault.vault import Vault
 
     base = Path(out) if out else Path(tempfile.mkdtemp(prefix="vaulteval-demo-"))
-    vault_dir = copy_sample(base / "sample-vault")
-    _say(f"== sample vault copied to {vault_dir}")
+    vault_dir = copy_sample(base / "sample-vault", layout=layout)
+    _say(f"== sample vault copied to {vault_dir} ({layout} layout)")
     vault = Vault(vault_dir)
     report = provision(vault)
     _say(f"== provisioned: {report['prefix']['pages_seen']} pages, {report['index']['docs']} chunks, "
@@ -57,9 +57,11 @@ def notebooks_step(vault, base: Path) -> Path | None:
     from vaulteval.workbench.report import interval_table, markdown_table
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # the MiniLM load bar would interleave the output
-    qs = load_queryset(SAMPLE_QUERYSET, vault)
+    # A plain-layout copy carries the same query set with root-relative page keys.
+    qs_path = vault.root / "querysets" / "sample-vault.yaml" if not vault.notes_rel else SAMPLE_QUERYSET
+    qs = load_queryset(qs_path, vault)
     cache = base / "cache"
-    _say(f"== vaulteval eval run --vault {vault.root} --queryset {SAMPLE_QUERYSET} "
+    _say(f"== vaulteval eval run --vault {vault.root} --queryset {qs_path} "
          + " ".join(f"--strategy {s}" for s in DEMO_STRATEGIES) + f" --notebooks {','.join(DEMO_NOTEBOOKS)}")
     ev = evaluate(vault, qs, DEMO_STRATEGIES, cache_dir=cache)
     run_dir = ev.save(base / "runs", run_id="demo")
@@ -71,7 +73,7 @@ def notebooks_step(vault, base: Path) -> Path | None:
         return run_dir
     from vaulteval.notebooks.run import run_for_eval
 
-    context = {"vault": str(vault.root), "queryset": str(SAMPLE_QUERYSET), "k": ev.k,
+    context = {"vault": str(vault.root), "queryset": str(qs_path), "k": ev.k,
                "strategies": DEMO_STRATEGIES, "cache": str(cache)}
     done = run_for_eval(DEMO_NOTEBOOKS, run_dir, context)
     _say(f"== run directory: {run_dir}")

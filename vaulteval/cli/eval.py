@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vaulteval.cli.common import vault_choice
 from vaulteval.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 
 NAMES = ("queryset", "import", "eval", "notebooks")
@@ -43,7 +44,7 @@ def cmd_queryset_check(args: argparse.Namespace) -> int:
     from vaulteval.querysets.queryset import QuerySetInvalid, open_queryset
 
     try:
-        vault, qs = open_queryset(args.queryset, args.vault, qrels=args.qrels, split=args.split)
+        vault, qs = open_queryset(args.queryset, vault_choice(args), qrels=args.qrels, split=args.split)
     except QuerySetInvalid as exc:
         for problem in exc.problems:
             sys.stderr.write(f"{problem}\n")
@@ -82,7 +83,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     if args.id is not None:
         check_run_id(args.id)  # before any work: the id becomes a folder name
     notebooks, overrides = _notebook_choice(args)
-    vault, qs = open_queryset(args.queryset, args.vault, qrels=args.qrels, split=args.split)
+    vault, qs = open_queryset(args.queryset, vault_choice(args), qrels=args.qrels, split=args.split)
     if is_inside(vault.root, Path(args.out)):
         raise UsageError(f"--out {args.out} is inside the vault; evaluation never writes the vault, "
                          "choose a folder outside it")
@@ -164,7 +165,7 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
 def cmd_eval_verify(args: argparse.Namespace) -> int:
     from vaulteval.workbench.verify import verify_run
 
-    result = verify_run(args.run, vault=args.vault, cache_dir=args.cache,
+    result = verify_run(args.run, vault=args.vault, notes_dir=args.notes_dir, cache_dir=args.cache,
                         allow_remote_ollama=args.allow_remote_ollama)
     if result.ok:
         print(f"verified: {args.run} reproduces exactly")
@@ -179,7 +180,7 @@ def cmd_eval_compare(args: argparse.Namespace) -> int:
     from vaulteval.workbench.manifest import compare_run_dirs
 
     report = compare_run_dirs(args.runs, baseline=args.baseline, measures=_measures(args.measures), k=args.k,
-                              vault=args.vault)
+                              vault=vault_choice(args))
     if args.out:
         report.save(args.out)
     print(report.to_markdown())

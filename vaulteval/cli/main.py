@@ -22,6 +22,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "vaulteval.cli.pipeline": ("prefix", "index", "provision", "retrieve", "rerank", "doctor", "bench", "demo",
                                "sample"),
     "vaulteval.cli.eval": ("queryset", "import", "eval", "notebooks"),
+    "vaulteval.cli.notes": ("read", "search", "ledgers"),
 }
 
 

@@ -36,7 +36,7 @@ def cmd_prefix(args: argparse.Namespace) -> int:
     from vaulteval.pipeline.provision import prefix
 
     if not args.all and not args.page:
-        raise UsageError("name a page (wiki/...md) or pass --all")
+        raise UsageError("name a page (its vault-relative path, e.g. wiki/Note.md) or pass --all")
     if args.all and args.page:
         raise UsageError("pass either a page or --all, not both")
     settings = _prefix_settings(args)
@@ -179,7 +179,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from vaulteval.cli.demo import run_demo
 
-    run_demo(args.out)
+    run_demo(args.out, layout=args.layout)
     return EXIT_OK
 
 
@@ -187,7 +187,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_sample(args: argparse.Namespace) -> int:
     from vaulteval.cli.sample import copy_sample
 
-    print(copy_sample(args.dest))
+    print(copy_sample(args.dest, layout=args.layout))
     return EXIT_OK
 
 
@@ -214,7 +214,7 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     """Add the pipeline commands to ``vaulteval``'s subparsers."""
     _add_vault = add_vault
     p = sub.add_parser("prefix", help="split pages into chunks with contextual prefixes (.vault-meta/chunks)")
-    p.add_argument("page", nargs="?", help="one page, vault-relative (wiki/...md)")
+    p.add_argument("page", nargs="?", help="one page, vault-relative (e.g. wiki/Note.md, or Note.md in a plain Obsidian vault)")
     p.add_argument("--all", action="store_true", help="every page; also removes chunks of deleted pages")
     p.add_argument("--rebuild", action="store_true", help="ignore existing chunks and rewrite them")
     p.add_argument("--peek", action="store_true", help="report what would change; write nothing")
@@ -274,9 +274,14 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
 
     p = sub.add_parser("demo", help="copy the sample vault to a temporary folder, provision, retrieve, evaluate")
     p.add_argument("--out", help="folder for the demo (default: a new temporary folder)")
+    p.add_argument("--layout", choices=["wiki", "plain"], default="wiki",
+                   help="wiki: notes in wiki/ (claude-obsidian); plain: notes at the root beside .obsidian/")
 
     p = sub.add_parser("sample", help="copy the bundled sample vault to DEST")
     p.add_argument("dest")
+    p.add_argument("--layout", choices=["wiki", "plain"], default="wiki",
+                   help="wiki: notes in wiki/ (claude-obsidian); plain: notes at the root beside .obsidian/, "
+                        "with an excluded folder, .trash/, attachments and a query set in querysets/")
 
     for name, handler in _HANDLERS.items():
         sub.choices[name].set_defaults(handler=handler)

@@ -56,7 +56,8 @@ def chunk_table(env: "StrategyEnv") -> "pd.DataFrame":
     """One row per indexed chunk: page, folder, chunk index, characters."""
     import pandas as pd
 
-    rows = [(d.page_path, _folder(d.page_path), d.chunk_index) for d in env.index.iter_docs()]
+    lead = env.vault.notes_rel
+    rows = [(d.page_path, _folder(d.page_path, lead), d.chunk_index) for d in env.index.iter_docs()]
     df = pd.DataFrame(rows, columns=["page", "folder", "chunk_index"])
     df["chars"] = _chunk_chars(env)
     return df.sort_values(["page", "chunk_index"]).reset_index(drop=True)
@@ -71,17 +72,18 @@ def _chunk_chars(env: "StrategyEnv") -> list[int]:
     return out
 
 
-def _folder(page: str) -> str:
-    parts = page.split("/")
-    return "/".join(parts[1:-1]) or "(top)"
+def _folder(page: str, notes_rel: str = "wiki") -> str:
+    """The page's folder inside the notes folder ("(top)" for a note directly in it)."""
+    parts = page.removeprefix(f"{notes_rel}/" if notes_rel else "").split("/")
+    return "/".join(parts[:-1]) or "(top)"
 
 
-def folders(vault_pages: list[str], chunks: "pd.DataFrame") -> "pd.DataFrame":
-    """Pages and chunks per folder under wiki/, with pages that have no chunk (empty or frontmatter only)."""
+def folders(vault_pages: list[str], chunks: "pd.DataFrame", notes_rel: str = "wiki") -> "pd.DataFrame":
+    """Pages and chunks per folder of the notes folder (``vault.notes_rel``), with pages that have no chunk."""
     import pandas as pd
 
     pages = pd.DataFrame({"page": vault_pages})
-    pages["folder"] = pages.page.map(_folder)
+    pages["folder"] = pages.page.map(lambda page: _folder(page, notes_rel))
     per_page = chunks.groupby("page").size()
     pages["chunks"] = pages.page.map(per_page).fillna(0).astype(int)
     out = pages.groupby("folder").agg(pages=("page", "size"), chunks=("chunks", "sum"),

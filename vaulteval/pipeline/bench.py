@@ -72,9 +72,12 @@ def run_bench(vault: "Vault", *, queries: int = 20, edits: int = 10, work_dir: s
     copy = tmp / "vault"
     if copy.exists():
         shutil.rmtree(copy)
-    copy.mkdir(parents=True)
-    shutil.copytree(vault.wiki_dir, copy / "wiki", symlinks=True)
-    bench_vault = Vault(copy)
+    if vault.notes_rel:
+        copy.mkdir(parents=True)
+        shutil.copytree(vault.notes_dir, copy / vault.notes_rel, symlinks=True)
+    else:  # notes at the root: everything but derived state and version control (keeps .obsidian/ settings)
+        shutil.copytree(vault.root, copy, symlinks=True, ignore=shutil.ignore_patterns(".vault-meta", ".git"))
+    bench_vault = Vault(copy, notes_dir=vault.notes_rel)
     pages = list(bench_vault.iter_pages())
     result: dict[str, Any] = {"vault": str(vault.root), "pages": len(pages), "work_dir": str(copy)}
 
@@ -120,7 +123,7 @@ def run_bench(vault: "Vault", *, queries: int = 20, edits: int = 10, work_dir: s
     result["cli_p95_s"] = round(_percentile(latencies, 0.95), 4)
     result["cli_peak_rss_mb"] = round(max(peaks) / 1024, 1)
 
-    fresh = Retriever(Vault(copy))
+    fresh = Retriever(Vault(copy, notes_dir=vault.notes_rel))
     many = _pick_queries(fresh.vault, in_process_queries) or qs
     fresh.retrieve(many[0], top=5)  # opens the index once
     t0 = time.perf_counter()

@@ -2,7 +2,7 @@
 
 Usage: ``report = doctor(vault)``; ``report.state == "verified"`` when retrieval is safe to use.
 
-- available: the package and a vault with wiki/ exist, but nothing is provisioned;
+- available: the package and a vault with notes exist, but nothing is provisioned;
 - configured: an index exists but is not current (stale or missing pages);
 - verified: the index opens, passes its checksum, and every indexed page is current;
 - degraded: the index is corrupt, unreadable or from another schema.

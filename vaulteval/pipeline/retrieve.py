@@ -171,7 +171,7 @@ def _run(
     t0 = time.perf_counter()
     index = retriever.index()
     if index.n_docs == 0:
-        raise NotProvisioned("the index has no chunks (no notes with text under wiki/?)",
+        raise NotProvisioned(f"the index has no chunks (no notes with text under {vault.notes_label}?)",
                              rebuild=vault.rebuild_command())
     t1 = time.perf_counter()
     hits = index.search(query, k=bm25_top)
@@ -191,7 +191,7 @@ def _run(
             chunk_id=doc.chunk_id,
             page_address=doc.page_address,
             page_path=doc.page_path,
-            absolute_path=cached_lexical_path(vault.wiki_dir, doc.page_path, "wiki"),
+            absolute_path=cached_lexical_path(vault.notes_dir, doc.page_path, vault.notes_strip),
             chunk_index=doc.chunk_index,
             bm25_score=round(hit.score, 6),
             rerank_score=round(hit.score, 6),

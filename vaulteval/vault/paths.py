@@ -2,8 +2,8 @@
 
 Usage::
 
-    page = confine(vault.wiki_dir, "wiki/howto/Descaling.md", strip="wiki")
-    with open_confined(vault.wiki_dir, "wiki/howto/Descaling.md", strip="wiki") as fh: ...
+    page = confine(vault.notes_dir, "wiki/howto/Descaling.md", strip="wiki")
+    with open_confined(vault.notes_dir, "wiki/howto/Descaling.md", strip=vault.notes_strip) as fh: ...
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ def lexical_path(base: Path | str, relative: str, *, strip: str | None = None) -
     parts = [p for p in rel.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise PathEscape(f"path {relative!r} contains '..'; paths must stay inside the vault")
-    if strip is not None:
-        if not parts or parts[0] != strip:
+    if strip:
+        lead = strip.split("/")
+        if parts[: len(lead)] != lead:
             raise PathEscape(f"path {relative!r} must start with {strip}/")
-        parts = parts[1:]
+        parts = parts[len(lead):]
     if not parts:
         raise PathEscape(f"path {relative!r} names no file")
     return os.path.join(str(base), *parts)
@@ -60,7 +61,7 @@ def cached_lexical_path(base: Path | str, relative: str, strip: str | None) -> s
 def confine(base: Path, relative: str, *, strip: str | None = None) -> Path:
     """Resolve ``relative`` under ``base``, refusing absolute paths, ``..`` and symlink escapes.
 
-    ``strip`` drops a leading component (``wiki/x.md`` relative to the ``wiki`` dir).
+    ``strip`` drops leading components (``wiki/x.md`` relative to the ``wiki`` dir); None or "" drops none.
     """
     candidate = lexical_path(base, relative, strip=strip)
     if not _under(os.path.realpath(candidate), _real_base(str(base))):
@@ -91,5 +92,5 @@ def open_confined(base: Path, relative: str, *, strip: str | None = None) -> Bin
 
 
 def is_inside(base: Path, target: Path) -> bool:
-    """Usage: ``is_inside(wiki_dir, path)``: true when the real target lies under the real base."""
+    """Usage: ``is_inside(notes_dir, path)``: true when the real target lies under the real base."""
     return _under(os.path.realpath(target), os.path.realpath(base))

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from vaulteval.errors import UsageError, VaultSelectionError
+from vaulteval.errors import PageMissing, UsageError, VaultSelectionError
+from vaulteval.vault.layout import IgnoreRules, hidden, notes_root
 from vaulteval.vault.paths import confine, is_inside
 
 MARKERS = (".vaulteval.json", ".claude-obsidian.json")
@@ -35,7 +36,7 @@ def _product_roots() -> set[Path]:
 
 @dataclass(frozen=True)
 class Page:
-    """A note under ``wiki/``: its vault-relative POSIX path and absolute path."""
+    """A note under the notes folder: its vault-relative POSIX path and absolute path."""
 
     rel: str
     abspath: str
@@ -46,9 +47,14 @@ class Page:
 
 
 class Vault:
-    """A folder with ``wiki/`` (notes) and ``.vault-meta/`` (derived state)."""
+    """A folder with notes (``wiki/``, or the root of a plain Obsidian vault) and ``.vault-meta/`` (derived state).
 
-    def __init__(self, root: str | os.PathLike[str], *, meta_dir: str | os.PathLike[str] | None = None):
+    ``notes_dir`` names the notes folder relative to the root ("" or "." for the
+    root itself) and wins over ``.vaulteval.json`` and the layout's own signs.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, meta_dir: str | os.PathLike[str] | None = None,
+                 notes_dir: str | None = None):
         root_path = Path(root).expanduser()
         if not root_path.is_dir():
             raise VaultSelectionError(f"vault {root_path} is not a directory; pass --vault PATH to an existing vault")
@@ -57,27 +63,30 @@ class Vault:
             raise VaultSelectionError(
                 f"{self.root} is vaulteval's own folder, not a vault; pass --vault PATH to your vault"
             )
-        self.wiki_dir = self.root / "wiki"
-        if not self.wiki_dir.is_dir():
-            raise VaultSelectionError(f"{self.root} has no wiki/ folder; a vault keeps its notes in wiki/")
+        # "" when the notes are the vault root; page paths are always relative to the root.
+        self.notes_rel = notes_root(self.root, notes_dir)
+        self.notes_dir = self.root.joinpath(*self.notes_rel.split("/")) if self.notes_rel else self.root
+        self.wiki_dir = self.notes_dir  # the older name, kept for callers written before plain vaults
+        self.ignore = IgnoreRules.from_vault(self.root)
         # meta_dir may point outside the vault: evaluation builds variants in a cache.
         self.meta_dir = Path(meta_dir).resolve() if meta_dir else self.root / ".vault-meta"
 
     # -- selection -------------------------------------------------------
     @classmethod
-    def select(cls, explicit: str | os.PathLike[str] | None = None, *, cwd: Path | None = None) -> "Vault":
+    def select(cls, explicit: str | os.PathLike[str] | None = None, *, cwd: Path | None = None,
+               notes_dir: str | None = None) -> "Vault":
         """Usage: ``Vault.select(args.vault)``: --vault, then env vars, then the nearest marker file."""
         if explicit:
-            return cls(explicit)
+            return cls(explicit, notes_dir=notes_dir)
         for var in ENV_VARS:
             value = os.environ.get(var)
             if value:
-                return cls(value)
+                return cls(value, notes_dir=notes_dir)
         here = (cwd or Path.cwd()).resolve()
         products = _product_roots()
         for folder in (here, *here.parents):
             if any((folder / marker).is_file() for marker in MARKERS):
-                return cls(folder)
+                return cls(folder, notes_dir=notes_dir)
             if folder in products:
                 # Working inside vaulteval itself: never fall through to a marker further up.
                 raise VaultSelectionError(
@@ -87,6 +96,10 @@ class Vault:
             "no vault selected: pass --vault PATH, set VAULTEVAL_VAULT, "
             "or run inside a folder holding .vaulteval.json"
         )
+
+    def with_meta(self, meta_dir: str | os.PathLike[str]) -> "Vault":
+        """The same vault and notes folder with derived state in ``meta_dir`` (evaluation variants)."""
+        return Vault(self.root, meta_dir=meta_dir, notes_dir=self.notes_rel)
 
     @property
     def is_bundled(self) -> bool:
@@ -105,31 +118,65 @@ class Vault:
             )
 
     # -- paths -----------------------------------------------------------
+    @property
+    def notes_strip(self) -> str | None:
+        """The leading part every page path carries (``"wiki"``), or None when notes live at the root."""
+        return self.notes_rel or None
+
+    @property
+    def notes_label(self) -> str:
+        """The notes folder as users see it in messages: ``wiki/`` or ``the vault root``."""
+        return f"{self.notes_rel}/" if self.notes_rel else "the vault root"
+
     def page_path(self, rel: str) -> Path:
         """Usage: ``vault.page_path("wiki/a.md")``: the confined absolute path of a note."""
-        return confine(self.wiki_dir, rel, strip="wiki")
+        return confine(self.notes_dir, rel, strip=self.notes_strip)
+
+    def note_path(self, rel: str) -> Path:
+        """A page that is an indexable note: confined, ``.md``, not hidden, not excluded, and present.
+
+        Raises PathEscape (exit 2) for a path leaving the notes folder, PageMissing (exit 3) otherwise.
+        """
+        path = self.page_path(rel)
+        clean = "/".join(p for p in rel.replace("\\", "/").split("/") if p not in ("", "."))
+        if not clean.endswith(".md") or hidden(clean):
+            raise PageMissing(f"{rel} is not a note (notes are .md files outside hidden folders)")
+        if self.ignore.excluded(clean):
+            raise PageMissing(f"{rel} is excluded by Obsidian's settings (.obsidian/app.json userIgnoreFilters)")
+        if not path.is_file():
+            raise PageMissing(f"page {rel} does not exist under {self.notes_label}; check the path")
+        return path
 
     def meta_path(self, rel: str) -> Path:
         """Usage: ``vault.meta_path("chunks/c-1/chunk-000.json")``: a confined path under .vault-meta."""
         return confine(self.meta_dir, rel)
 
     def iter_pages(self) -> Iterator[Page]:
-        """Every ``*.md`` under wiki/, sorted, skipping dot-folders and links that leave wiki/."""
-        wiki = str(self.wiki_dir)
-        real_wiki = os.path.realpath(wiki)
+        """Every ``*.md`` note, sorted; skips dot-folders, Obsidian's exclusions and links that leave the notes folder."""
+        notes = str(self.notes_dir)
+        real_notes = os.path.realpath(notes)
+        lead = self.notes_rel + "/" if self.notes_rel else ""
+        ignore = self.ignore
         found: list[Page] = []
-        for dirpath, dirnames, filenames in os.walk(wiki):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            rel_dir = "wiki" + dirpath[len(wiki):].replace(os.sep, "/")
+        for dirpath, dirnames, filenames in os.walk(notes):
+            rel_dir = lead + dirpath[len(notes):].replace(os.sep, "/").lstrip("/")
+            rel_dir = rel_dir.rstrip("/")
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")
+                           and not (ignore and ignore.folder_excluded(f"{rel_dir}/{d}" if rel_dir else d))]
             for name in filenames:
                 if not name.endswith(".md") or name.startswith("."):
+                    continue
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                if ignore and ignore.excluded(rel):
                     continue
                 full = dirpath + os.sep + name
                 if os.path.islink(full):
                     real = os.path.realpath(full)
-                    if not real.startswith(real_wiki + os.sep) or not os.path.isfile(real):
+                    if not real.startswith(real_notes + os.sep) or not os.path.isfile(real):
                         continue
-                found.append(Page(rel_dir + "/" + name, full))
+                    if hidden(real[len(real_notes) + 1:].replace(os.sep, "/")):
+                        continue  # a link into .obsidian/, .vault-meta/ or another hidden folder
+                found.append(Page(rel, full))
         found.sort(key=lambda p: p.rel)
         return iter(found)
 

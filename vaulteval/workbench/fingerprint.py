@@ -50,7 +50,7 @@ class VaultFingerprint:
 
 
 def vault_fingerprint(vault: "Vault") -> VaultFingerprint:
-    """Usage: ``vault_fingerprint(vault).digest``; reads every page under wiki/ once."""
+    """Usage: ``vault_fingerprint(vault).digest``; reads every note once."""
     pages = {}
     for page in vault.iter_pages():
         pages[page.rel] = "sha256:" + hashlib.sha256(page.path.read_bytes()).hexdigest()

@@ -33,6 +33,7 @@ from vaulteval.errors import UsageError
 
 if TYPE_CHECKING:
     from vaulteval.workbench.runs import Run
+    from vaulteval.vault.vault import Vault
 
 # ``ev`` below is a ``vaulteval.workbench.evaluate.EvalRun``; evaluate imports this
 # module to save itself, so the type is not imported back here.
@@ -115,7 +116,8 @@ def build_manifest(ev: "EvalRun", run_id: str) -> dict[str, Any]:
         "packages": packages,
         "parameters": ev.params,
         "vault": {"root": str(ev.vault.root), "fingerprint": ev.workspace.fingerprint.digest,
-                  "pages": len(ev.workspace.fingerprint.pages), "bundled": ev.vault.is_bundled},
+                  "pages": len(ev.workspace.fingerprint.pages), "bundled": ev.vault.is_bundled,
+                  "notes_dir": ev.vault.notes_rel},
         "queryset": {**qs.summary(), "path": str(Path(qs.path).resolve()), "split": qs.extra.get("split"),
                      "qrels": qs.extra.get("qrels")},
         "cache_dir": str(ev.workspace.cache_dir),
@@ -264,7 +266,7 @@ def load_run_dir(path: str | Path) -> RunDir:
 
 
 def compare_run_dirs(paths: list[str | Path], *, baseline: str | None = None, measures: Any = None,
-                     k: int | None = None, vault: str | Path | None = None):
+                     k: int | None = None, vault: "str | Path | Vault | None" = None):
     """Usage: ``compare_run_dirs(["runs/a", "runs/b"])`` -> Report over every run they hold.
 
     The runs must share a query set (same sha256); names that collide are
@@ -289,7 +291,11 @@ def compare_run_dirs(paths: list[str | Path], *, baseline: str | None = None, me
             runs.append(r)
     first = dirs[0].manifest
     info = first["queryset"]
-    qs = load_queryset(info["path"], vault or first["vault"]["root"], qrels=info.get("qrels"),
+    if vault is None:
+        from vaulteval.vault.vault import Vault
+
+        vault = Vault(first["vault"]["root"], notes_dir=first["vault"].get("notes_dir"))
+    qs = load_queryset(info["path"], vault, qrels=info.get("qrels"),
                        split=info.get("split") or "test")
     report = compare(runs, qs, measures or first["parameters"]["measures"], baseline=baseline,
                      k=k or first["parameters"]["k"])

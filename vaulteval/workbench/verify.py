@@ -56,7 +56,7 @@ class VerifyResult:
         return not self.diffs
 
 
-def verify_run(run_dir: str | Path, *, vault: str | Path | None = None,
+def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_dir: str | None = None,
                cache_dir: str | Path | None = None, allow_remote_ollama: bool = False) -> VerifyResult:
     """Usage: ``verify_run("runs/<id>").ok``; ``vault`` overrides the manifest's vault folder."""
     from vaulteval.workbench.evaluate import evaluate
@@ -70,7 +70,8 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None,
     result = VerifyResult(folder)
     diffs = result.diffs
     try:
-        v = Vault(vault or manifest["vault"]["root"])
+        v = Vault(vault or manifest["vault"]["root"], 
+                  notes_dir=notes_dir if notes_dir is not None else manifest["vault"].get("notes_dir"))
     except VaultevalError as exc:
         diffs.append(f"vault: {exc}")
         return result

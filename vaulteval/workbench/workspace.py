@@ -29,6 +29,7 @@ from vaulteval.vault.locking import wait_lock
 from vaulteval.vault.paths import is_inside
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
+from vaulteval.chunks.obsidian import CHUNKER_VERSION
 from vaulteval.vault.vault import Vault
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class Workspace:
         if (index.k1, index.b) != (strategy.k1, strategy.b):
             index = index.with_params(strategy.k1, strategy.b)
         meta_dir = base.vault.meta_dir
-        view = Vault(self.vault.root, meta_dir=meta_dir)
+        view = self.vault.with_meta(meta_dir)
         # One index and one integrity checker per meta dir, whatever the k1/b.
         retriever = Retriever(view, index=index, integrity=base.integrity())
         if key not in self._index_fp:
@@ -121,7 +122,9 @@ class Workspace:
         if "vault" not in self._bases and self._vault_usable() and self._fits(self.own, strategy):
             self._bases["vault"] = self.own
             return "vault"
-        return f"{strategy.analyzer}-t{strategy.target}-o{strategy.overlap}-h{strategy.hard_max}"
+        # The chunker version keeps a cache built by another vaulteval (other chunk text) from being reused.
+        return (f"{strategy.analyzer}-t{strategy.target}-o{strategy.overlap}-h{strategy.hard_max}"
+                f"-c{CHUNKER_VERSION}")
 
     def _vault_usable(self) -> bool:
         if not self.use_vault_index or self.vault.is_bundled:
@@ -147,7 +150,7 @@ class Workspace:
         meta = self.cache_dir / self.fingerprint.digest.removeprefix("sha256:")[:16] / key
         if is_inside(self.vault.root, meta):
             raise UsageError(f"the evaluation cache {self.cache_dir} is inside the vault; set VAULTEVAL_CACHE to a folder outside it")
-        variant = Vault(self.vault.root, meta_dir=meta)
+        variant = self.vault.with_meta(meta)
         try:
             return Retriever(variant, index=Retriever(variant).index())
         except NotProvisioned:

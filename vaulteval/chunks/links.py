@@ -1,0 +1,148 @@
+"""Resolve ``[[wikilinks]]`` to vault pages the way Obsidian does.
+
+Usage::
+
+    resolver = LinkResolver.from_vault(vault)
+    resolver.resolve("[[books/Notes#Template|how I take notes]]")   # -> "wiki/books/Notes.md"
+
+Order: exact path (``wiki/x/Note``, ``x/Note`` or ``Note``, with or without
+``.md``; the notes folder's own prefix is optional), then the shortest unique path suffix (a bare name is a suffix of one
+component), each first case-sensitive then case-insensitive; last the
+``aliases:`` of every page's frontmatter. ``#heading``, ``^block`` and
+``|display`` parts are ignored. Several matches at the first level that has
+any are an :class:`AmbiguousLink`; none is an :class:`UnknownLink`.
+
+It lives in ``chunks`` so both the pipeline-level note reader and query sets use it.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from vaulteval.errors import UsageError
+
+if TYPE_CHECKING:
+    from vaulteval.vault.vault import Vault
+
+
+class UnknownLink(UsageError):
+    """A wikilink or path names no page of the vault."""
+
+
+class AmbiguousLink(UsageError):
+    """A wikilink matches several pages; write more of its path."""
+
+
+def _norm(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def is_wikilink(key: str) -> bool:
+    """Usage: ``is_wikilink("[[Grinder]]")`` -> True."""
+    key = key.strip()
+    return key.startswith("[[") and key.endswith("]]")
+
+
+def link_target(key: str) -> str:
+    """Usage: ``link_target("[[a/B#h|x]]")`` -> ``"a/B"``: the file part of a wikilink, trimmed."""
+    text = key.strip()
+    if is_wikilink(text):
+        text = text[2:-2]
+    text = text.split("|", 1)[0]
+    text = text.split("#", 1)[0]
+    return _norm(text.strip().replace("\\", "/").strip("/"))
+
+
+class LinkResolver:
+    """Page lookup by path, path suffix and alias; aliases are read only when first needed."""
+
+    def __init__(self, pages: Iterable[str], *, read_page: Callable[[str], bytes] | None = None,
+                 notes_rel: str = "wiki"):
+        self.pages = sorted(_norm(p) for p in pages)
+        self._set = set(self.pages)
+        self._read_page = read_page
+        self._aliases: dict[str, list[str]] | None = None
+        self.lead = f"{notes_rel}/" if notes_rel else ""
+        # Path without the notes folder and ".md", for exact and suffix matching.
+        self._stems = {p: p.removeprefix(self.lead).removesuffix(".md") for p in self.pages}
+        self._by_name: dict[str, list[str]] = {}
+        self._by_stem: dict[str, list[str]] = {}
+        for page, stem in self._stems.items():
+            self._by_name.setdefault(stem.rsplit("/", 1)[-1].casefold(), []).append(page)
+            self._by_stem.setdefault(stem.casefold(), []).append(page)
+
+    @classmethod
+    def from_vault(cls, vault: "Vault") -> "LinkResolver":
+        """Usage: ``LinkResolver.from_vault(vault)``: every note of the vault, aliases from frontmatter."""
+        pages = {p.rel: p.path for p in vault.iter_pages()}
+        return cls(pages, read_page=lambda rel: pages[rel].read_bytes(), notes_rel=vault.notes_rel)
+
+    def has_page(self, rel: str) -> bool:
+        return _norm(rel) in self._set
+
+    def resolve(self, key: str) -> str:
+        """Usage: ``resolve("[[Grinder]]")`` -> the page's vault path; raises UnknownLink / AmbiguousLink."""
+        target = link_target(key)
+        if not target:
+            raise UnknownLink(f"{key!r} names no page")
+        stem = target.removesuffix(".md")
+        for exact in (True, False):
+            found = self._by_path(stem, exact)
+            if found:
+                return self._one(key, found)
+        aliases = self.aliases().get(target.casefold(), [])
+        if aliases:
+            return self._one(key, aliases, via="alias")
+        raise UnknownLink(f"{key} matches no page, path suffix or alias in the vault's notes")
+
+    def _by_path(self, stem: str, exact: bool) -> list[str]:
+        fold = (lambda s: s) if exact else str.casefold
+        want = fold(stem.removeprefix(self.lead)) if self.lead and stem.startswith(self.lead) else fold(stem)
+        full = [p for p in self._by_stem.get(want.casefold(), []) if fold(self._stems[p]) == want]
+        if full:
+            return full
+        name = stem.rsplit("/", 1)[-1].casefold()
+        return [p for p in self._by_name.get(name, []) if fold("/" + self._stems[p]).endswith("/" + want)]
+
+    def _one(self, key: str, found: list[str], via: str = "name") -> str:
+        if len(found) == 1:
+            return found[0]
+        shown = ", ".join(sorted(found)[:5])
+        raise AmbiguousLink(f"{key} matches {len(found)} pages by {via} ({shown}); write more of the path, "
+                            f"e.g. [[{_hint(sorted(found)[0].removeprefix(self.lead))}]]")
+
+    def aliases(self) -> dict[str, list[str]]:
+        """Casefolded alias -> pages declaring it (frontmatter ``aliases:`` or ``alias:``)."""
+        if self._aliases is None:
+            self._aliases = {}
+            if self._read_page is not None:
+                for page in self.pages:
+                    for alias in page_aliases(self._read_page(page)):
+                        bucket = self._aliases.setdefault(_norm(alias).casefold(), [])
+                        if page not in bucket:
+                            bucket.append(page)
+        return self._aliases
+
+    def suggest(self, key: str) -> str | None:
+        """A page the user probably meant (same file name), for error messages."""
+        name = link_target(key).removesuffix(".md").rsplit("/", 1)[-1].casefold()
+        hits = self._by_name.get(name, [])
+        return hits[0] if len(hits) == 1 else None
+
+
+def _hint(page: str) -> str:
+    stem = page.removesuffix(".md")
+    return "/".join(stem.split("/")[-2:])
+
+
+def page_aliases(raw: bytes) -> list[str]:
+    """Usage: ``page_aliases(path.read_bytes())`` -> the aliases in the page's frontmatter."""
+    from vaulteval.chunks.chunking import decode_page, parse_frontmatter, split_frontmatter
+    from vaulteval.chunks.obsidian import page_aliases as frontmatter_aliases
+
+    text = decode_page(raw)
+    if not text.startswith("---\n"):
+        return []
+    return frontmatter_aliases(parse_frontmatter(split_frontmatter(text)[0]))

@@ -1,0 +1,8 @@
+"""Confined, read-only access to notes for agents, between the pipeline and query sets.
+
+- ``read``: one note with its frontmatter, headings, outgoing links and backlinks.
+- ``search``: text search of every note with line numbers and context (no index needed).
+- ``ledgers``: the claim and source ledgers, validated, with per-claim evidence status.
+
+Everything here reads; nothing writes the vault or its derived state.
+"""
