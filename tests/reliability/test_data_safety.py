@@ -236,7 +236,8 @@ def test_changing_the_prefix_tier_without_rebuild_reprefixes(fresh_vault: Path, 
     assert report["prefix"]["tier"] == "ollama"
     recs = chunk_records(fresh_vault)
     assert {r["prefix_source"] for r in recs} == {"ollama"}
-    assert all(r["prefix"] == "Zanzibarish context line." for r in recs)
+    # the LLM line leads the prefix; a page's tags and aliases follow it as terms
+    assert all(r["prefix"].startswith("Zanzibarish context line.") for r in recs)
     assert run_main("retrieve", "--vault", fresh_vault, "zanzibarish", "--no-rerank")[0] == 0
     provision(vault)  # back to synthetic, again without --rebuild
     assert {r["prefix_source"] for r in chunk_records(fresh_vault)} == {"synthetic"}

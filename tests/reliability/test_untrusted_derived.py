@@ -75,7 +75,7 @@ def test_a_malformed_catalog_entry_is_rescanned(fresh_vault: Path, shape: str) -
     _clean(code, err, (0,))
     after = {(r["page_path"], r["chunk_index"]): r["body_hash"] for r in chunk_records(fresh_vault)}
     assert after == before
-    assert json.loads(out)["index"]["docs"] == 55
+    assert json.loads(out)["index"]["docs"] == 54
     assert list((fresh_vault / "..").resolve().glob("outside*")) == []
 
 
@@ -91,7 +91,7 @@ def test_a_malformed_catalog_file_is_rescanned(fresh_vault: Path, shape: str) ->
         path.write_bytes(value if isinstance(value, bytes) else value.encode())
     code, out, err = run_main("provision", "--vault", fresh_vault)
     _clean(code, err, (0,))
-    assert json.loads(out)["index"]["docs"] == 55
+    assert json.loads(out)["index"]["docs"] == 54
     assert json.loads(path.read_text())["pages"][DESCALING_NOTE]["address"] == "c-000103"
 
 
@@ -128,10 +128,10 @@ def test_a_malformed_chunk_record_is_skipped_then_repaired(fresh_vault: Path, sh
     assert DESCALING_NOTE not in [c["page_path"] for c in json.loads(out)["candidates"]]
     code, out, err = run_main("index", "build", "--vault", fresh_vault)
     _clean(code, err, (0,))
-    assert json.loads(out)["docs"] == 54
+    assert json.loads(out)["docs"] == 53
     code, out, err = run_main("provision", "--vault", fresh_vault)
     _clean(code, err, (0,))
-    assert json.loads(out)["index"]["docs"] == 55
+    assert json.loads(out)["index"]["docs"] == 54
     code, out, _ = _retrieve(fresh_vault)
     assert code == 0 and DESCALING_NOTE in [c["page_path"] for c in json.loads(out)["candidates"]]
 
@@ -239,7 +239,7 @@ def test_a_forged_index_is_refused_with_exit_10_or_rebuilt(fresh_vault: Path, sh
         _clean(code, err, (0, 1, 10))
     code, out, err = run_main("provision", "--vault", fresh_vault)
     _clean(code, err, (0,))
-    assert json.loads(out)["index"]["docs"] == 55
+    assert json.loads(out)["index"]["docs"] == 54
     assert _retrieve(fresh_vault)[0] == 0
 
 
