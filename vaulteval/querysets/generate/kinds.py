@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.querysets.generate.candidates import Candidate, rng_for, title_words, typo, without_words
-from vaulteval.querysets.generate.pages import plain
+from vaulteval.querysets.generate.pages import LINK_RE, plain
 
 if TYPE_CHECKING:
     from vaulteval.querysets.generate.pages import PageFacts
@@ -31,7 +31,6 @@ MAX_SHARED = 3
 MIN_SENTENCE_WORDS = 3
 MAX_QUERY_CHARS = 300
 _SENTENCE_RE = re.compile(r"[^.!?。！？]+[.!?。！？]*")
-_LINK_RE = re.compile(r"(?<!!)\[\[([^\[\]\n]+?)\]\]")
 _EMPTY_BRACKETS_RE = re.compile(r"\(\s*\)|\[\s*\]")
 _SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?。，！？])")
 _LETTERS_RE = re.compile(r"[^\W\d_]{3,}")
@@ -147,7 +146,7 @@ def _sentence_around(line: str, link: str) -> str:
             break
     else:
         sentence = line.replace(link, " ", 1)
-    sentence = _LINK_RE.sub(lambda m: m.group(1).split("|")[-1].split("#")[0], sentence)
+    sentence = LINK_RE.sub(lambda m: m.group(1).split("|")[-1].split("#")[0], sentence)
     sentence = _EMPTY_BRACKETS_RE.sub(" ", plain(sentence))
     return " ".join(_SPACE_PUNCT_RE.sub(r"\1", sentence).split()).strip(" :;,-—")
 

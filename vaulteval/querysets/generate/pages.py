@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 _HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
-_LINK_RE = re.compile(r"(?<!!)\[\[([^\[\]\n]+?)\]\]")
+LINK_RE = re.compile(r"(?<!!)\[\[([^\[\]\n]+?)\]\]")  # a [[link]], not an ![[embed]]
 _TAG_RE = re.compile(r"(?<![\w#&/])#([^\W\d][\w/-]*)")
 _FORMAT_RE = re.compile(r"[*_`>]+|\{\{|\}\}|<[^>\n]*>|^\s*[-+*]\s+|^\s*\d+[.)]\s+")
 _MAX_PAGE_BYTES = 2_000_000  # a larger file is data, not a note: skipped
@@ -109,7 +109,7 @@ def page_facts(rel: str, raw: bytes) -> PageFacts:
             elif words:
                 facts.headings.append((number, words))
             continue
-        facts.links += [(number, m.group(0), line) for m in _LINK_RE.finditer(line)]
+        facts.links += [(number, m.group(0), line) for m in LINK_RE.finditer(line)]
         tags += _TAG_RE.findall(line)
     if fm.get("title") not in (None, ""):
         facts.title, facts.title_line = str(fm["title"]).strip(), 1
