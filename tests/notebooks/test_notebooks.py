@@ -24,7 +24,7 @@ from vaulteval.notebooks.run import NOTEBOOK_DIR, NotebookFailed, execute, names
 from evalkit import QUERYSET, eval_cache  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
-NOTEBOOKS = ["evaluate", "explore", "judge", "misses", "rerank_impact", "sweep"]
+NOTEBOOKS = ["evaluate", "explore", "judge", "misses", "rerank_impact", "sweep", "tune"]
 # Anything machine- or run-specific that must never be stored in an output.
 VOLATILE = re.compile(r"/tmp/|/home/|/root/|/work/|site-packages|\d{4}-\d\d-\d\dT\d\d:\d\d|\d{8}-\d{6}-")
 
@@ -46,7 +46,7 @@ def _outputs_text(cell) -> str:
 
 # ----------------------------------------------------------- stored notebooks
 
-def test_the_five_notebooks_ship_in_the_package_and_the_repo_root_links_to_them() -> None:
+def test_the_bundled_notebooks_ship_in_the_package_and_the_repo_root_links_to_them() -> None:
     assert names() == NOTEBOOKS
     assert (REPO / "notebooks").resolve() == NOTEBOOK_DIR.resolve()
     assert (REPO / "querysets" / "sample-vault.yaml").resolve() == \

@@ -23,6 +23,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                                "sample"),
     "vaulteval.cli.eval": ("queryset", "import", "eval", "notebooks"),
     "vaulteval.cli.notes": ("read", "search", "ledgers"),
+    "vaulteval.cli.tune": ("tune",),
 }
 
 

@@ -95,15 +95,39 @@ def cmd_provision(args: argparse.Namespace) -> int:
     vault = _vault(args)
     from vaulteval.pipeline.provision import provision
 
-    _emit(provision(vault, rebuild=args.rebuild, analyzer=args.analyzer, prefix_settings=_prefix_settings(args)))
+    embed = None
+    if args.embed:
+        from vaulteval.rerank.config import resolve
+
+        embed = resolve(_rerank_config(args))  # settings errors (exit 2) before any work
+    elif args.embedder or args.model:
+        raise UsageError("--embedder and --model choose the model for --embed; add --embed")
+    _emit(provision(vault, rebuild=args.rebuild, analyzer=args.analyzer, prefix_settings=_prefix_settings(args),
+                    embed=embed, progress=sys.stderr if embed is not None else None))
     return EXIT_OK
+
+
+_EMBEDDERS = {"ollama": "ollama", "st": "sentence-transformers", "sentence-transformers": "sentence-transformers"}
 
 
 def _rerank_config(args: argparse.Namespace):
     from vaulteval.rerank.stage import RerankConfig
 
-    return RerankConfig(backend=args.embedder, model=args.model, allow_remote=args.allow_remote_ollama,
-                        timeout=args.timeout)
+    return RerankConfig(backend=_EMBEDDERS[args.embedder or "ollama"], model=args.model,
+                        allow_remote=args.allow_remote_ollama, timeout=args.timeout)
+
+
+def _first_stage(args: argparse.Namespace, vault):
+    """--strategy, else the strategy `vaulteval tune --write` stored for the vault, else BM25."""
+    from vaulteval.pipeline.firststage import FirstStage
+    from vaulteval.pipeline.tuned import tuned_strategy
+
+    if args.strategy:
+        return FirstStage.parse(args.strategy), None
+    tuned = tuned_strategy(vault)
+    if tuned is None:
+        return None, None
+    return FirstStage.parse(tuned["strategy"]), tuned
 
 
 @_cmd("retrieve")
@@ -115,9 +139,16 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     check_limit("--top", args.top)
     check_limit("--bm25-top", args.bm25_top)
     rerank = None if args.no_rerank else _rerank_config(args)
-    result = retrieve(_vault(args), args.query, top=args.top, bm25_top=args.bm25_top, rerank=rerank,
-                      explain=args.explain)
-    sys.stdout.write(result.with_min_score(args.min_score).to_json() + "\n")
+    vault = _vault(args)
+    first, tuned = _first_stage(args, vault)
+    if first is not None and first.uses_dense:
+        first = first.with_embed(_rerank_config(args))  # host, timeout and remote permission for the query
+    result = retrieve(vault, args.query, top=args.top, bm25_top=args.bm25_top, rerank=rerank,
+                      explain=args.explain, first=first)
+    out = result.with_min_score(args.min_score).to_dict()
+    if tuned is not None:
+        out["tuned"] = {"strategy": tuned["strategy"], "run_id": tuned.get("run_id")}
+    _emit(out)
     return EXIT_OK
 
 
@@ -192,8 +223,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def _add_rerank_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--embedder", choices=["ollama", "sentence-transformers"], default="ollama",
-                   help="embedding backend for rerank (default: ollama)")
+    p.add_argument("--embedder", choices=sorted(_EMBEDDERS),
+                   help="embedding backend (default: ollama; st = sentence-transformers, offline)")
     p.add_argument("--model", help="embedding model (default: nomic-embed-text-v2-moe for ollama)")
     p.add_argument("--allow-remote-ollama", action="store_true",
                    help="allow an OLLAMA_HOST that is not this machine (sends query and chunk text there)")
@@ -208,6 +239,16 @@ def _add_prefix_flags(p: argparse.ArgumentParser) -> None:
                    help="who writes contextual prefixes (default: synthetic, computed locally)")
     p.add_argument("--allow-egress", action="store_true",
                    help="allow prefix tiers that send page text off this machine")
+
+
+def _analyzer_arg(text: str) -> str:
+    from vaulteval.index.tokenize import get_analyzer
+
+    try:
+        get_analyzer(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -237,8 +278,12 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
 
     p = sub.add_parser("provision", help="prefix --all, then index build, under one lock")
     p.add_argument("--rebuild", action="store_true", help="rewrite every chunk")
-    p.add_argument("--analyzer", choices=["default", "english"], default="default")
+    p.add_argument("--analyzer", type=_analyzer_arg, default="default",
+                   help="default | english | english:stemmer=snowball|porter|none,stopwords=seed|lucene|none")
+    p.add_argument("--embed", action="store_true",
+                   help="also store chunk embeddings in .vault-meta/embeddings/ (only changed chunks are embedded)")
     _add_prefix_flags(p)
+    _add_rerank_flags(p)
     _add_vault(p)
 
     p = sub.add_parser("retrieve", help="read-only retrieval; prints JSON")
@@ -250,6 +295,10 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     p.add_argument("--min-score", type=_score_arg, metavar="X",
                    help="drop results scoring below X (rerank cosine, else BM25), e.g. the threshold "
                         "`eval run` suggests; the JSON says how many were dropped")
+    p.add_argument("--strategy", metavar="S",
+                   help="first stage: bm25 | dense | hybrid:rrf[,k=60,w_bm25=1,w_dense=1] | hybrid:cc[,alpha=0.5]; "
+                        "bm25 field weights: w_title, w_aliases, w_headings, w_code, w_body "
+                        "(default: the vault's tuned strategy, else bm25)")
     _add_rerank_flags(p)
     _add_vault(p)
 

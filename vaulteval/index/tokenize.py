@@ -105,7 +105,8 @@ def _cjk_ngrams(run: str, out: list[str]) -> None:
             out.append(run[i : i + 3])
 
 
-def _terms(text: str, runs: re.Pattern[str], stem: Callable[[str], str] | None, bounded: bool) -> list[str]:
+def _terms(text: str, runs: re.Pattern[str], stem: Callable[[str], str] | None, bounded: bool,
+           stop: frozenset[str] = STOPWORDS) -> list[str]:
     if bounded:
         check_length(text)
     out: list[str] = []
@@ -113,7 +114,7 @@ def _terms(text: str, runs: re.Pattern[str], stem: Callable[[str], str] | None, 
         word = word.lower()
         if word.isascii():  # the common case: one non-CJK run
             part = word.strip(_EDGE_CHARS)
-            if len(part) > 1 and part not in STOPWORDS:
+            if len(part) > 1 and part not in stop:
                 out.append(stem(part) if stem else part)
             continue
         for m in runs.finditer(word):
@@ -121,7 +122,7 @@ def _terms(text: str, runs: re.Pattern[str], stem: Callable[[str], str] | None, 
                 _cjk_ngrams(m.group(1), out)
                 continue
             part = m.group(0).strip(_EDGE_CHARS)
-            if len(part) > 1 and part not in STOPWORDS:
+            if len(part) > 1 and part not in stop:
                 out.append(stem(part) if stem else part)
     return out
 
@@ -158,4 +159,26 @@ def get_analyzer(name: str) -> Callable[..., list[str]]:
         return tokenize_default
     if name == "english":
         return tokenize_english
+    if isinstance(name, str) and name.startswith("english:"):  # stemmer/stopword variants
+        from vaulteval.index.analyzers import AnalyzerNameError
+
+        try:
+            return _option_analyzer(name)
+        except AnalyzerNameError as exc:
+            raise UsageError(str(exc)) from None
     raise UsageError(f"unknown analyzer {name!r}: choose one of {', '.join(ANALYZERS)}")
+
+
+@lru_cache(maxsize=8)
+def _option_analyzer(name: str) -> Callable[..., list[str]]:
+    """``english:stemmer=S,stopwords=W`` (vaulteval.index.analyzers): english's split with another list/stemmer."""
+    from vaulteval.index.analyzers import make_stemmer, parse_analyzer_name, stopword_list
+
+    stemmer, stopwords = parse_analyzer_name(name)
+    stop = frozenset(stopword_list(stopwords, STOPWORDS))
+    stem = make_stemmer(stemmer)
+
+    def analyze(text: str, *, bounded: bool = True) -> list[str]:
+        return _terms(text, _EXTENDED_RUNS, stem, bounded, stop)
+
+    return analyze

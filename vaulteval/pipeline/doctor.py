@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import NotProvisioned
 from vaulteval.index.reader import index_path
+from vaulteval.pipeline.embed import embed_command
 from vaulteval.pipeline.retrieve import Retriever
+from vaulteval.rerank.store import store_path
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
@@ -37,6 +39,7 @@ class DoctorReport:
     unindexed_pages: int = 0
     stale_chunks: int = 0
     rebuild: str | None = None
+    embeddings: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,12 +91,37 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None) -> DoctorReport
         report.problems.append(f"{report.unindexed_pages} page(s) are not in the index (new, or without text)")
     if index.n_docs == 0:
         report.problems.append("the index has no chunks")
+    embed_problem = _embeddings(vault, retriever, report)
     if report.problems:
         report.state = "configured"
-        report.rebuild = vault.rebuild_command()
+        report.rebuild = vault.rebuild_command() if not embed_problem or len(report.problems) > 1 else embed_command(vault)
     else:
         report.state = "verified"
     return report
+
+
+def _embeddings(vault: "Vault", retriever: Retriever, report: DoctorReport) -> bool:
+    """Fill ``report.embeddings``: absent, unusable (corrupt), or current with how many rows match the index."""
+    path = store_path(vault.meta_dir)
+    if not path.exists():
+        report.embeddings = {"state": "absent", "path": str(path)}
+        return False
+    try:
+        store = retriever.store()
+    except NotProvisioned as exc:
+        report.embeddings = {"state": "unusable", "path": str(path), "error": str(exc)}
+        report.problems.append(f"stored embeddings are unusable: {exc}")
+        return True
+    served = sum(1 for doc in retriever.store_docs() if doc >= 0)
+    missing = len({*range(retriever.index().n_docs)} - set(retriever.store_docs()))
+    report.embeddings = {"state": "current" if not missing and served == len(store) else "partial",
+                         **store.describe(), "rows_served": served, "rows_stale": len(store) - served,
+                         "chunks_without_vector": missing}
+    if missing or served != len(store):
+        report.problems.append(f"{missing} chunk(s) have no stored vector and {len(store) - served} stored "
+                               "vector(s) are stale (dense and hybrid skip them)")
+        return True
+    return False
 
 
 def _has_text(path) -> bool:

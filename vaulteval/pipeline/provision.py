@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from vaulteval.index import bm25
 from vaulteval.chunks import chunking
@@ -19,6 +19,7 @@ from vaulteval.errors import WriteFailed
 from vaulteval.vault.locking import vault_lock
 
 if TYPE_CHECKING:
+    from vaulteval.rerank.config import RerankConfig
     from vaulteval.vault.vault import Vault
 
 
@@ -67,8 +68,28 @@ def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: 
     with _writing(vault) as meta:
         report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
                              chunk_params=asdict(chunk_params or ChunkParams()), meta=meta)
+        _build_fields(vault, meta)
     vault._index = None
     return report
+
+
+def ensure_fields(vault: "Vault") -> bool:
+    """Build the field index beside an index that lacks it (an older provision); True when one was built."""
+    from vaulteval.index.fields import fields_path
+
+    if fields_path(vault.meta_dir).is_file():
+        return False
+    with _writing(vault) as meta:
+        _build_fields(vault, meta)
+    return True
+
+
+def _build_fields(vault: "Vault", meta: Any) -> None:
+    """The title/aliases/headings/code postings beside the index just built (field-weighted BM25)."""
+    from vaulteval.index.fieldbuild import build_fields
+    from vaulteval.index.reader import BM25Index, index_path
+
+    build_fields(vault, BM25Index(index_path(vault.meta_dir)), meta)
 
 
 def provision(
@@ -80,8 +101,15 @@ def provision(
     b: float = bm25.B,
     params: ChunkParams = ChunkParams(),
     prefix_settings=None,
+    embed: "RerankConfig | None" = None,
+    progress: "IO[str] | None" = None,
 ) -> dict[str, Any]:
-    """Prefix every page and build the index in one locked step; returns both reports and timings."""
+    """Prefix every page and build the index in one locked step; returns both reports and timings.
+
+    With ``embed`` (a rerank config naming backend and model), the chunk vectors
+    are then stored in ``.vault-meta/embeddings/`` under the same lock; only
+    chunks whose text changed are embedded.
+    """
     from dataclasses import asdict
 
     from vaulteval.index.build import build_index
@@ -101,10 +129,21 @@ def provision(
         del page_bytes
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=hashes,
                                    chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta)
+        _build_fields(vault, meta)
         t2 = time.perf_counter()
+        embed_report = None
+        if embed is not None:
+            from vaulteval.pipeline.embed import embed_vault
+
+            embed_report = embed_vault(vault, embed, meta, progress=progress).to_dict()
+        t3 = time.perf_counter()
     vault._index = None
-    return {
+    out = {
         "prefix": prefix_report.to_dict(),
         "index": index_report.to_dict(),
-        "seconds": {"prefix": round(t1 - t0, 3), "index": round(t2 - t1, 3), "total": round(t2 - t0, 3)},
+        "seconds": {"prefix": round(t1 - t0, 3), "index": round(t2 - t1, 3), "total": round(t3 - t0, 3)},
     }
+    if embed_report is not None:
+        out["embeddings"] = embed_report
+        out["seconds"]["embed"] = round(t3 - t2, 3)
+    return out

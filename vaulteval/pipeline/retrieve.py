@@ -24,7 +24,9 @@ from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import check_length
 
 if TYPE_CHECKING:
+    from vaulteval.pipeline.firststage import FirstStage
     from vaulteval.rerank.stage import RerankConfig
+    from vaulteval.rerank.store import EmbeddingStore
     from vaulteval.vault.vault import Vault
 
 SNIPPET_CHARS = 200
@@ -42,6 +44,7 @@ class Candidate:
     rerank_score: float | None
     rerank_source: str
     snippet: str
+    dense_score: float | None = None  # cosine from the stored embeddings (dense and hybrid only)
 
 
 @dataclass
@@ -61,7 +64,7 @@ class RetrievalResult:
             "query": self.query,
             "strategy": self.strategy,
             "top_k": self.top_k,
-            "candidates": [asdict(c) for c in self.candidates],
+            "candidates": [_candidate_dict(c) for c in self.candidates],
         }
         if self.min_score is not None:
             out["min_score"] = self.min_score
@@ -85,6 +88,13 @@ class RetrievalResult:
 
 def _score(c: Candidate) -> float:
     return c.rerank_score if c.rerank_score is not None else c.bm25_score
+
+
+def _candidate_dict(cand: Candidate) -> dict[str, Any]:
+    out = asdict(cand)
+    if out["dense_score"] is None:
+        del out["dense_score"]  # BM25-only results keep the seed's fields
+    return out
 
 
 def check_limit(name: str, value: int) -> int:
@@ -113,10 +123,49 @@ class Retriever:
     """
 
     def __init__(self, vault: "Vault", *, index: BM25Index | None = None,
-                 integrity: IntegrityChecker | None = None):
+                 integrity: IntegrityChecker | None = None, store_meta: Path | None = None):
         self.vault = vault
         self._index = index
         self._integrity = integrity
+        self._store_meta = store_meta  # where the stored embeddings are (default: the vault view's meta dir)
+        self._store = None
+        self._store_docs: list[int] | None = None
+        self._fields: Any = False
+
+    def store(self) -> "EmbeddingStore":
+        """The verified embedding store (exit 10 naming ``provision --embed`` when missing or corrupt)."""
+        if self._store is None:
+            from vaulteval.pipeline.embed import open_vault_store
+
+            self._store = open_vault_store(self.vault, self._store_meta)
+        return self._store
+
+    def optional_store(self) -> "EmbeddingStore | None":
+        """The store when it opens, else None (rerank then embeds candidates itself)."""
+        try:
+            return self.store()
+        except NotProvisioned:
+            return None
+
+    def store_docs(self) -> list[int]:
+        """Index document of each stored row; -1 when its chunk is gone or its text changed (never served)."""
+        if self._store_docs is None:
+            index, store = self.index(), self.store()
+            by_chunk = {d.chunk_id: (i, d.context_hash) for i, d in enumerate(index.all_docs())}
+            docs = []
+            for row in store.rows:
+                hit = by_chunk.get(row.chunk_id)
+                docs.append(hit[0] if hit is not None and hit[1] == row.context_hash else -1)
+            self._store_docs = docs
+        return self._store_docs
+
+    def fields(self) -> Any:
+        """The field index (title, aliases, headings, code) when provisioned and current, else None."""
+        if self._fields is False:
+            from vaulteval.index.fields import open_fields
+
+            self._fields = open_fields(self.vault.meta_dir, self.index())
+        return self._fields
 
     def index(self) -> BM25Index:
         """The verified BM25 index (exit 10 with the rebuild command when it is missing or corrupt)."""
@@ -153,8 +202,12 @@ def _run(
     rerank: "RerankConfig | None" = None,
     explain: bool = False,
     embed_cache: Path | None | str = "default",
+    first: "FirstStage | None" = None,
 ) -> RetrievalResult:
     """Run the pipeline; ``rerank=None`` means BM25 order (``bm25-only``).
+
+    ``first`` picks the first stage (``vaulteval.pipeline.firststage``): BM25
+    (the default), dense, or a hybrid; ``bm25_top`` is its depth.
 
     ``embed_cache`` is where rerank embeddings are cached: ``"default"`` is the
     vault's ``.vault-meta/embeddings.sqlite``; evaluation passes its own cache
@@ -174,14 +227,22 @@ def _run(
         raise NotProvisioned(f"the index has no chunks (no notes with text under {vault.notes_label}?)",
                              rebuild=vault.rebuild_command())
     t1 = time.perf_counter()
-    hits = index.search(query, k=bm25_top)
+    cache = default_embed_cache(vault) if embed_cache == "default" else embed_cache
+    stage_info: dict[str, Any] = {"label": "bm25", "fallback": None}
+    if first is None or (first.kind == "bm25" and not first.fields):
+        hits = [(h.doc, h.score, None) for h in index.search(query, k=bm25_top)]
+    else:
+        from vaulteval.pipeline.firststage import first_stage
+
+        ranked_docs, stage_info = first_stage(retriever, query, first, bm25_top, cache)
+        hits = [(d, b, c) for d, b, c, _ in ranked_docs[:bm25_top]]
     t2 = time.perf_counter()
     checker = retriever.integrity()
     pool: list[Candidate] = []
     texts: list[str] = []
     stale = 0
-    for hit in hits:
-        doc = index.doc(hit.doc)
+    for hit_doc, hit_score, dense_score in hits:
+        doc = index.doc(hit_doc)
         rec = checker.current_record(doc)
         if rec is None:
             stale += 1
@@ -193,38 +254,39 @@ def _run(
             page_path=doc.page_path,
             absolute_path=cached_lexical_path(vault.notes_dir, doc.page_path, vault.notes_strip),
             chunk_index=doc.chunk_index,
-            bm25_score=round(hit.score, 6),
-            rerank_score=round(hit.score, 6),
+            bm25_score=round(hit_score, 6),
+            rerank_score=round(hit_score, 6),
             rerank_source="skipped",
             snippet=raw[:SNIPPET_CHARS],
+            dense_score=dense_score,
         ))
         texts.append(rec.get("contextualized_text") or raw)
     t3 = time.perf_counter()
 
-    strategy = "bm25-only"
+    base = "bm25" if stage_info["label"] == "bm25" else stage_info["label"]
+    strategy = "bm25-only" if base == "bm25" else base
     rerank_model = None
     ranked = pool
     if rerank is not None and pool:
         from vaulteval.rerank.stage import rerank as run_rerank
 
-        cache = default_embed_cache(vault) if embed_cache == "default" else embed_cache
         # The vault's own cache is reached from the vault root without following a symlink.
         anchor = vault.root if embed_cache == "default" and not vault.meta_is_external else None
-        outcome = run_rerank(query, texts, rerank, cache, cache_anchor=anchor)
+        outcome = run_rerank(query, texts, rerank, cache, cache_anchor=anchor, store=retriever.optional_store())
         rerank_model = outcome.model
         if outcome.scores is not None:
-            strategy = f"bm25+rerank:{outcome.source}"
+            strategy = f"{base}+rerank:{outcome.source}"
             for cand, score in zip(pool, outcome.scores):
                 cand.rerank_score = round(float(score), 6)
                 cand.rerank_source = outcome.source
             # Stable sort: equal cosines keep their BM25 order.
             ranked = sorted(pool, key=lambda c: -c.rerank_score)
         else:
-            strategy = f"bm25+noop-rerank:{outcome.fallback_reason}"
+            strategy = f"{base}+noop-rerank:{outcome.fallback_reason}"
             for cand in pool:
                 cand.rerank_source = f"noop:{outcome.fallback_reason}"
     elif rerank is not None:
-        strategy = "bm25+noop-rerank:no-candidates"  # nothing to rerank; never counted as a rerank
+        strategy = f"{base}+noop-rerank:no-candidates"  # nothing to rerank; never counted as a rerank
         rerank_model = rerank.model
     t4 = time.perf_counter()
 
@@ -246,7 +308,11 @@ def _run(
             "rerank_model": rerank_model,
             "stale_candidates_skipped": stale,
             "analyzer": index.analyzer_name,
+            "first_stage": stage_info["label"],
+            "first_stage_fallback": stage_info["fallback"],
+            "embedding_model": stage_info.get("embedding_model"),
             "timings_ms": {
+                "dense": stage_info.get("dense_ms", 0.0),
                 "index_open": _ms(t1 - t0),
                 "bm25": _ms(t2 - t1),
                 "integrity": _ms(t3 - t2),

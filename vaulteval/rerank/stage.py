@@ -21,7 +21,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from vaulteval.rerank.embedders import (
     open_embedder,
     st_available,
 )
+from vaulteval.rerank.languages import model_coverage
 from vaulteval.rerank.config import (  # re-exported: callers import the whole rerank API from here
     DEFAULT_OLLAMA_MODEL,
     RerankConfig,
@@ -45,7 +46,13 @@ from vaulteval.rerank.config import (  # re-exported: callers import the whole r
     resolve,
 )
 
+if TYPE_CHECKING:
+    from vaulteval.rerank.store import EmbeddingStore
+
 log = logging.getLogger(__name__)
+
+# The fallback reason when the model does not cover the query's script.
+LANGUAGE_FALLBACK = "model-language"
 
 __all__ = [
     "DEFAULT_OLLAMA_MODEL",
@@ -53,6 +60,7 @@ __all__ = [
     "RerankConfigError",
     "RerankOutcome",
     "cosines",
+    "embed_query",
     "peek",
     "rerank",
     "resolve",
@@ -76,12 +84,20 @@ class RerankOutcome:
 
 
 def rerank(query: str, texts: list[str], config: RerankConfig, cache_path: Path | None = None,
-           cache_anchor: Path | None = None) -> RerankOutcome:
-    """Usage: ``rerank(query, texts, RerankConfig(), cache_path)`` -> RerankOutcome; never raises on backend failure."""
+           cache_anchor: Path | None = None, store: "EmbeddingStore | None" = None) -> RerankOutcome:
+    """Usage: ``rerank(query, texts, RerankConfig(), cache_path, store)`` -> RerankOutcome; never raises on backend failure.
+
+    Document vectors come from ``store`` (the provisioned embeddings) when it
+    was made with the same backend, model key and input scheme, then from the
+    cache; so with a current store only the query is embedded. A query in a
+    script the model does not cover falls back with ``model-language``.
+    """
     started = time.perf_counter()
     config = resolve(config)
     source, model = config.backend, str(config.model)
     hits = misses = 0
+    if not model_coverage(model).reads(query):
+        return RerankOutcome(None, source, model, LANGUAGE_FALLBACK, 0, 0, time.perf_counter() - started)
     try:
         embedder = open_embedder(config)
         model = embedder.model
@@ -92,9 +108,14 @@ def rerank(query: str, texts: list[str], config: RerankConfig, cache_path: Path 
         d_keys = [input_key(text) for text in d_inputs]
         key_text = dict(zip(d_keys, d_inputs))
         key_text[q_key] = q_input
+        stored = {}
+        if store is not None and store.matches(embedder.source, embedder.model_key, scheme.name):
+            stored = store.lookup(d_keys)
         cache = EmbeddingCache.open(cache_path, anchor=cache_anchor) if cache_path is not None else None
         try:
-            cached = cache.get(embedder.source, embedder.model_key, scheme.name, list(key_text)) if cache else {}
+            wanted = [k for k in key_text if k not in stored]
+            cached = cache.get(embedder.source, embedder.model_key, scheme.name, wanted) if cache else {}
+            cached.update(stored)
             hits, misses = len(cached), len(key_text) - len(cached)
             vectors = _embed_missing(embedder, q_key, key_text, cached, config.batch_size)
             if cache is not None and len(vectors) > len(cached):
@@ -109,6 +130,54 @@ def rerank(query: str, texts: list[str], config: RerankConfig, cache_path: Path 
         return RerankOutcome(None, source, model, exc.reason, hits, misses, time.perf_counter() - started)
     scores = cosines(vectors[q_key], [vectors[k] for k in d_keys])
     return RerankOutcome(scores, source, model, None, hits, misses, time.perf_counter() - started)
+
+
+@dataclass
+class QueryVector:
+    """The query's vector for dense retrieval, or ``vector=None`` with the fallback reason."""
+
+    vector: np.ndarray | None
+    source: str
+    model: str
+    model_key: str
+    scheme: str
+    fallback_reason: str | None
+    seconds: float
+
+
+def embed_query(query: str, config: RerankConfig, cache_path: Path | None = None) -> QueryVector:
+    """Usage: ``embed_query("q", cfg, cache)`` -> QueryVector; never raises on backend failure.
+
+    The identity (backend, model key, scheme) lets the caller check it against
+    the stored embeddings before comparing vectors.
+    """
+    started = time.perf_counter()
+    config = resolve(config)
+    source, model = config.backend, str(config.model)
+    if not model_coverage(model).reads(query):
+        return QueryVector(None, source, model, model, "", LANGUAGE_FALLBACK, time.perf_counter() - started)
+    try:
+        embedder = open_embedder(config)
+        try:
+            text = embedder.scheme.query_prefix + query
+            key = input_key(text)
+            cache = EmbeddingCache.open(cache_path) if cache_path is not None else None
+            try:
+                vec = cache.get(embedder.source, embedder.model_key, embedder.scheme.name, [key]).get(key) if cache else None
+                if vec is None:
+                    (vec,) = _checked(embedder.embed([text]), set(), query=True)
+                    if cache is not None:
+                        cache.put(embedder.source, embedder.model_key, embedder.scheme.name, {key: vec})
+            finally:
+                if cache is not None:
+                    cache.close()
+            return QueryVector(vec, embedder.source, embedder.model, embedder.model_key, embedder.scheme.name, None,
+                               time.perf_counter() - started)
+        finally:
+            embedder.close()
+    except EmbedFailure as exc:
+        log.warning("query embedding failed: %s", exc)
+        return QueryVector(None, source, model, model, "", exc.reason, time.perf_counter() - started)
 
 
 def _embed_missing(

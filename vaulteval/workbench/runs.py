@@ -11,7 +11,8 @@ otherwise. Metrics follow ``rank`` (the pipeline's order), so ties in score
 never reorder a run; TREC files keep the real score and the rank column.
 ``pool`` holds the chunk candidates in final order (``pool_rank``) with their
 BM25 order (``bm25_rank``); ``queries`` holds the per-query strategy label
-(``bm25-only``, ``bm25+rerank:<source>``, ``bm25+noop-rerank:<reason>``) and
+(``bm25-only``, ``bm25+rerank:<source>``, ``bm25+noop-rerank:<reason>``, ``dense``,
+``hybrid:rrf``, ``bm25+noop-hybrid:<reason>`` ...) and
 latencies.
 """
 
@@ -89,12 +90,21 @@ class Run:
         return self.strategy is not None and self.strategy.rerank is not None
 
     @property
+    def uses_model(self) -> bool:
+        """True when an embedding model takes part: a rerank, dense or hybrid."""
+        return self.reranked or (self.strategy is not None and self.strategy.first not in ("bm25",))
+
+    @property
     def fallback(self) -> str | None:
-        """``"fallback: ollama-unreachable (74/74 queries)"`` when any query's reranker fell back, else None."""
-        if not self.reranked or self.queries is None:
+        """``"fallback: ollama-unreachable (74/74 queries)"`` when any query's model stage fell back, else None.
+
+        Rerank fallbacks are ``bm25+noop-rerank:<reason>``; dense and hybrid ones
+        ``bm25+noop-dense:<reason>`` and ``bm25+noop-hybrid:<reason>`` (e.g. model-language).
+        """
+        if not self.uses_model or self.queries is None:
             return None
-        reasons = Counter(lbl.split(":", 1)[1] for lbl in self.queries.label
-                          if lbl.startswith("bm25+noop-rerank:") and lbl != NO_CANDIDATES)
+        reasons = Counter(lbl.rsplit(":", 1)[1] for lbl in self.queries.label
+                          if "+noop-" in lbl and not lbl.endswith(":no-candidates"))
         if not reasons:
             return None
         total = int((self.queries.pool_chunks > 0).sum())  # an empty pool has nothing to rerank
@@ -195,13 +205,14 @@ def retrieve_rows(env: "StrategyEnv", queries: "list[Query]", strategy: "Strateg
         started = time.perf_counter()
         try:
             res = env.retriever.retrieve(q.text, top=strategy.top, bm25_top=strategy.bm25_top,
-                                         rerank=strategy.rerank, explain=True, embed_cache=embed_cache)
+                                         rerank=strategy.rerank, explain=True, embed_cache=embed_cache,
+                                         first=strategy.first_stage())
         except UsageError as exc:
             raise UsageError(f"query {q.query_id}: {exc}") from None
         latency = (time.perf_counter() - started) * 1000.0
         reranked = res.strategy.startswith("bm25+rerank:")
         for rank, cand in enumerate(res.candidates, 1):
-            rows.ranked.append((q.query_id, cand.page_path, cand.rerank_score if reranked else cand.bm25_score, rank))
+            rows.ranked.append((q.query_id, cand.page_path, _run_score(res.strategy, cand, rank), rank))
         bm25_pos = _bm25_positions(env, q.text, strategy.bm25_top, res.pool) if reranked else None
         for pos, cand in enumerate(res.pool, 1):
             bm25_rank = bm25_pos[cand.chunk_id] if bm25_pos is not None else pos
@@ -211,6 +222,17 @@ def retrieve_rows(env: "StrategyEnv", queries: "list[Query]", strategy: "Strateg
         rows.trace.append((q.query_id, res.strategy, round(latency, 3), timings.get("rerank"), len(res.pool),
                            (res.explain or {}).get("stale_candidates_skipped", 0)))
     return rows
+
+
+def _run_score(label: str, cand: Any, rank: int) -> float:
+    """The score a TREC line shows: cosine after a rerank or dense, 1/rank after fusion, else BM25."""
+    if label.startswith("bm25+rerank:"):
+        return cand.rerank_score
+    if label.startswith("dense"):
+        return cand.dense_score
+    if label.startswith("hybrid"):
+        return round(1.0 / rank, 6)
+    return cand.bm25_score
 
 
 def _bm25_positions(env: "StrategyEnv", text: str, bm25_top: int, pool: list[Any]) -> dict[str, int]:

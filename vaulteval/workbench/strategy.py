@@ -9,15 +9,22 @@ Usage::
 Grammar of a strategy string (``--strategy`` on the command line)::
 
     KIND[:OPTION,KEY=VALUE,...]
-    KIND     bm25 | rerank
-    OPTION   (rerank only) the backend: ollama (default) | st | sentence-transformers
-    KEY      name, analyzer (default|english), k1, b, target, overlap, hard_max,
-             prefix (provisioned|synthetic), bm25_top, top,
+    KIND     bm25 | rerank | dense | hybrid
+    OPTION   rerank: the backend: ollama (default) | st | sentence-transformers
+             hybrid: the fusion: rrf (default) | cc
+    KEY      name, analyzer (default|english), stemmer (snowball|porter|none) and
+             stopwords (seed|lucene|none) with analyzer=english, k1, b, target, overlap,
+             hard_max, prefix (provisioned|synthetic), bm25_top (also the dense depth), top,
+             field weights w_title, w_aliases, w_headings, w_code (0) and w_body (1),
+             hybrid: k (60), w_bm25, w_dense (1) for rrf, alpha (0.5) for cc,
              and for rerank: model, host, timeout, batch_size
              (a non-local host also needs --allow-remote-ollama on the command)
 
 Examples: ``bm25``, ``bm25:analyzer=english,k1=1.2,b=0.6``, ``bm25:target=800,overlap=100``,
-``rerank:st``, ``rerank:ollama,model=nomic-embed-text-v2-moe,bm25_top=20``.
+``rerank:st``, ``rerank:ollama,model=nomic-embed-text-v2-moe,bm25_top=20``, ``dense``,
+``hybrid:rrf,analyzer=english``, ``hybrid:cc,alpha=0.3``, ``bm25:w_title=2,w_aliases=2``.
+Dense and hybrid use the vault's stored embeddings (``provision --embed``) and
+embed each query with the store's model.
 
 Evaluation depth defaults to ``bm25_top=100, top=100`` so @10 and @100 measures
 see a full list; ``bm25:bm25_top=20,top=5`` measures exactly what ``vaulteval
@@ -36,12 +43,16 @@ from vaulteval.index import bm25
 from vaulteval.chunks import chunking
 from vaulteval.errors import UsageError
 from vaulteval.index.params import check_bm25_params, check_chunk_params
+from vaulteval.index.analyzers import english_analyzer_name
 
 if TYPE_CHECKING:
     from vaulteval.chunks.store import ChunkParams
+    from vaulteval.pipeline.firststage import FirstStage
     from vaulteval.rerank.stage import RerankConfig
 
 PREFIXES = ("provisioned", "synthetic")
+KINDS = ("bm25", "rerank", "dense", "hybrid")
+FIRST_STAGES = ("bm25", "dense", "hybrid:rrf", "hybrid:cc")
 _BACKENDS = {"st": "sentence-transformers", "sentence-transformers": "sentence-transformers", "ollama": "ollama"}
 # No allow_remote key: a remote Ollama is allowed only by the --allow-remote-ollama flag.
 _RERANK_KEYS = {"model": str, "host": str, "timeout": float, "batch_size": int}
@@ -67,10 +78,34 @@ class Strategy:
     bm25_top: int = 100
     top: int = 100
     rerank: "RerankConfig | None" = None
+    first: str = "bm25"  # bm25 | dense | hybrid:rrf | hybrid:cc (see vaulteval.pipeline.firststage)
+    rrf_k: float = 60.0
+    w_bm25: float = 1.0
+    w_dense: float = 1.0
+    alpha: float = 0.5
+    w_title: float = 0.0
+    w_aliases: float = 0.0
+    w_headings: float = 0.0
+    w_code: float = 0.0
+    w_body: float = 1.0
+    stemmer: str = "snowball"
+    stopwords: str = "seed"
 
     def __post_init__(self) -> None:
         if self.analyzer not in ("default", "english"):
             raise StrategyError(f"analyzer must be default or english, got {self.analyzer!r}")
+        if (self.stemmer, self.stopwords) != ("snowball", "seed") and self.analyzer != "english":
+            raise StrategyError("stemmer= and stopwords= need analyzer=english")
+        if self.first not in FIRST_STAGES:
+            raise StrategyError(f"first stage must be one of {', '.join(FIRST_STAGES)}, got {self.first!r}")
+        if self.rerank is not None and self.first != "bm25":
+            raise StrategyError("rerank runs over BM25 candidates; it cannot be combined with dense or hybrid")
+        try:
+            self.first_stage()
+            if self.analyzer == "english":
+                english_analyzer_name(self.stemmer, self.stopwords)
+        except (UsageError, ValueError) as exc:
+            raise StrategyError(str(exc)) from None
         if self.prefix not in PREFIXES:
             raise StrategyError(f"prefix must be one of {', '.join(PREFIXES)}, got {self.prefix!r}")
         try:
@@ -95,7 +130,24 @@ class Strategy:
     @property
     def build_key(self) -> str:
         """What a chunk set + index depends on (k1/b are applied to an index without a rebuild)."""
-        return f"{self.analyzer}-t{self.target}-o{self.overlap}-h{self.hard_max}-{self.prefix}"
+        return f"{self.index_analyzer}-t{self.target}-o{self.overlap}-h{self.hard_max}-{self.prefix}"
+
+    @property
+    def index_analyzer(self) -> str:
+        """The analyzer the index must be built with: ``english:stemmer=porter`` etc. for the english options."""
+        if self.analyzer != "english":
+            return self.analyzer
+        return english_analyzer_name(self.stemmer, self.stopwords)
+
+    def first_stage(self) -> "FirstStage":
+        """The pipeline's first stage for this strategy (BM25, field-weighted BM25, dense or hybrid)."""
+        from vaulteval.pipeline.firststage import FirstStage, field_weights
+
+        kind, _, fusion = self.first.partition(":")
+        weights = {"title": self.w_title, "aliases": self.w_aliases, "headings": self.w_headings,
+                   "code": self.w_code, "body": self.w_body}
+        return FirstStage(kind=kind, fusion=fusion or "rrf", rrf_k=self.rrf_k, w_bm25=self.w_bm25,
+                          w_dense=self.w_dense, alpha=self.alpha, fields=field_weights(weights))
 
     @property
     def chunk_params(self) -> "ChunkParams":
@@ -105,16 +157,16 @@ class Strategy:
 
     @property
     def kind(self) -> str:
-        return "bm25" if self.rerank is None else "rerank"
+        return "rerank" if self.rerank is not None else self.first.partition(":")[0]
 
     def default_name(self) -> str:
-        parts = [self.kind]
+        parts = [self.first.replace(":", "-") if self.rerank is None else self.kind]
         if self.rerank is not None:
             parts.append("st" if self.rerank.backend == "sentence-transformers" else self.rerank.backend)
             if self.rerank.model:
                 parts.append(_SAFE_NAME.sub("-", self.rerank.model.rsplit("/", 1)[-1]))
         for f in fields(self):
-            if f.name in ("name", "rerank") or getattr(self, f.name) == f.default:
+            if f.name in ("name", "rerank", "first") or getattr(self, f.name) == f.default:
                 continue
             value = getattr(self, f.name)
             parts.append(str(value) if f.name in ("analyzer", "prefix") else f"{f.name}={_fmt(value)}")
@@ -147,9 +199,11 @@ class Strategy:
     def parse(cls, text: str) -> "Strategy":
         """Usage: ``Strategy.parse("rerank:st,bm25_top=20")``; see the module docstring for the grammar."""
         kind, _, rest = text.strip().partition(":")
-        if kind not in ("bm25", "rerank"):
-            raise StrategyError(f"strategy {text!r} must start with bm25 or rerank (e.g. bm25:analyzer=english)")
+        if kind not in KINDS:
+            raise StrategyError(f"strategy {text!r} must start with {', '.join(KINDS)} (e.g. bm25:analyzer=english)")
         values: dict[str, Any] = {}
+        if kind in ("dense", "hybrid"):
+            values["first"] = "dense" if kind == "dense" else "hybrid:rrf"
         rerank: dict[str, Any] = {}
         for i, item in enumerate(p.strip() for p in rest.split(",") if p.strip()):
             key, eq, value = item.partition("=")
@@ -158,11 +212,14 @@ class Strategy:
                 if kind == "rerank" and i == 0 and key in _BACKENDS:
                     rerank["backend"] = _BACKENDS[key]
                     continue
+                if kind == "hybrid" and i == 0 and key in ("rrf", "cc"):
+                    values["first"] = f"hybrid:{key}"
+                    continue
                 raise StrategyError(f"{text!r}: expected KEY=VALUE, got {item!r}")
             if kind == "rerank" and key in _RERANK_KEYS:
                 rerank[key] = _convert(text, key, value.strip(), _RERANK_KEYS[key])
             elif key in _FIELD_TYPES:
-                values[key] = _convert(text, key, value.strip(), _FIELD_TYPES[key])
+                values[_RENAMED.get(key, key)] = _convert(text, key, value.strip(), _FIELD_TYPES[key])
             else:
                 raise StrategyError(f"{text!r}: unknown key {key!r}; see vaulteval eval run --help")
         if kind == "rerank":
@@ -170,6 +227,20 @@ class Strategy:
 
             values["rerank"] = RerankConfig(**rerank)
         return cls(**values)
+
+    def retrieve_text(self) -> str:
+        """Usage: ``s.retrieve_text()`` -> the ``retrieve --strategy`` string of this first stage."""
+        items = []
+        for key, value, default in (("k", self.rrf_k, 60.0), ("w_bm25", self.w_bm25, 1.0),
+                                    ("w_dense", self.w_dense, 1.0), ("alpha", self.alpha, 0.5),
+                                    ("w_title", self.w_title, 0.0), ("w_aliases", self.w_aliases, 0.0),
+                                    ("w_headings", self.w_headings, 0.0), ("w_code", self.w_code, 0.0),
+                                    ("w_body", self.w_body, 1.0)):
+            if value != default:
+                items.append(f"{key}={_fmt(value)}")
+        if not items:
+            return self.first
+        return f"{self.first}{',' if ':' in self.first else ':'}{','.join(items)}"
 
     def with_name(self, name: str) -> "Strategy":
         return replace(self, name=name)
@@ -182,7 +253,11 @@ class Strategy:
 
 
 _FIELD_TYPES: dict[str, type] = {"name": str, "analyzer": str, "k1": float, "b": float, "target": int,
-                                 "overlap": int, "hard_max": int, "prefix": str, "bm25_top": int, "top": int}
+                                 "overlap": int, "hard_max": int, "prefix": str, "bm25_top": int, "top": int,
+                                 "k": float, "w_bm25": float, "w_dense": float, "alpha": float,
+                                 "w_title": float, "w_aliases": float, "w_headings": float, "w_code": float,
+                                 "w_body": float, "stemmer": str, "stopwords": str}
+_RENAMED = {"k": "rrf_k"}
 
 
 def _convert(text: str, key: str, value: str, kind: type) -> Any:

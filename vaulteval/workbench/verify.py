@@ -81,6 +81,11 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
     except VaultevalError as exc:
         diffs.append(f"query set: {exc}")
         return result
+    from vaulteval.workbench.tune import read_tune, subset, test_split_ids, verify_tune
+
+    tune_info = read_tune(folder)
+    if test_split_ids(tune_info) is not None:
+        qs = subset(qs, test_split_ids(tune_info), "test")  # a hash-split tune run scored only its test split
     if qs.sha256 != qs_info["sha256"]:
         diffs.append(f"query set: {qs_info['path']} changed ({qs_info['sha256'][:19]}… -> {qs.sha256[:19]}…)")
     params = manifest["parameters"]
@@ -108,6 +113,8 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
         for entry in manifest["strategies"]:
             diffs += _diff_trec(entry["trec"], folder / entry["trec"], fresh / entry["trec"])
         diffs += _diff_report(folder, fresh)
+    if tune_info is not None:
+        diffs += verify_tune(tune_info, ev.per_query, str(v.root), str(cache_dir) if cache_dir else None)
     return result
 
 

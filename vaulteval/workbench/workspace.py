@@ -27,9 +27,10 @@ from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.workbench.fingerprint import VaultFingerprint, index_fingerprint, vault_fingerprint
 from vaulteval.vault.locking import wait_lock
 from vaulteval.vault.paths import is_inside
-from vaulteval.pipeline.provision import provision
+from vaulteval.pipeline.provision import ensure_fields, provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.chunks.obsidian import CHUNKER_VERSION
+from vaulteval.rerank.store import store_path
 from vaulteval.vault.vault import Vault
 
 if TYPE_CHECKING:
@@ -103,7 +104,10 @@ class Workspace:
         meta_dir = base.vault.meta_dir
         view = self.vault.with_meta(meta_dir)
         # One index and one integrity checker per meta dir, whatever the k1/b.
-        retriever = Retriever(view, index=index, integrity=base.integrity())
+        # Dense and hybrid read the stored embeddings of this build, else the vault's own (rows whose
+        # chunk text differs from this build's are never served).
+        store_meta = meta_dir if store_path(meta_dir).exists() else self.vault.meta_dir
+        retriever = Retriever(view, index=index, integrity=base.integrity(), store_meta=store_meta)
         if key not in self._index_fp:
             self._index_fp[key] = index_fingerprint(base.index())
         source = "vault" if key == "vault" else "cache"
@@ -123,7 +127,7 @@ class Workspace:
             self._bases["vault"] = self.own
             return "vault"
         # The chunker version keeps a cache built by another vaulteval (other chunk text) from being reused.
-        return (f"{strategy.analyzer}-t{strategy.target}-o{strategy.overlap}-h{strategy.hard_max}"
+        return (f"{strategy.index_analyzer}-t{strategy.target}-o{strategy.overlap}-h{strategy.hard_max}"
                 f"-c{CHUNKER_VERSION}")
 
     def _vault_usable(self) -> bool:
@@ -138,7 +142,7 @@ class Workspace:
 
     def _fits(self, base: Retriever, strategy: "Strategy") -> bool:
         header = base.index().header
-        if header.get("analyzer") != strategy.analyzer:
+        if header.get("analyzer") != strategy.index_analyzer:
             return False
         if header.get("chunk_params") != asdict(strategy.chunk_params):
             return False
@@ -151,19 +155,17 @@ class Workspace:
         if is_inside(self.vault.root, meta):
             raise UsageError(f"the evaluation cache {self.cache_dir} is inside the vault; set VAULTEVAL_CACHE to a folder outside it")
         variant = self.vault.with_meta(meta)
-        try:
-            return Retriever(variant, index=Retriever(variant).index())
-        except NotProvisioned:
-            pass
         # Workers of a distributed run (or two evaluations) may reach here for one variant at
         # once: the first builds, the others wait on the lock and then open its build.
         with wait_lock(meta.parent / f"{key}.build-lock", timeout=BUILD_WAIT_SECONDS):
             try:
-                return Retriever(variant, index=Retriever(variant).index())
+                index = Retriever(variant).index()
+                ensure_fields(variant)  # a cache build made before field indexes existed
+                return Retriever(variant, index=index)
             except NotProvisioned:
                 pass
             log.info("building %s in %s", key, meta)
-            provision(variant, analyzer=strategy.analyzer, params=strategy.chunk_params)
+            provision(variant, analyzer=strategy.index_analyzer, params=strategy.chunk_params)
         retriever = Retriever(variant)
         retriever.index()
         return retriever

@@ -1,0 +1,176 @@
+"""Stored embeddings, dense and hybrid first stages, and the language fallback, on the sample vault with MiniLM.
+
+The store is built once per module in-process (sentence-transformers, offline);
+tests that change it work on their own copy.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline_fixtures import (
+    DESCALING_NOTE, append_text, assert_one_line_error, copy_sample, run_cli, run_json, run_main,
+)
+from vaulteval import Vault
+from vaulteval.pipeline.doctor import doctor
+from vaulteval.pipeline.firststage import FirstStage, _cc, _rrf
+from vaulteval.pipeline.provision import provision
+from vaulteval.pipeline.retrieve import Retriever
+from vaulteval.rerank.config import RerankConfig
+from vaulteval.rerank.stage import rerank
+from vaulteval.rerank.store import open_store, store_path
+
+ST = RerankConfig(backend="sentence-transformers")
+CHINESE_QUERY = "普洱茶怎么冲泡"
+JAPANESE_QUERY = "京都の紅葉はいつが見頃ですか"
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = copy_sample(tmp_path_factory.mktemp("embedded") / "vault")
+    provision(Vault(root), embed=ST)
+    return root
+
+
+@pytest.fixture
+def embedded_copy(embedded: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(embedded, tmp_path / "vault", symlinks=True))
+
+
+def _dense(root: Path, query: str, strategy: str, *extra: str) -> dict:
+    return run_json("retrieve", "--vault", root, query, "--no-rerank", "--explain", "--strategy", strategy, *extra)
+
+
+def test_the_store_holds_one_unit_vector_per_indexed_chunk(embedded: Path) -> None:
+    store = open_store(Vault(embedded).meta_dir)
+    retriever = Retriever(Vault(embedded))
+    assert len(store) == retriever.index().n_docs and store.dim == 384
+    assert store.backend == "sentence-transformers" and store.scheme == "plain"
+    assert np.allclose(np.linalg.norm(store.matrix, axis=1), 1.0, atol=1e-5)
+    assert all(doc >= 0 for doc in retriever.store_docs())
+    report = doctor(Vault(embedded))
+    assert report.state == "verified" and report.embeddings["state"] == "current"
+
+
+def test_a_second_provision_embeds_nothing_and_an_edit_embeds_only_its_chunks(embedded_copy: Path) -> None:
+    vault = Vault(embedded_copy)
+    again = provision(vault, embed=ST)["embeddings"]
+    assert again["embedded"] == 0 and again["reused_store"] == again["rows"]
+    append_text(embedded_copy, DESCALING_NOTE, "\nAlso rinse the drip tray with vinegar water.\n")
+    after = provision(vault, embed=ST)["embeddings"]
+    assert after["embedded"] == 1 and after["reused_store"] == after["rows"] - 1
+
+
+@pytest.mark.parametrize("strategy, label", [("dense", "dense"), ("hybrid:rrf", "hybrid:rrf"),
+                                             ("hybrid:cc,alpha=0.7", "hybrid:cc")])
+def test_dense_and_hybrid_find_the_descaling_note_and_say_so(embedded: Path, strategy: str, label: str) -> None:
+    out = _dense(embedded, "how do I remove limescale from the coffee maker", strategy, "--top", "3")
+    assert out["strategy"] == label
+    assert DESCALING_NOTE in [c["page_path"] for c in out["candidates"]]
+    assert all(-1 <= c["dense_score"] <= 1 for c in out["candidates"] if c.get("dense_score") is not None)
+    assert out["explain"]["first_stage"] == label and out["explain"]["first_stage_fallback"] is None
+
+
+@pytest.mark.parametrize("query", [CHINESE_QUERY, JAPANESE_QUERY])
+def test_a_cjk_query_with_minilm_keeps_bm25_order_labelled(embedded: Path, query: str) -> None:
+    bm25 = run_json("retrieve", "--vault", embedded, query, "--no-rerank", "--top", "5")
+    hybrid = _dense(embedded, query, "hybrid:rrf", "--top", "5")
+    assert hybrid["strategy"] == "bm25+noop-hybrid:model-language"
+    assert hybrid["explain"]["first_stage_fallback"] == "model-language"
+    assert [c["chunk_id"] for c in hybrid["candidates"]] == [c["chunk_id"] for c in bm25["candidates"]]
+    assert bm25["candidates"], "the sample vault has notes in this language"
+    reranked = run_json("retrieve", "--vault", embedded, query, "--embedder", "st", "--top", "5", "--explain")
+    assert reranked["strategy"] == "bm25+noop-rerank:model-language"
+    assert [c["chunk_id"] for c in reranked["candidates"]] == [c["chunk_id"] for c in bm25["candidates"]]
+    assert {c["rerank_source"] for c in reranked["candidates"]} == {"noop:model-language"}
+
+
+def test_rerank_with_a_current_store_embeds_only_the_query(embedded: Path) -> None:
+    retriever = Retriever(Vault(embedded))
+    index, checker = retriever.index(), retriever.integrity()
+    texts = [(rec := checker.current_record(index.doc(i))).get("contextualized_text") or rec["raw_text"]
+             for i in range(20)]
+    outcome = rerank("a query nobody asked before 7f3a", texts, ST, cache_path=None, store=retriever.store())
+    assert outcome.scores is not None and outcome.cache_hits == 20 and outcome.cache_misses == 1
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "garbage"])
+def test_a_damaged_store_exits_10_for_dense_and_hybrid_naming_the_rebuild(embedded_copy: Path, damage: str) -> None:
+    path = store_path(Vault(embedded_copy).meta_dir)
+    data = bytearray(path.read_bytes())
+    if damage == "flip":
+        data[-100] ^= 0xFF
+    elif damage == "truncate":
+        data = data[: len(data) // 2]
+    else:
+        data = bytearray(b"not a store at all")
+    path.write_bytes(bytes(data))
+    for strategy in ("dense", "hybrid:rrf"):
+        proc = run_cli("retrieve", "--vault", embedded_copy, "descale", "--no-rerank", "--strategy", strategy)
+        line = assert_one_line_error(proc, 10)
+        assert "--embed" in line and "provision" in line
+    # BM25 keeps working, and doctor says what is wrong.
+    assert run_json("retrieve", "--vault", embedded_copy, "descale", "--no-rerank")["candidates"]
+    report = doctor(Vault(embedded_copy))
+    assert report.state == "configured" and report.embeddings["state"] == "unusable"
+
+
+def test_a_chunk_changed_after_embedding_is_never_served_from_its_old_vector(embedded_copy: Path) -> None:
+    append_text(embedded_copy, DESCALING_NOTE, "\nLimescale limescale limescale.\n")
+    provision(Vault(embedded_copy))  # index rebuilt, embeddings not: the store row is stale
+    out = _dense(embedded_copy, "descale the espresso machine limescale", "dense", "--top", "1000",
+                 "--bm25-top", "1000")
+    assert DESCALING_NOTE not in [c["page_path"] for c in out["candidates"]]
+    report = doctor(Vault(embedded_copy))
+    assert report.embeddings["rows_stale"] == 1 and report.embeddings["chunks_without_vector"] == 1
+    assert report.state == "configured" and "--embed" in report.rebuild
+
+
+def test_dense_without_a_store_exits_10(fresh_vault: Path) -> None:
+    proc = run_cli("retrieve", "--vault", fresh_vault, "descale", "--no-rerank", "--strategy", "dense")
+    assert "provision" in assert_one_line_error(proc, 10)
+
+
+@pytest.mark.parametrize("text", ["dens", "hybrid:max", "bm25:rrf", "hybrid:cc,alpha=2", "dense,k=0",
+                                  "hybrid:rrf,w_dense=x", "bm25,w_titel=2"])
+def test_bad_strategies_are_usage_errors(fresh_vault: Path, text: str) -> None:
+    code, _, err = run_main("retrieve", "--vault", fresh_vault, "descale", "--no-rerank", "--strategy", text)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_rrf_and_convex_combination_arithmetic() -> None:
+    bm25 = [(1, 9.0), (2, 5.0), (3, 1.0)]
+    dense = [(3, 0.9), (4, 0.5)]
+    rrf = dict(_rrf(bm25, dense, FirstStage(kind="hybrid")))
+    assert rrf[3] == pytest.approx(1 / 63 + 1 / 61) and rrf[1] == pytest.approx(1 / 61)
+    assert max(rrf, key=rrf.get) == 3
+    weighted = dict(_rrf(bm25, dense, FirstStage(kind="hybrid", w_dense=0.0)))
+    assert weighted[4] == 0.0 and max(weighted, key=weighted.get) == 1
+    cc = dict(_cc(bm25, dense, FirstStage(kind="hybrid", fusion="cc", alpha=0.25)))
+    assert cc[1] == pytest.approx(0.75) and cc[3] == pytest.approx(0.25) and cc[4] == pytest.approx(0.0)
+    assert cc[2] == pytest.approx(0.75 * 0.5)
+
+
+def test_store_top_is_exact_cosine(embedded: Path) -> None:
+    store = open_store(Vault(embedded).meta_dir)
+    q = np.random.default_rng(0).normal(size=store.dim).astype(np.float32)
+    rows, cos = store.top(q, 7)
+    brute = store.matrix @ (q / np.linalg.norm(q))
+    assert rows.tolist() == np.argsort(-brute, kind="stable")[:7].tolist()
+    assert np.allclose(cos, brute[rows], atol=1e-6)
+
+
+def test_retrieve_json_names_the_tuned_strategy(embedded_copy: Path) -> None:
+    from vaulteval.pipeline.tuned import write_tuned
+
+    write_tuned(Vault(embedded_copy), "hybrid:rrf", run_id="run-123")
+    assert json.loads((embedded_copy / ".vaulteval.json").read_text())["retrieve"]["run_id"] == "run-123"
+    out = run_json("retrieve", "--vault", embedded_copy, "descale the espresso machine", "--no-rerank")
+    assert out["strategy"] == "hybrid:rrf" and out["tuned"] == {"strategy": "hybrid:rrf", "run_id": "run-123"}
+    explicit = run_json("retrieve", "--vault", embedded_copy, "descale", "--no-rerank", "--strategy", "bm25")
+    assert explicit["strategy"] == "bm25-only" and "tuned" not in explicit

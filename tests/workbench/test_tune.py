@@ -1,0 +1,106 @@
+"""vaulteval tune: search on a tune split, confirm on a test split, --write, and eval verify of the decision."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline_fixtures import run_json, run_main
+from vaulteval.workbench.strategy import Strategy, StrategyError
+from vaulteval.workbench.tune import decide, hash_split, parse_grid, search_table
+
+REPO = Path(__file__).resolve().parents[2]
+QUERYSET = REPO / "querysets" / "sample-vault.yaml"
+GRID = "bm25;bm25:w_title=2,w_aliases=2;bm25:k1=0.5,b=0.3"
+
+
+@pytest.mark.parametrize("text, name, retrieve", [
+    ("dense", "dense", "dense"),
+    ("hybrid", "hybrid-rrf", "hybrid:rrf"),
+    ("hybrid:cc,alpha=0.3", "hybrid-cc-alpha=0.3", "hybrid:cc,alpha=0.3"),
+    ("hybrid:rrf,k=20,w_dense=0.5,analyzer=english", "hybrid-rrf-english-rrf_k=20-w_dense=0.5",
+     "hybrid:rrf,k=20,w_dense=0.5"),
+    ("bm25:w_title=2,w_aliases=2", "bm25-w_title=2-w_aliases=2", "bm25:w_title=2,w_aliases=2"),
+    ("bm25:analyzer=english,stemmer=porter,stopwords=lucene", "bm25-english-stemmer=porter-stopwords=lucene", "bm25"),
+])
+def test_strategy_grammar_for_the_new_stages(text: str, name: str, retrieve: str) -> None:
+    s = Strategy.parse(text)
+    assert s.name == name and s.retrieve_text() == retrieve
+    assert Strategy.from_dict(s.to_dict()) == s
+
+
+def test_the_english_options_name_the_index_analyzer() -> None:
+    assert Strategy.parse("bm25:analyzer=english,stemmer=porter").index_analyzer == "english:stemmer=porter"
+    assert Strategy.parse("bm25:analyzer=english").index_analyzer == "english"
+
+
+@pytest.mark.parametrize("text", ["hybrid:max", "bm25:stemmer=porter", "rerank:st,first=dense",
+                                  "hybrid:cc,alpha=1.5", "bm25:stopwords=nltk,analyzer=english", "dense:w_dense=-1"])
+def test_bad_new_strategies_are_refused(text: str) -> None:
+    with pytest.raises(StrategyError):
+        Strategy.parse(text)
+
+
+def test_hash_split_is_stable_and_order_free() -> None:
+    ids = [f"q{i}" for i in range(200)]
+    tune_ids, test_ids = hash_split(ids, 0.5, 0)
+    assert sorted(tune_ids + test_ids) == sorted(ids) and 70 < len(test_ids) < 130
+    assert hash_split(list(reversed(ids)), 0.5, 0)[1] == list(reversed(test_ids))
+    assert hash_split(ids, 0.5, 1)[1] != test_ids
+
+
+def test_search_table_ranks_by_mean_and_keeps_grid_order_on_ties() -> None:
+    rows = search_table(["a", "b", "c"], [{"1": 0.5}, {"1": 0.7}, {"1": 0.5}])
+    assert [r["strategy"] for r in rows] == ["b", "a", "c"]
+
+
+def test_decide_adopts_only_a_held_out_gain_and_warns_on_small_splits() -> None:
+    import pandas as pd
+
+    rows = [("default", f"q{i}", "nDCG@10", 0.5) for i in range(10)]
+    rows += [("best", f"q{i}", "nDCG@10", 0.5 + (0.1 if i < 8 else -0.05)) for i in range(10)]
+    per_query = pd.DataFrame(rows, columns=["run", "query_id", "measure", "value"])
+    d = decide(per_query, "nDCG@10", True, 0)
+    assert d["adopt"] and d["delta"] == pytest.approx(0.07) and d["ci95"][0] <= 0.07 <= d["ci95"][1]
+    assert d["n_test"] == 10 and "too small" in d["warning"]
+    worse = per_query.assign(value=[0.6] * 10 + [0.5] * 10)
+    assert not decide(worse, "nDCG@10", True, 0)["adopt"]
+
+
+def test_parse_grid_forms(tmp_path: Path) -> None:
+    assert parse_grid("bm25; dense ;") == ["bm25", "dense"]
+    spec = tmp_path / "grid.txt"
+    spec.write_text("bm25  # the seed\n\nhybrid:rrf\n", encoding="utf-8")
+    assert parse_grid(f"@{spec}") == ["bm25", "hybrid:rrf"]
+
+
+def test_tune_without_write_changes_nothing_with_write_stores_the_choice_and_verify_reproduces(
+        fresh_vault: Path, tmp_path: Path) -> None:
+    config = fresh_vault / ".vaulteval.json"
+    before = config.read_bytes() if config.exists() else None
+    out = run_json("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", GRID, "--out", tmp_path / "runs")
+    assert (config.read_bytes() if config.exists() else None) == before
+    assert out["baseline"] == "bm25" and {r["strategy"] for r in out["search"]} == set(parse_grid(GRID))
+    assert out["search"][0]["mean"] >= out["search"][-1]["mean"]
+    decision = out["decision"]
+    assert decision["chosen"] in (out["best"], "bm25") and decision["n_test"] > 0
+    run_dir = Path(out["run_dir"])
+    assert (run_dir / "tune.json").is_file() and (run_dir / "manifest.json").is_file()
+
+    code, _, err = run_main("eval", "verify", run_dir)
+    assert code == 0, err
+    tampered = json.loads((run_dir / "tune.json").read_text())
+    tampered["search"][0]["mean"] += 0.01
+    (run_dir / "tune.json").write_text(json.dumps(tampered))
+    code, stdout, _ = run_main("eval", "verify", run_dir)
+    assert code == 1 and "tune.json: search" in stdout
+
+    written = run_json("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", GRID,
+                       "--out", tmp_path / "runs2", "--write")
+    stored = json.loads(config.read_text())["retrieve"]
+    assert stored["strategy"] == written["decision"]["retrieve_strategy"]
+    assert stored["run_id"] == Path(written["run_dir"]).name
+    result = run_json("retrieve", "--vault", fresh_vault, "espresso", "--no-rerank")
+    assert result["tuned"]["run_id"] == stored["run_id"]

@@ -1,0 +1,72 @@
+"""Provisioning step: store the vector of every current chunk in ``.vault-meta/embeddings/``.
+
+Usage (under the vault lock, after the index build; ``meta`` is the lock's MetaDir)::
+
+    report = embed_vault(vault, RerankConfig(backend="sentence-transformers"), meta, progress=sys.stderr)
+
+The chunks are the index's documents whose record and page are current; each
+is embedded from the same text the rerank stage uses, so rerank and dense
+retrieval then only embed the query. Opening the store for retrieval
+(``open_vault_store``) turns a corrupt or missing store into exit 10 naming
+the command that rebuilds it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from vaulteval.errors import NotProvisioned, VaultevalError
+from vaulteval.chunks.integrity import IntegrityChecker
+from vaulteval.index.reader import open_index
+from vaulteval.rerank.store import EmbeddingStore, StoreError, open_store
+
+if TYPE_CHECKING:
+    from vaulteval.rerank.config import RerankConfig
+    from vaulteval.rerank.storebuild import StoreReport
+    from vaulteval.vault.vault import Vault
+
+
+class EmbeddingFailed(VaultevalError):
+    """The embedding backend could not embed the vault's chunks (provisioning stops, nothing is published)."""
+
+
+def embed_command(vault: "Vault") -> str:
+    """The exact command that (re)builds the stored embeddings."""
+    return f"vaulteval provision --vault {shlex.quote(str(vault.root))} --embed"
+
+
+def chunk_items(vault: "Vault") -> list[tuple[str, str, str]]:
+    """(chunk id, context hash, text to embed) for every indexed chunk that is still current."""
+    index = open_index(vault)
+    checker = IntegrityChecker(vault)
+    items = []
+    for doc in index.all_docs():
+        rec = checker.current_record(doc)
+        if rec is not None:
+            items.append((doc.chunk_id, doc.context_hash, rec.get("contextualized_text") or rec["raw_text"]))
+    return items
+
+
+def embed_vault(vault: "Vault", config: "RerankConfig", meta: Any, *,
+                progress: IO[str] | None = None) -> "StoreReport":
+    """Embed the chunks that changed and publish the store; the caller holds the vault lock."""
+    from vaulteval.rerank.config import resolve
+    from vaulteval.rerank.embedders import EmbedFailure
+    from vaulteval.rerank.storebuild import build_store
+
+    config = resolve(config)
+    try:
+        return build_store(meta, chunk_items(vault), config,
+                           cache_path=vault.meta_dir / "embeddings.sqlite", progress=progress)
+    except EmbedFailure as exc:
+        raise EmbeddingFailed(f"could not embed the chunks with {config.backend} {config.model}: {exc}") from None
+
+
+def open_vault_store(vault: "Vault", meta_dir: Path | None = None) -> EmbeddingStore:
+    """The verified store for dense or hybrid retrieval, or NotProvisioned (exit 10) with the rebuild command."""
+    try:
+        return open_store(meta_dir or vault.meta_dir)
+    except StoreError as exc:
+        raise NotProvisioned(str(exc), rebuild=embed_command(vault)) from None
