@@ -21,10 +21,15 @@ def _pages(root: Path, query: str, strategy: str) -> list[str]:
     return [c["page_path"] for c in out["candidates"]]
 
 
-def test_an_alias_query_puts_that_note_first_only_with_field_weights(provisioned_sample: Path) -> None:
-    assert _pages(provisioned_sample, "photo backup", "bm25")[0] != "wiki/homelab/services/Nextcloud.md"
-    weighted = _pages(provisioned_sample, "photo backup", "bm25:w_title=2,w_aliases=2")
-    assert weighted[0] == "wiki/homelab/services/Nextcloud.md"
+@pytest.mark.parametrize("query, page", [
+    ("Espresso machine", "wiki/coffee/Espresso machine.md"),  # the title
+    ("Levain", "wiki/baking/Sourdough starter.md"),  # an alias
+    ("Tokyo kissaten", "wiki/travel/japan/東京の喫茶店.md"),  # an English alias of a Japanese title
+])
+def test_a_known_item_query_puts_that_note_first_only_with_field_weights(
+        provisioned_sample: Path, query: str, page: str) -> None:
+    assert _pages(provisioned_sample, query, "bm25")[0] != page
+    assert _pages(provisioned_sample, query, "bm25:w_title=2,w_aliases=2")[0] == page
 
 
 def test_default_weights_are_exactly_seed_bm25(provisioned_sample: Path) -> None:

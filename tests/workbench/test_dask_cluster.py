@@ -114,6 +114,21 @@ def test_rerank_on_the_workers_gives_the_serial_bytes(cluster, ollama_server, tm
         tmp_path / "runs" / "cluster")
 
 
+def test_tune_on_the_cluster_makes_the_serial_decision(cluster, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``tune --scheduler``: the search (tune split) and the confirmation (test split) run on the workers."""
+    grid = "bm25;bm25:analyzer=english;bm25:k1=0.5,b=0.3;bm25:target=800,overlap=100"
+    base = ["tune", "--queryset", str(QUERYSET), "--grid", grid, "--out", str(tmp_path / "runs")]
+    assert main([*base, "--id", "serial", "--cache", str(tmp_path / "c1")]) == 0
+    assert main([*base, "--id", "cluster", "--cache", str(tmp_path / "c2"), "--scheduler", cluster[0]]) == 0
+    serial, clustered = (json.loads((tmp_path / "runs" / r / "tune.json").read_text()) for r in ("serial", "cluster"))
+    assert len(serial["search"]) == 4 and serial["search"] == clustered["search"]
+    assert serial["decision"] == clustered["decision"] and serial["params"] == clustered["params"]
+    assert same_bytes(tmp_path / "runs" / "serial", tmp_path / "runs" / "cluster") == []
+    executor = json.loads((tmp_path / "runs" / "cluster" / "manifest.json").read_text())["executor"]
+    assert executor["kind"] == "dask" and executor["scheduler"] == cluster[0]
+    assert "tasks done" in capsys.readouterr().err
+
+
 def test_two_workers_give_the_serial_bytes_even_when_one_is_killed(cluster, tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture) -> None:
     from distributed import Client

@@ -43,7 +43,7 @@ def test_strategy_grammar(text: str, name: str, fields: dict) -> None:
 
 
 @pytest.mark.parametrize("text, message", [
-    ("bm26", "must start with bm25 or rerank"),
+    ("bm26", "must start with bm25, rerank, dense, hybrid"),
     ("bm25:k1", "expected KEY=VALUE"),
     ("bm25:k1=fast", "not a valid float"),
     ("bm25:colour=red", "unknown key 'colour'"),

@@ -53,3 +53,13 @@ def int_arg(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid whole number: {text!r}") from None
+
+
+def add_scheduler_args(p: argparse.ArgumentParser) -> None:
+    """``--scheduler`` and ``--allow-remote-workers``, as ``eval run`` and ``tune`` take them."""
+    p.add_argument("--scheduler", metavar="local[:N]|tcp://HOST:PORT",
+                   help="run the strategies as Dask tasks: local:N starts N worker processes on this machine, "
+                        "tcp://HOST:PORT uses a running scheduler (needs vaulteval[dask]; workers must see the "
+                        "same files); the results are the same as without it")
+    p.add_argument("--allow-remote-workers", action="store_true",
+                   help="allow a scheduler or workers that are not on this machine (sends queries and note text there)")

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vaulteval.cli.common import vault_choice
+from vaulteval.cli.common import add_scheduler_args, vault_choice
 from vaulteval.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 
 NAMES = ("queryset", "import", "eval", "notebooks")
@@ -198,15 +198,6 @@ def _remote_flag(p: argparse.ArgumentParser) -> None:
                    help="allow rerank strategies whose Ollama host is not this machine (sends queries and notes there)")
 
 
-def _scheduler_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scheduler", metavar="local[:N]|tcp://HOST:PORT",
-                   help="run the strategies as Dask tasks: local:N starts N worker processes on this machine, "
-                        "tcp://HOST:PORT uses a running scheduler (needs vaulteval[dask]; workers must see the "
-                        "same files); the results are the same as without it")
-    p.add_argument("--allow-remote-workers", action="store_true",
-                   help="allow a scheduler or workers that are not on this machine (sends queries and note text there)")
-
-
 def _qs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qrels", help="TREC qrels file (the query set is then a TREC topics file)")
     p.add_argument("--split", default="test", help="BEIR split to read (default: test)")
@@ -257,7 +248,7 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     r.add_argument("--notebook-param", action="append", metavar="NAME=VALUE",
                    help="a notebook parameter (YAML value), for every chosen notebook that takes it; repeatable")
     _remote_flag(r)
-    _scheduler_args(r)
+    add_scheduler_args(r)
     add_vault(r)
     r.set_defaults(handler=cmd_eval_run)
 

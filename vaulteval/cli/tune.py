@@ -3,6 +3,7 @@
 Usage::
 
     vaulteval tune --vault V --queryset Q [--test-queryset Q2] [--grid "bm25;hybrid:rrf"] [--write]
+                   [--scheduler local:2|tcp://HOST:PORT]
 
 Prints the search (tune split), the held-out confirmation (test split) and the
 decision as JSON; the run directory holds the test-split evaluation and
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vaulteval.cli.common import emit
+from vaulteval.cli.common import add_scheduler_args, emit
 from vaulteval.errors import EXIT_OK, UsageError
 
 NAMES = ("tune",)
@@ -38,7 +39,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid) if args.grid else None
     result = tune(vault, qs, test_queryset=test_qs, grid=grid, measure=args.measure,
                   test_fraction=args.test_fraction, seed=args.seed, out=args.out, cache_dir=args.cache,
-                  run_id=args.id)
+                  run_id=args.id, scheduler=args.scheduler, allow_remote_workers=args.allow_remote_workers,
+                  progress=bool(args.scheduler) or sys.stderr.isatty())
     out: dict[str, Any] = result.to_dict()
     out.pop("params", None)
     if result.decision.get("warning"):
@@ -71,5 +73,6 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     p.add_argument("--cache", help="evaluation cache folder (default: $VAULTEVAL_CACHE or ~/.cache/vaulteval)")
     p.add_argument("--write", action="store_true",
                    help="store the chosen strategy in the vault's .vaulteval.json (retrieve then uses it)")
+    add_scheduler_args(p)
     add_vault(p)
     p.set_defaults(handler=cmd_tune)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -103,11 +104,12 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
              cache_dir: str | os.PathLike[str] | None = None, use_vault_index: bool = True, seed: int = 0,
              progress: bool = False, allow_remote_ollama: bool = False, condensed: bool = False,
              scheduler: str | None = None, allow_remote_workers: bool = False,
-             shards: int | None = None) -> "EvalRun":
+             shards: int | None = None, executor: Any = None) -> "EvalRun":
     """Run every strategy, then measures, misses, negatives and a comparison against ``baseline``.
 
     ``scheduler`` (``"local:2"``, ``"tcp://127.0.0.1:8786"``) runs the strategies as Dask tasks
-    (``vaulteval.workbench.executor``); the result is the same as without it.
+    (``vaulteval.workbench.executor``); the result is the same as without it. An open
+    ``executor`` (from ``make_executor``) is used as given and left open.
     """
     import pandas as pd
 
@@ -130,7 +132,8 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
     ms = [str(m) for m in M.parse_measures(measures, k)]
     started, t0 = _now(), time.perf_counter()
     # Connect first: an unreachable scheduler fails before any page is read.
-    with make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress) as ex:
+    with (nullcontext(executor) if executor is not None
+          else make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress)) as ex:
         ws = Workspace(vault, cache_dir, use_vault_index=use_vault_index)
         runs = run_strategies(vault, queryset, parsed, workspace=ws, executor=ex, shards=shards)
         executor = ex.describe()

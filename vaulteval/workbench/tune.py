@@ -9,9 +9,9 @@ Usage::
 
 The tune and test splits are two query sets (``test_queryset``), or one query
 set split by a seeded hash of each query id. Every grid strategy is scored on
-the tune split by :func:`evaluate_strategy`, a pure function of a picklable
-:class:`TuneTask`, so the search can be mapped over any executor
-(``executor_map=pool.map``). The best strategy and the current default are
+the tune split by :func:`search_scores`, as (strategy, shard) tasks on the
+workbench executor, so ``scheduler="local:2"`` or a Dask cluster address
+spreads the search without changing its result. The best strategy and the current default are
 then evaluated on the test split like ``eval run`` does (paired tests, Holm,
 report, manifest), plus a paired bootstrap CI of the difference. The best is
 adopted when it beats the default on the test split; the decision says
@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,39 +35,30 @@ from vaulteval.errors import UsageError
 if TYPE_CHECKING:
     from vaulteval.querysets.queryset import QuerySet
     from vaulteval.vault.vault import Vault
+    from vaulteval.workbench.strategy import Strategy
 
 TUNE_FILE = "tune.json"
 MIN_TEST_QUERIES = 30
 ALPHA = 0.05
 
 
-@dataclass(frozen=True)
-class TuneTask:
-    """One strategy to score on one set of queries; everything is plain data (picklable)."""
+def search_scores(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy]", measure: str, *,
+                  cache_dir: str | os.PathLike[str] | None = None, executor: Any = None) -> list[dict[str, float]]:
+    """Usage: ``search_scores(vault, tune_qs, parsed, "nDCG@10")`` -> one {query id: value} per strategy.
 
-    vault_root: str
-    queryset_path: str
-    split: str
-    query_ids: tuple[str, ...]
-    strategy: str
-    measure: str
-    cache_dir: str | None = None
-
-
-def evaluate_strategy(task: TuneTask) -> dict[str, float]:
-    """Usage: ``evaluate_strategy(task)`` -> {query id: measure value}; no shared state, safe on any worker."""
-    from vaulteval.querysets.queryset import load_queryset
-    from vaulteval.vault.vault import Vault
+    The strategies run as (strategy, shard) tasks on ``executor`` (serial when None, or a Dask
+    executor from ``make_executor``); the scores are the same either way.
+    """
     from vaulteval.workbench import measures as M
-    from vaulteval.workbench.runs import run_strategy
-    from vaulteval.workbench.strategy import Strategy
+    from vaulteval.workbench.executor import run_strategies
     from vaulteval.workbench.workspace import Workspace
 
-    vault = Vault(task.vault_root)
-    qs = subset(load_queryset(task.queryset_path, vault, split=task.split), task.query_ids, "tune")
-    run = run_strategy(vault, qs, Strategy.parse(task.strategy), workspace=Workspace(vault, task.cache_dir))
-    table = M.per_query(run, qs, [task.measure])
-    return {str(q): float(v) for q, v in zip(table.query_id, table.value)}
+    runs = run_strategies(vault, queryset, strategies, workspace=Workspace(vault, cache_dir), executor=executor)
+    scores = []
+    for run in runs:
+        table = M.per_query(run, queryset, [measure])
+        scores.append({str(q): float(v) for q, v in zip(table.query_id, table.value)})
+    return scores
 
 
 def subset(qs: "QuerySet", ids: Iterable[str], label: str) -> "QuerySet":
@@ -156,14 +147,18 @@ class TuneResult:
 def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | None" = None,
          grid: list[str] | None = None, measure: str = "nDCG@10", test_fraction: float = 0.5, seed: int = 0,
          out: str | os.PathLike[str] = "runs", cache_dir: str | os.PathLike[str] | None = None,
-         executor_map: Callable = map, run_id: str | None = None) -> TuneResult:
-    """Search the grid on the tune split, confirm the best against the current default on the test split."""
+         run_id: str | None = None, scheduler: str | None = None, allow_remote_workers: bool = False,
+         progress: bool = False) -> TuneResult:
+    """Search the grid on the tune split, confirm the best against the current default on the test split.
+
+    ``scheduler`` (``"local:2"``, ``"tcp://HOST:PORT"``) runs the search and the confirmation as Dask
+    tasks; the decision is the same as a serial run's.
+    """
     from vaulteval.workbench.evaluate import evaluate
-    from vaulteval.workbench.strategy import Strategy
+    from vaulteval.workbench.executor import make_executor
 
     baseline = current_default(vault)
-    grid = list(dict.fromkeys([baseline, *(grid or default_grid(vault, baseline))]))
-    parsed = [Strategy.parse(s) for s in grid]  # usage errors before any work
+    grid, parsed = _unique_grid([baseline, *(grid or default_grid(vault, baseline))])  # usage errors first
     if test_queryset is None:
         tune_ids, test_ids = hash_split([q.query_id for q in queryset.positive], test_fraction, seed)
         tune_qs, test_qs = subset(queryset, tune_ids, "tune"), subset(queryset, test_ids, "test")
@@ -177,26 +172,40 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
                            "ids": tune_ids}, "method": "two query sets"}
     if not tune_ids or not test_qs.positive:
         raise UsageError("the tune and the test split each need at least one query with relevant pages")
-    tasks = [TuneTask(str(vault.root), str(tune_qs.path), splits["tune"]["split"], tuple(tune_ids), s, measure,
-                      str(cache_dir) if cache_dir else None) for s in grid]
-    scores = list(executor_map(evaluate_strategy, tasks))
-    search = search_table(grid, scores)
-    best = search[0]["strategy"]
-    names = {baseline: "default", best: "best"}
-    chosen = [parsed[grid.index(baseline)].with_name("default")]
-    if best != baseline:
-        chosen.append(parsed[grid.index(best)].with_name("best"))
-    ev = evaluate(vault, test_qs, chosen, measures=[measure, "R@100"], k=10, baseline="default",
-                  cache_dir=cache_dir, seed=seed)
+    # One executor (one Dask cluster) for the search and the held-out confirmation.
+    with make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress) as ex:
+        scores = search_scores(vault, tune_qs, parsed, measure, cache_dir=cache_dir, executor=ex)
+        search = search_table(grid, scores)
+        best = search[0]["strategy"]
+        names = {baseline: "default", best: "best"}
+        chosen = [parsed[grid.index(baseline)].with_name("default")]
+        if best != baseline:
+            chosen.append(parsed[grid.index(best)].with_name("best"))
+        ev = evaluate(vault, test_qs, chosen, measures=[measure, "R@100"], k=10, baseline="default",
+                      cache_dir=cache_dir, seed=seed, executor=ex)
     decision = decide(ev.per_query, measure, best != baseline, seed)
     decision.update(chosen=best if decision["adopt"] else baseline, best=best, baseline=baseline,
-                    retrieve_strategy=Strategy.parse(best if decision["adopt"] else baseline).retrieve_text())
+                    retrieve_strategy=parsed[grid.index(best if decision["adopt"] else baseline)].retrieve_text())
     params = {"measure": measure, "seed": seed, "grid": grid, "splits": splits, "names": names}
     run_dir = ev.save(out, run_id=run_id)
     result = TuneResult(search, baseline, best, decision, run_dir, params)
     (run_dir / TUNE_FILE).write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n",
                                      encoding="utf-8")
     return result
+
+
+def _unique_grid(items: list[str]) -> "tuple[list[str], list[Strategy]]":
+    """Parse every grid entry; two spellings of one strategy (same name) are searched once."""
+    from vaulteval.workbench.strategy import Strategy
+
+    grid, parsed, seen = [], [], set()
+    for text in items:
+        strategy = Strategy.parse(text)
+        if strategy.name not in seen:
+            seen.add(strategy.name)
+            grid.append(text)
+            parsed.append(strategy)
+    return grid, parsed
 
 
 def search_table(grid: list[str], scores: list[dict[str, float]]) -> list[dict[str, Any]]:
@@ -266,11 +275,15 @@ def test_split_ids(tune_info: dict[str, Any] | None) -> list[str] | None:
 def verify_tune(tune_info: dict[str, Any], per_query: Any, vault_root: str, cache_dir: str | None = None,
                 tolerance: float = 1e-9) -> list[str]:
     """Re-run the search on the tune split and re-derive the decision; one line per difference."""
+    from vaulteval.querysets.queryset import load_queryset
+    from vaulteval.vault.vault import Vault
+
     params = tune_info["params"]
     tune_split = params["splits"]["tune"]
-    tasks = [TuneTask(vault_root, tune_split["path"], tune_split["split"], tuple(tune_split["ids"]), s,
-                      params["measure"], cache_dir) for s in params["grid"]]
-    search = search_table(params["grid"], [evaluate_strategy(t) for t in tasks])
+    vault = Vault(vault_root)
+    tune_qs = subset(load_queryset(tune_split["path"], vault, split=tune_split["split"]), tune_split["ids"], "tune")
+    grid, parsed = _unique_grid(list(params["grid"]))
+    search = search_table(grid, search_scores(vault, tune_qs, parsed, params["measure"], cache_dir=cache_dir))
     diffs = []
     stored = {row["strategy"]: row["mean"] for row in tune_info["search"]}
     for row in search:
