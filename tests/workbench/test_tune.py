@@ -104,3 +104,51 @@ def test_tune_without_write_changes_nothing_with_write_stores_the_choice_and_ver
     assert stored["run_id"] == Path(written["run_dir"]).name
     result = run_json("retrieve", "--vault", fresh_vault, "espresso", "--no-rerank")
     assert result["tuned"]["run_id"] == stored["run_id"]
+
+
+def test_the_whole_loop_on_a_plain_obsidian_vault_and_tuned_index_settings_stick(tmp_path: Path) -> None:
+    """provision -> queryset generate -> tune --write -> retrieve, on notes at the root beside .obsidian/.
+
+    The grid's only rival needs another analyzer: --write must rebuild the index with it (retrieve
+    cannot switch analyzers), and a later provision without --analyzer must keep it.
+    """
+    from vaulteval.index.reader import peek_header
+
+    root = tmp_path / "vault"
+    assert run_main("sample", root, "--layout", "plain")[0] == 0
+    run_json("provision", "--vault", root)
+    qs = tmp_path / "mine.yaml"
+    run_json("queryset", "generate", "--vault", root, "--out", qs)
+    notes = {p: p.read_bytes() for p in root.rglob("*.md")}
+    rival = "bm25:analyzer=english,w_title=2,w_aliases=2"
+    out = run_json("tune", "--vault", root, "--queryset", qs, "--grid", rival, "--out", tmp_path / "runs", "--write")
+    tune_json = json.loads((Path(out["run_dir"]) / "tune.json").read_text())
+    assert tune_json["params"]["splits"]["method"] == "the query set's split field"
+    decision = out["decision"]
+    assert decision["adopt"] and decision["chosen"] == rival, decision  # field weights win on known-item queries
+    assert decision["index"]["analyzer"] == "english" and out["written"]["provisioned"] is True
+    assert peek_header(root / ".vault-meta")["analyzer"] == "english"
+    result = run_json("retrieve", "--vault", root, "Levain", "--no-rerank")
+    assert result["strategy"].startswith("bm25") and result["tuned"]["strategy"] == "bm25:w_title=2,w_aliases=2"
+    assert result["candidates"][0]["page_path"] == "baking/Sourdough starter.md"
+    run_json("provision", "--vault", root)  # no --analyzer: the tuned one stays
+    assert peek_header(root / ".vault-meta")["analyzer"] == "english"
+    run_json("provision", "--vault", root, "--analyzer", "default")  # an explicit choice wins
+    assert peek_header(root / ".vault-meta")["analyzer"] == "default"
+    assert {p: p.read_bytes() for p in root.rglob("*.md")} == notes
+
+
+@pytest.mark.parametrize("settings", [
+    {"analyzer": "french", "k1": 1.5, "b": 0.75, "target": 2000, "overlap": 200, "hard_max": 4000},
+    {"analyzer": "english", "k1": -1, "b": 0.75, "target": 2000, "overlap": 200, "hard_max": 4000},
+    {"analyzer": "english", "k1": 1.5, "b": 0.75, "target": 2000, "overlap": 2000, "hard_max": 4000},
+    {"analyzer": "english"}, "english", 3,
+])
+def test_bad_tuned_index_settings_are_ignored_with_a_warning(fresh_vault: Path, settings, caplog) -> None:
+    from vaulteval import Vault
+    from vaulteval.pipeline.tuned import tuned_index
+
+    (fresh_vault / ".vaulteval.json").write_text(json.dumps({"retrieve": {"strategy": "bm25", "index": settings}}))
+    assert tuned_index(Vault(fresh_vault)) is None
+    assert "ignoring the tuned index settings" in caplog.text
+    run_json("provision", "--vault", fresh_vault)  # falls back to the default analyzer, no traceback

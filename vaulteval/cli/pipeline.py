@@ -102,8 +102,16 @@ def cmd_provision(args: argparse.Namespace) -> int:
         embed = resolve(_rerank_config(args))  # settings errors (exit 2) before any work
     elif args.embedder or args.model:
         raise UsageError("--embedder and --model choose the model for --embed; add --embed")
-    _emit(provision(vault, rebuild=args.rebuild, analyzer=args.analyzer, prefix_settings=_prefix_settings(args),
-                    embed=embed, progress=sys.stderr if embed is not None else None))
+    from vaulteval.chunks.store import ChunkParams
+    from vaulteval.pipeline.tuned import tuned_index
+
+    # Without --analyzer, the index keeps the settings `tune --write` chose (else the defaults).
+    tuned = tuned_index(vault) if args.analyzer is None else None
+    settings = {"analyzer": tuned["analyzer"], "k1": tuned["k1"], "b": tuned["b"],
+                "params": ChunkParams(tuned["target"], tuned["overlap"], tuned["hard_max"])} if tuned else \
+        {"analyzer": args.analyzer or "default"}
+    _emit(provision(vault, rebuild=args.rebuild, prefix_settings=_prefix_settings(args), embed=embed,
+                    progress=sys.stderr if embed is not None else None, **settings))
     return EXIT_OK
 
 
@@ -278,8 +286,9 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
 
     p = sub.add_parser("provision", help="prefix --all, then index build, under one lock")
     p.add_argument("--rebuild", action="store_true", help="rewrite every chunk")
-    p.add_argument("--analyzer", type=_analyzer_arg, default="default",
-                   help="default | english | english:stemmer=snowball|porter|none,stopwords=seed|lucene|none")
+    p.add_argument("--analyzer", type=_analyzer_arg, default=None,
+                   help="default | english | english:stemmer=snowball|porter|none,stopwords=seed|lucene|none "
+                        "(default: the one `tune --write` chose, else default)")
     p.add_argument("--embed", action="store_true",
                    help="also store chunk embeddings in .vault-meta/embeddings/ (only changed chunks are embedded)")
     _add_prefix_flags(p)

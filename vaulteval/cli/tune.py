@@ -8,8 +8,10 @@ Usage::
 Prints the search (tune split), the held-out confirmation (test split) and the
 decision as JSON; the run directory holds the test-split evaluation and
 ``tune.json``. Only ``--write`` changes anything in the vault: the chosen
-strategy goes into ``.vaulteval.json`` (atomically, under the vault lock) with
-the run id that justified it.
+strategy and its index settings go into ``.vaulteval.json`` (atomically, under
+the vault lock) with the run id that justified it, and when those settings
+differ from the vault's index (another analyzer, k1/b or chunk sizes) the
+index is provisioned again with them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ NAMES = ("tune",)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from vaulteval.pipeline.tuned import write_tuned
+    from vaulteval.pipeline.provision import provision_tuned
+    from vaulteval.pipeline.tuned import index_differs, write_tuned
     from vaulteval.querysets.queryset import load_queryset, open_queryset
     from vaulteval.vault.paths import is_inside
     from vaulteval.workbench.tune import parse_grid, tune
@@ -49,8 +52,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
         entry = write_tuned(vault, result.decision["retrieve_strategy"], run_id=result.run_dir.name,
                             evidence={"measure": args.measure, "adopted": result.decision["adopt"],
                                       "delta": result.decision.get("delta"),
-                                      "p_randomization": result.decision.get("p_randomization")})
+                                      "p_randomization": result.decision.get("p_randomization")},
+                            index=result.decision["index"])
         out["written"] = {"file": str(vault.root / ".vaulteval.json"), **entry}
+        if index_differs(vault, entry["index"]):
+            # The chosen analyzer, BM25 parameters or chunk sizes are the index's: rebuild it with them.
+            sys.stderr.write(f"vaulteval: rebuilding the index with {entry['index']} for {entry['strategy']}\n")
+            provision_tuned(vault, entry["index"], progress=sys.stderr)
+            out["written"]["provisioned"] = True
     emit(out)
     return EXIT_OK
 

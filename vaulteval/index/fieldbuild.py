@@ -86,7 +86,7 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir") -> int:
         if doc.page_path not in page_fields:
             title, aliases = "", ""
             try:
-                with open_confined(vault.wiki_dir, doc.page_path, strip="wiki") as fh:
+                with open_confined(vault.notes_dir, doc.page_path, strip=vault.notes_strip) as fh:
                     page = parse_page(fh.read(), doc.page_path)
                 stem = doc.page_path.rsplit("/", 1)[-1].removesuffix(".md")
                 title = page.title if page.title == stem else f"{page.title}\n{stem}"

@@ -147,3 +147,21 @@ def provision(
         out["embeddings"] = embed_report
         out["seconds"]["embed"] = round(t3 - t2, 3)
     return out
+
+
+def provision_tuned(vault: "Vault", settings: dict[str, Any], *, progress: "IO[str] | None" = None) -> dict[str, Any]:
+    """Rebuild the vault's index with a tuned strategy's index settings; re-embed changed chunks when a store exists.
+
+    Usage: ``provision_tuned(vault, {"analyzer": "english", "k1": 1.5, "b": 0.75, "target": 2000, ...})``
+    """
+    from vaulteval.rerank.config import RerankConfig, resolve
+    from vaulteval.rerank.store import StoreError, open_store
+
+    try:
+        store = open_store(vault.meta_dir)
+        embed = resolve(RerankConfig(backend=store.backend, model=store.model))
+    except StoreError:
+        embed = None
+    params = ChunkParams(settings["target"], settings["overlap"], settings["hard_max"])
+    return provision(vault, analyzer=settings["analyzer"], k1=settings["k1"], b=settings["b"], params=params,
+                     embed=embed, progress=progress)

@@ -3,7 +3,13 @@
 Usage::
 
     tuned = tuned_strategy(vault)     # {"strategy": "hybrid:rrf", "run_id": "...", ...} or None
-    write_tuned(vault, "hybrid:rrf", run_id="20261201-...", evidence={...})   # atomic, under the vault lock
+    settings = tuned_index(vault)     # {"analyzer": "english", "k1": 1.5, ...}: what provision builds
+    write_tuned(vault, "hybrid:rrf", run_id="20261201-...", evidence={...}, index=settings)  # atomic, locked
+
+``retrieve`` can choose only the first stage of a strategy; its analyzer, BM25
+parameters and chunk sizes belong to the index. ``tune --write`` therefore also
+stores them under ``index``, and ``provision`` builds with them unless it is
+given ``--analyzer``.
 
 The file is the user's: other keys are kept as they are. It is untrusted
 input, so a value that is not a valid first-stage strategy is ignored with a
@@ -68,11 +74,44 @@ def tuned_strategy(vault: "Vault") -> dict[str, Any] | None:
     return entry
 
 
-def write_tuned(vault: "Vault", strategy: str, *, run_id: str, evidence: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Store the chosen first-stage strategy with the run that justified it; returns the entry written."""
+def tuned_index(vault: "Vault") -> dict[str, Any] | None:
+    """The stored index settings of the tuned strategy when present and valid, else None."""
+    entry = tuned_strategy(vault)
+    settings = (entry or {}).get("index")
+    if settings is None:
+        return None
+    try:
+        return check_index_settings(settings)
+    except UsageError as exc:
+        log.warning("ignoring the tuned index settings in %s: %s", vault.root / CONFIG_NAME, exc)
+        return None
+
+
+def check_index_settings(settings: Any) -> dict[str, Any]:
+    """Usage: ``check_index_settings({"analyzer": "english", ...})`` -> the settings, or UsageError."""
+    from vaulteval.index.params import check_bm25_params, check_chunk_params
+    from vaulteval.index.tokenize import get_analyzer
+
+    keys = ("analyzer", "k1", "b", "target", "overlap", "hard_max")
+    if not isinstance(settings, dict) or set(settings) != set(keys):
+        raise UsageError(f"index settings must name exactly {', '.join(keys)}")
+    if not isinstance(settings["analyzer"], str):
+        raise UsageError("index settings: analyzer must be a string")
+    get_analyzer(settings["analyzer"])
+    k1, b = check_bm25_params(settings["k1"], settings["b"])
+    target, overlap, hard_max = check_chunk_params(settings["target"], settings["overlap"], settings["hard_max"])
+    return {"analyzer": settings["analyzer"], "k1": k1, "b": b, "target": target, "overlap": overlap,
+            "hard_max": hard_max}
+
+
+def write_tuned(vault: "Vault", strategy: str, *, run_id: str, evidence: dict[str, Any] | None = None,
+                index: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Store the chosen first-stage strategy (and its index settings) with the run that justified it."""
     from vaulteval.pipeline.firststage import FirstStage
 
     FirstStage.parse(strategy)  # never write what retrieve could not read
+    if index is not None:
+        index = check_index_settings(index)
     vault.require_writable()
     with vault_lock(vault):
         data = _read_config(vault)
@@ -81,6 +120,8 @@ def write_tuned(vault: "Vault", strategy: str, *, run_id: str, evidence: dict[st
         data = dict(data or {})
         entry = {"strategy": strategy, "run_id": run_id,
                  "tuned_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **(evidence or {})}
+        if index is not None:
+            entry["index"] = index
         data[KEY] = entry
         _atomic_write(vault.root / CONFIG_NAME, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return entry
@@ -100,3 +141,13 @@ def _atomic_write(path: Path, data: bytes) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def index_differs(vault: "Vault", settings: dict[str, Any]) -> bool:
+    """True when the vault's index was built with other settings than ``settings`` (or is missing)."""
+    from vaulteval.index.reader import peek_header
+
+    header = peek_header(vault.meta_dir) or {}
+    chunk_params = header.get("chunk_params") if isinstance(header.get("chunk_params"), dict) else {}
+    current = {"analyzer": header.get("analyzer"), "k1": header.get("k1"), "b": header.get("b"), **chunk_params}
+    return any(current.get(key) != value for key, value in settings.items())

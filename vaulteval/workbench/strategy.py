@@ -242,6 +242,11 @@ class Strategy:
             return self.first
         return f"{self.first}{',' if ':' in self.first else ':'}{','.join(items)}"
 
+    def index_settings(self) -> dict[str, Any]:
+        """Usage: ``s.index_settings()`` -> what the vault's own index must be built with to rank as ``s``."""
+        return {"analyzer": self.index_analyzer, "k1": self.k1, "b": self.b, "target": self.target,
+                "overlap": self.overlap, "hard_max": self.hard_max}
+
     def with_name(self, name: str) -> "Strategy":
         return replace(self, name=name)
 

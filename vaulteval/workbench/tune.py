@@ -8,7 +8,8 @@ Usage::
     result.run_dir        # runs/<id>/: the test-split evaluation (baseline vs best) plus tune.json
 
 The tune and test splits are two query sets (``test_queryset``), or one query
-set split by a seeded hash of each query id. Every grid strategy is scored on
+set split by its queries' own ``split`` field (``queryset generate`` assigns
+``tune``/``test``), else by a seeded hash of each query id. Every grid strategy is scored on
 the tune split by :func:`search_scores`, as (strategy, shard) tasks on the
 workbench executor, so ``scheduler="local:2"`` or a Dask cluster address
 spreads the search without changing its result. The best strategy and the current default are
@@ -80,21 +81,40 @@ def hash_split(ids: list[str], test_fraction: float, seed: int) -> tuple[list[st
     return tune_ids, test_ids
 
 
+def own_split(queryset: "QuerySet", test_fraction: float, seed: int) -> tuple[list[str], list[str], str]:
+    """Tune and test ids of one query set: its own ``split`` fields when it has both (a generated set
+    assigns them), else a seeded hash of each id."""
+    marked = {q.split for q in queryset.positive}
+    if {"tune", "test"} <= marked:
+        return ([q.query_id for q in queryset.positive if q.split == "tune"],
+                [q.query_id for q in queryset.positive if q.split == "test"], "the query set's split field")
+    tune_ids, test_ids = hash_split([q.query_id for q in queryset.positive], test_fraction, seed)
+    return tune_ids, test_ids, f"sha256 hash, seed {seed}"
+
+
 def current_default(vault: "Vault") -> str:
-    """The strategy ``retrieve`` uses today, as a workbench strategy string on the vault's own analyzer."""
+    """The strategy ``retrieve`` uses today, as a workbench strategy string on the vault's own index settings."""
     from vaulteval.index.analyzers import parse_analyzer_name
     from vaulteval.index.reader import peek_header
     from vaulteval.pipeline.tuned import tuned_strategy
+    from vaulteval.workbench.strategy import Strategy
 
     tuned = tuned_strategy(vault)
     first = tuned["strategy"] if tuned else "bm25"
-    analyzer = (peek_header(vault.meta_dir) or {}).get("analyzer", "default")
+    header = peek_header(vault.meta_dir) or {}
+    analyzer = header.get("analyzer", "default")
     keys = []
     if analyzer == "english":
         keys.append("analyzer=english")
     elif str(analyzer).startswith("english:"):
         stemmer, stopwords = parse_analyzer_name(analyzer)
         keys += ["analyzer=english", f"stemmer={stemmer}", f"stopwords={stopwords}"]
+    defaults = Strategy()
+    chunk_params = header.get("chunk_params") if isinstance(header.get("chunk_params"), dict) else {}
+    for key, value in (("k1", header.get("k1")), ("b", header.get("b")), *chunk_params.items()):
+        if key in ("k1", "b", "target", "overlap", "hard_max") and isinstance(value, (int, float)) \
+                and value != getattr(defaults, key):
+            keys.append(f"{key}={value:g}")
     sep = "," if ":" in first else ":"
     return f"{first}{sep}{','.join(keys)}" if keys else first
 
@@ -160,10 +180,10 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
     baseline = current_default(vault)
     grid, parsed = _unique_grid([baseline, *(grid or default_grid(vault, baseline))])  # usage errors first
     if test_queryset is None:
-        tune_ids, test_ids = hash_split([q.query_id for q in queryset.positive], test_fraction, seed)
+        tune_ids, test_ids, method = own_split(queryset, test_fraction, seed)
         tune_qs, test_qs = subset(queryset, tune_ids, "tune"), subset(queryset, test_ids, "test")
         splits = {"tune": {"path": str(queryset.path), "split": queryset.extra.get("split") or "test",
-                           "ids": tune_ids}, "test_ids": test_ids, "method": f"sha256 hash, seed {seed}",
+                           "ids": tune_ids}, "test_ids": test_ids, "method": method,
                   "test_fraction": test_fraction}
     else:
         tune_qs, test_qs = queryset, test_queryset
@@ -184,8 +204,10 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
         ev = evaluate(vault, test_qs, chosen, measures=[measure, "R@100"], k=10, baseline="default",
                       cache_dir=cache_dir, seed=seed, executor=ex)
     decision = decide(ev.per_query, measure, best != baseline, seed)
+    chosen_strategy = parsed[grid.index(best if decision["adopt"] else baseline)]
+    # retrieve can only pick the first stage; analyzer, BM25 parameters and chunking are the index's.
     decision.update(chosen=best if decision["adopt"] else baseline, best=best, baseline=baseline,
-                    retrieve_strategy=parsed[grid.index(best if decision["adopt"] else baseline)].retrieve_text())
+                    retrieve_strategy=chosen_strategy.retrieve_text(), index=chosen_strategy.index_settings())
     params = {"measure": measure, "seed": seed, "grid": grid, "splits": splits, "names": names}
     run_dir = ev.save(out, run_id=run_id)
     result = TuneResult(search, baseline, best, decision, run_dir, params)
