@@ -133,8 +133,12 @@ def test_the_whole_loop_on_a_plain_obsidian_vault_and_tuned_index_settings_stick
     assert result["candidates"][0]["page_path"] == "baking/Sourdough starter.md"
     run_json("provision", "--vault", root)  # no --analyzer: the tuned one stays
     assert peek_header(root / ".vault-meta")["analyzer"] == "english"
+    assert result["tuned"]["index_matches"] is True
     run_json("provision", "--vault", root, "--analyzer", "default")  # an explicit choice wins
     assert peek_header(root / ".vault-meta")["analyzer"] == "default"
+    code, stdout, err = run_main("retrieve", "--vault", root, "Levain", "--no-rerank")
+    assert code == 0 and json.loads(stdout)["tuned"]["index_matches"] is False
+    assert "warning: the index was built with other settings" in err and len(err.strip().splitlines()) == 1
     assert {p: p.read_bytes() for p in root.rglob("*.md")} == notes
 
 

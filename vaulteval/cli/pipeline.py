@@ -138,6 +138,18 @@ def _first_stage(args: argparse.Namespace, vault):
     return FirstStage.parse(tuned["strategy"]), tuned
 
 
+def _check_tuned_index(vault, tuned: dict) -> None:
+    """Say so when the index was built with other settings than the tuned strategy was measured on."""
+    from vaulteval.pipeline.tuned import index_differs, tuned_index
+
+    settings = tuned_index(vault)
+    if settings is not None:
+        tuned["index_matches"] = not index_differs(vault, settings)
+        if not tuned["index_matches"]:
+            sys.stderr.write("vaulteval: warning: the index was built with other settings than `tune` measured "
+                             f"({settings}); run `vaulteval provision` without --analyzer to use them\n")
+
+
 @_cmd("retrieve")
 def cmd_retrieve(args: argparse.Namespace) -> int:
     from vaulteval.pipeline.retrieve import check_limit, check_query, retrieve
@@ -156,6 +168,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     out = result.with_min_score(args.min_score).to_dict()
     if tuned is not None:
         out["tuned"] = {"strategy": tuned["strategy"], "run_id": tuned.get("run_id")}
+        _check_tuned_index(vault, out["tuned"])
     _emit(out)
     return EXIT_OK
 
