@@ -20,10 +20,10 @@ that changed after embedding is never matched to an old vector.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from itertools import chain
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -47,9 +47,8 @@ def store_path(meta_dir: Path) -> Path:
     return Path(meta_dir) / STORE_DIR / STORE_NAME
 
 
-@dataclass(frozen=True)
-class StoreRow:
-    """Which chunk a stored vector is for, and of which exact text."""
+class StoreRow(NamedTuple):
+    """Which chunk a stored vector is for, and of which exact text (a tuple: 380k of them load fast)."""
 
     chunk_id: str
     context_hash: str
@@ -150,7 +149,7 @@ def open_store(meta_dir: Path) -> EmbeddingStore:
         flat = sections["vectors"]
         if dim <= 0 or flat.dtype != np.dtype("<f4") or flat.size != n * dim:
             raise ValueError("matrix shape does not match the header")
-        rows = [StoreRow(*json.loads(line)) for line in bytes(sections["rows"]).splitlines()]
+        rows = _parse_rows(bytes(sections["rows"]))
         if len(rows) != n:
             raise ValueError(f"{len(rows)} row keys for {n} vectors")
         for key in ("backend", "model", "model_key", "scheme"):
@@ -159,6 +158,22 @@ def open_store(meta_dir: Path) -> EmbeddingStore:
     except (KeyError, TypeError, ValueError) as exc:
         raise StoreError(f"embedding store is malformed: {exc} ({path})") from None
     return EmbeddingStore(path, header, flat.reshape(n, dim), rows)
+
+
+def _parse_rows(raw: bytes) -> list[StoreRow]:
+    """Row keys, one JSON array of three strings per line, decoded in one call and checked in C loops
+    (per-line json.loads took 0.3 s at 38k rows)."""
+    if not raw:
+        return []
+    if not raw.endswith(b"\n"):
+        raise ValueError("the row keys do not end with a newline")
+    data = json.loads(b"[" + raw[:-1].replace(b"\n", b",") + b"]")
+    if set(map(type, data)) - {list}:
+        raise ValueError("a row key is not a JSON array")
+    rows = list(map(StoreRow._make, data))  # TypeError unless three items
+    if set(map(type, chain.from_iterable(rows))) - {str}:
+        raise ValueError("a row key holds something other than strings")
+    return rows
 
 
 def write_store(meta: "MetaDir", identity: dict[str, str], rows: list[StoreRow], matrix: np.ndarray) -> int:
