@@ -122,7 +122,7 @@ def test_a_damaged_store_exits_10_for_dense_and_hybrid_naming_the_rebuild(embedd
 
 def test_a_chunk_changed_after_embedding_is_never_served_from_its_old_vector(embedded_copy: Path) -> None:
     append_text(embedded_copy, DESCALING_NOTE, "\nLimescale limescale limescale.\n")
-    provision(Vault(embedded_copy))  # index rebuilt, embeddings not: the store row is stale
+    provision(Vault(embedded_copy))  # API without embed: index rebuilt, embeddings not: the store row is stale
     out = _dense(embedded_copy, "descale the espresso machine limescale", "dense", "--top", "1000",
                  "--bm25-top", "1000")
     assert DESCALING_NOTE not in [c["page_path"] for c in out["candidates"]]
@@ -174,3 +174,32 @@ def test_retrieve_json_names_the_tuned_strategy(embedded_copy: Path) -> None:
     assert out["strategy"] == "hybrid:rrf" and out["tuned"] == {"strategy": "hybrid:rrf", "run_id": "run-123"}
     explicit = run_json("retrieve", "--vault", embedded_copy, "descale", "--no-rerank", "--strategy", "bm25")
     assert explicit["strategy"] == "bm25-only" and "tuned" not in explicit
+
+
+def test_a_plain_provision_keeps_stored_embeddings_current_unless_told_not_to(embedded_copy: Path) -> None:
+    append_text(embedded_copy, DESCALING_NOTE, "\nLimescale limescale limescale.\n")
+    assert run_json("provision", "--vault", embedded_copy, "--no-embed").get("embeddings") is None
+    assert doctor(Vault(embedded_copy)).embeddings["rows_stale"] == 1
+    report = run_json("provision", "--vault", embedded_copy)["embeddings"]  # same model as the store
+    assert report["embedded"] == 1 and report["backend"] == "sentence-transformers"
+    assert doctor(Vault(embedded_copy)).embeddings["rows_stale"] == 0
+    out = _dense(embedded_copy, "descale the espresso machine limescale", "dense", "--top", "1000",
+                 "--bm25-top", "1000")
+    assert DESCALING_NOTE in [c["page_path"] for c in out["candidates"]]  # served again, from its new vector
+
+
+def test_a_plain_provision_whose_embedder_is_down_warns_and_keeps_the_index_current(
+        fresh_vault: Path, ollama_server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", ollama_server.url)
+    run_json("provision", "--vault", fresh_vault, "--embed", "--embedder", "ollama", "--model", "all-minilm")
+    append_text(fresh_vault, DESCALING_NOTE, "\nLimescale limescale limescale.\n")
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # nothing listens there
+    code, out, err = run_main("provision", "--vault", fresh_vault)
+    assert code == 0 and "Traceback" not in err, err
+    assert "warning: stored embeddings not refreshed" in err and json.loads(out)["index"]
+    assert run_json("retrieve", "--vault", fresh_vault, "limescale", "--no-rerank")["candidates"][0]["page_path"] \
+        == DESCALING_NOTE  # the index is current
+    assert doctor(Vault(fresh_vault)).embeddings["rows_stale"] == 1
+    code, _, err = run_main("provision", "--vault", fresh_vault, "--embed", "--embedder", "ollama",
+                            "--model", "all-minilm")
+    assert code == 1 and err.strip().splitlines()[-1].startswith("vaulteval: error: could not embed the chunks with ollama")

@@ -93,6 +93,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 @_cmd("provision")
 def cmd_provision(args: argparse.Namespace) -> int:
     vault = _vault(args)
+    from vaulteval.pipeline.embed import EmbeddingFailed
     from vaulteval.pipeline.provision import provision
 
     embed = None
@@ -102,6 +103,10 @@ def cmd_provision(args: argparse.Namespace) -> int:
         embed = resolve(_rerank_config(args))  # settings errors (exit 2) before any work
     elif args.embedder or args.model:
         raise UsageError("--embedder and --model choose the model for --embed; add --embed")
+    elif not args.no_embed:
+        from vaulteval.pipeline.provision import stored_embed_config
+
+        embed = stored_embed_config(vault)  # a vault with stored embeddings keeps them current
     from vaulteval.chunks.store import ChunkParams
     from vaulteval.pipeline.tuned import tuned_index
 
@@ -110,8 +115,17 @@ def cmd_provision(args: argparse.Namespace) -> int:
     settings = {"analyzer": tuned["analyzer"], "k1": tuned["k1"], "b": tuned["b"],
                 "params": ChunkParams(tuned["target"], tuned["overlap"], tuned["hard_max"])} if tuned else \
         {"analyzer": args.analyzer or "default"}
-    _emit(provision(vault, rebuild=args.rebuild, prefix_settings=_prefix_settings(args), embed=embed,
-                    progress=sys.stderr if embed is not None else None, **settings))
+    try:
+        report = provision(vault, rebuild=args.rebuild, prefix_settings=_prefix_settings(args), embed=embed,
+                           progress=sys.stderr if embed is not None else None, **settings)
+    except EmbeddingFailed as exc:
+        if args.embed:
+            raise
+        # The refresh was implicit: the notes, chunks and index are current; say what is not.
+        sys.stderr.write(f"vaulteval: warning: stored embeddings not refreshed ({exc}); dense and hybrid skip "
+                         "changed chunks until `vaulteval provision --embed` succeeds\n")
+        report = provision(vault, prefix_settings=_prefix_settings(args), **settings)
+    _emit(report)
     return EXIT_OK
 
 
@@ -304,6 +318,9 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
                         "(default: the one `tune --write` chose, else default)")
     p.add_argument("--embed", action="store_true",
                    help="also store chunk embeddings in .vault-meta/embeddings/ (only changed chunks are embedded)")
+    p.add_argument("--no-embed", action="store_true",
+                   help="leave stored embeddings as they are (by default a vault that has them gets them refreshed "
+                        "with the same model)")
     _add_prefix_flags(p)
     _add_rerank_flags(p)
     _add_vault(p)

@@ -154,14 +154,18 @@ def provision_tuned(vault: "Vault", settings: dict[str, Any], *, progress: "IO[s
 
     Usage: ``provision_tuned(vault, {"analyzer": "english", "k1": 1.5, "b": 0.75, "target": 2000, ...})``
     """
-    from vaulteval.rerank.config import RerankConfig, resolve
+    params = ChunkParams(settings["target"], settings["overlap"], settings["hard_max"])
+    return provision(vault, analyzer=settings["analyzer"], k1=settings["k1"], b=settings["b"], params=params,
+                     embed=stored_embed_config(vault), progress=progress)
+
+
+def stored_embed_config(vault: "Vault") -> "RerankConfig | None":
+    """The backend and model of the vault's stored embeddings, to keep them current; None without a usable store."""
+    from vaulteval.rerank.config import RerankConfig, RerankConfigError, resolve
     from vaulteval.rerank.store import StoreError, open_store
 
     try:
         store = open_store(vault.meta_dir)
-        embed = resolve(RerankConfig(backend=store.backend, model=store.model))
-    except StoreError:
-        embed = None
-    params = ChunkParams(settings["target"], settings["overlap"], settings["hard_max"])
-    return provision(vault, analyzer=settings["analyzer"], k1=settings["k1"], b=settings["b"], params=params,
-                     embed=embed, progress=progress)
+        return resolve(RerankConfig(backend=store.backend, model=store.model))
+    except (StoreError, RerankConfigError):
+        return None
