@@ -55,6 +55,8 @@ class NotProvisioned(VaultevalError):
     """The index is missing, corrupt, from another schema, or has no chunks."""
 
     exit_code = EXIT_NOT_PROVISIONED
+    # For a corrupt index: the section and block that failed their checksum, when known.
+    where: tuple[str | None, int | None] = (None, None)
 
     def __init__(self, message: str, rebuild: str | None = None):
         self.rebuild = rebuild

@@ -191,13 +191,13 @@ def test_exit_10_index_of_another_format(fresh_vault: Path) -> None:
 
 
 def test_exit_10_index_of_another_schema(fresh_vault: Path) -> None:
-    """A well-formed file (valid checksums) whose header says schema 2 is refused."""
+    """A well-formed file (valid checksums) whose header says schema 3 is refused."""
     path = index_file(fresh_vault)
     data = path.read_bytes()
     magic, head_len, _crc = struct.unpack("<8sII", data[:16])
     head = data[16 : 16 + head_len]
-    assert b'"schema_version": 1' in head
-    head = head.replace(b'"schema_version": 1', b'"schema_version": 2')
+    assert b'"schema_version": 2' in head
+    head = head.replace(b'"schema_version": 2', b'"schema_version": 3')
     path.write_bytes(struct.pack("<8sII", magic, head_len, zlib.crc32(head)) + head + data[16 + head_len :])
     _assert_not_provisioned(fresh_vault)
 

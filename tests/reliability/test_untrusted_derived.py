@@ -142,24 +142,39 @@ _PREFIX = struct.Struct("<8sII")
 
 
 def _split(path: Path) -> tuple[bytes, dict, bytes]:
+    """(magic, header, body); the block table between header and body is dropped (``_forge`` rewrites it)."""
     raw = path.read_bytes()
     magic, head_len, _ = _PREFIX.unpack(raw[:_PREFIX.size])
     head = json.loads(raw[_PREFIX.size:_PREFIX.size + head_len])
-    return magic, head, raw[_PREFIX.size + head_len:]
+    table = 4 * head["n_blocks"]
+    table += (-table) % 16
+    return magic, head, raw[_PREFIX.size + head_len + table:]
 
 
 def _forge(path: Path, magic: bytes, header, body: bytes) -> None:
-    """Write a file whose checksums are right, so only the structure can betray it."""
-    if isinstance(header, dict):
-        header = dict(header, body_size=len(body), body_crc32=zlib.crc32(body)) \
-            if "keep_crc" not in header else {k: v for k, v in header.items() if k != "keep_crc"}
+    """Write a file whose checksums (sections, blocks, block table) are right, so only the structure can betray it."""
+    table = b""
+    if isinstance(header, dict) and "keep_crc" not in header:
+        crcs: list[int] = []
+        sections = header.get("sections")
+        entries = sections.values() if isinstance(sections, dict) else []
+        for entry in sorted((e for e in entries if isinstance(e, list) and len(e) == 6
+                             and isinstance(e[0], int) and isinstance(e[1], int)), key=lambda e: e[0]):
+            data = body[max(0, entry[0]):max(0, entry[0]) + max(0, entry[1])]
+            entry[4], entry[5] = zlib.crc32(data), len(crcs)
+            crcs += [zlib.crc32(data[i:i + 16384]) for i in range(0, len(data), 16384)]
+        table = struct.pack(f"<{len(crcs)}I", *crcs)
+        table += b"\x00" * ((-len(table)) % 16)
+        header = dict(header, body_size=len(body), n_blocks=len(crcs), blocks_crc32=zlib.crc32(table))
+    elif isinstance(header, dict):
+        header = {k: v for k, v in header.items() if k != "keep_crc"}
     head = json.dumps(header).encode()
     head += b" " * ((-(_PREFIX.size + len(head))) % 16)
-    path.write_bytes(_PREFIX.pack(magic, len(head), zlib.crc32(head)) + head + body)
+    path.write_bytes(_PREFIX.pack(magic, len(head), zlib.crc32(head)) + head + table + body)
 
 
 def _section(header: dict, name: str) -> tuple[int, int]:
-    offset, nbytes, _, _ = header["sections"][name]
+    offset, nbytes = header["sections"][name][:2]
     return offset, nbytes
 
 

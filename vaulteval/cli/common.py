@@ -7,14 +7,37 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
 from vaulteval.errors import EXIT_USAGE
 
 
+def _columns() -> int:
+    """The terminal width as shutil.get_terminal_size finds it, without importing shutil (and bz2, lzma)."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str, **kwargs: Any):
+        kwargs.setdefault("width", _columns() - 2)
+        super().__init__(prog, **kwargs)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors (exit 2) instead of a usage dump."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")

@@ -8,7 +8,6 @@ Only the group that owns the command is imported and given a parser, so
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Sequence
 from importlib import import_module
@@ -42,16 +41,28 @@ def build_parser(command: str | None = None) -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     owners = [module for module, names in GROUPS.items() if command in names] or list(GROUPS)
     for module in owners:
-        import_module(module).register(sub, add_vault)
+        group = import_module(module)
+        if command in GROUPS[module] and hasattr(group, "register_only"):
+            group.register_only(sub, add_vault, command)  # just this command's parser
+        else:
+            group.register(sub, add_vault)
     return parser
+
+
+def _setup_logging(verbose: bool) -> None:
+    import logging
+
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="vaulteval: %(levelname)s: %(message)s", stream=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_first_command(argv))
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="vaulteval: %(levelname)s: %(message)s", stream=sys.stderr)
+    # A BM25-only retrieve logs nothing, so it skips importing logging (a lean start).
+    if args.verbose or not (args.command == "retrieve" and args.no_rerank):
+        _setup_logging(args.verbose)
     if not args.command:
         sys.stderr.write("vaulteval: error: no command given (see vaulteval --help)\n")
         return EXIT_USAGE

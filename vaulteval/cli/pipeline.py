@@ -74,6 +74,10 @@ def cmd_index(args: argparse.Namespace) -> int:
         from vaulteval.pipeline.provision import build
 
         _emit(build(vault, analyzer=args.analyzer, k1=args.k1, b=args.b).to_dict())
+    elif args.index_cmd == "verify":
+        from vaulteval.pipeline.doctor import verify_index
+
+        _emit(verify_index(vault))
     elif args.index_cmd == "stats":
         from vaulteval.pipeline.retrieve import Retriever
 
@@ -220,7 +224,7 @@ def cmd_rerank(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from vaulteval.pipeline.doctor import doctor
 
-    report = doctor(_vault(args))
+    report = doctor(_vault(args), deep=args.deep)
     if args.json:
         _emit(report.to_dict())
     else:
@@ -286,9 +290,20 @@ def _analyzer_arg(text: str) -> str:
     return text
 
 
-def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Add the pipeline commands to ``vaulteval``'s subparsers."""
-    _add_vault = add_vault
+AddVault = Callable[[argparse.ArgumentParser], None]
+_PARSERS: dict[str, Callable[[Any, AddVault], None]] = {}
+
+
+def _parser(name: str):
+    def register(fn):
+        _PARSERS[name] = fn
+        return fn
+
+    return register
+
+
+@_parser("prefix")
+def _parse_prefix(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("prefix", help="split pages into chunks with contextual prefixes (.vault-meta/chunks)")
     p.add_argument("page", nargs="?", help="one page, vault-relative (e.g. wiki/Note.md, or Note.md in a plain Obsidian vault)")
     p.add_argument("--all", action="store_true", help="every page; also removes chunks of deleted pages")
@@ -297,6 +312,9 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     _add_prefix_flags(p)
     _add_vault(p)
 
+
+@_parser("index")
+def _parse_index(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("index", help="build, inspect or query the BM25 index")
     isub = p.add_subparsers(dest="index_cmd", metavar="ACTION", required=True, parser_class=type(p))
     b = isub.add_parser("build", help="index the chunk records (reuses unchanged ones)")
@@ -306,11 +324,16 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     _add_vault(b)
     s = isub.add_parser("stats", help="index statistics as JSON")
     _add_vault(s)
+    v = isub.add_parser("verify", help="check every byte of the index against its checksums (exit 10 at the first bad block)")
+    _add_vault(v)
     q = isub.add_parser("query", help="raw BM25 hits (no integrity checks, no dedupe)")
     q.add_argument("text")
     q.add_argument("--top", type=_int_arg, default=10)
     _add_vault(q)
 
+
+@_parser("provision")
+def _parse_provision(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("provision", help="prefix --all, then index build, under one lock")
     p.add_argument("--rebuild", action="store_true", help="rewrite every chunk")
     p.add_argument("--analyzer", type=_analyzer_arg, default=None,
@@ -325,6 +348,9 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     _add_rerank_flags(p)
     _add_vault(p)
 
+
+@_parser("retrieve")
+def _parse_retrieve(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("retrieve", help="read-only retrieval; prints JSON")
     p.add_argument("query")
     p.add_argument("--top", type=_int_arg, default=5, help="results after dedupe by page, 1..1000 (default 5)")
@@ -341,6 +367,9 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     _add_rerank_flags(p)
     _add_vault(p)
 
+
+@_parser("rerank")
+def _parse_rerank(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("rerank", help="rerank diagnostics (--peek) or a reranked retrieval")
     p.add_argument("query", nargs="?")
     p.add_argument("--peek", action="store_true", help="which backend and model would be used; embeds nothing")
@@ -349,10 +378,17 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     _add_rerank_flags(p)
     _add_vault(p)
 
+
+@_parser("doctor")
+def _parse_doctor(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("doctor", help="is retrieval available, configured, verified or degraded?")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--deep", action="store_true", help="also check every byte of the index (as index verify)")
     _add_vault(p)
 
+
+@_parser("bench")
+def _parse_bench(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("bench", help="time provisioning and retrieval on a copy of the vault")
     p.add_argument("--queries", type=_int_arg, default=20)
     p.add_argument("--edits", type=_int_arg, default=10)
@@ -360,16 +396,31 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     p.add_argument("--json", action="store_true")
     _add_vault(p)
 
+
+@_parser("demo")
+def _parse_demo(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("demo", help="copy the sample vault to a temporary folder, provision, retrieve, evaluate")
     p.add_argument("--out", help="folder for the demo (default: a new temporary folder)")
     p.add_argument("--layout", choices=["wiki", "plain"], default="wiki",
                    help="wiki: notes in wiki/ (claude-obsidian); plain: notes at the root beside .obsidian/")
 
+
+@_parser("sample")
+def _parse_sample(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("sample", help="copy the bundled sample vault to DEST")
     p.add_argument("dest")
     p.add_argument("--layout", choices=["wiki", "plain"], default="wiki",
                    help="wiki: notes in wiki/ (claude-obsidian); plain: notes at the root beside .obsidian/, "
                         "with an excluded folder, .trash/, attachments and a query set in querysets/")
 
-    for name, handler in _HANDLERS.items():
-        sub.choices[name].set_defaults(handler=handler)
+
+def register_only(sub: Any, add_vault: AddVault, name: str) -> None:
+    """Add one command's parser (what ``vaulteval NAME ...`` needs; keeps ``retrieve`` start-up small)."""
+    _PARSERS[name](sub, add_vault)
+    sub.choices[name].set_defaults(handler=_HANDLERS[name])
+
+
+def register(sub: Any, add_vault: AddVault) -> None:
+    """Add the pipeline commands to ``vaulteval``'s subparsers."""
+    for name in NAMES:
+        register_only(sub, add_vault, name)

@@ -20,7 +20,7 @@ import numpy as np
 
 from vaulteval.index import bm25
 from vaulteval.chunks import chunking
-from vaulteval.errors import PathEscape
+from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
@@ -60,10 +60,11 @@ def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocM
         try:
             old = BM25Index(meta.path / INDEX_DIR / name, open_index_file(meta, name))
             if old.analyzer_name == analyzer:
+                old.verify()  # reuse copies postings wholesale, so every byte must be sound
                 docs = old.all_docs()
                 if len(docs) == old.n_docs and len(old.all_terms()) == old.n_terms:
                     return old, docs
-        except (IndexFileError, KeyError, ValueError, TypeError, IndexError, OverflowError, RecursionError):
+        except (IndexFileError, NotProvisioned, KeyError, ValueError, TypeError, IndexError, OverflowError, RecursionError):
             continue
     return None, []
 
@@ -226,7 +227,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         remap[pairs[:, 0]] = pairs[:, 1]
         old_docs = old.post_docs.astype(np.int64)
         keep = remap[old_docs] >= 0
-        df_old = np.diff(old._post_off.astype(np.int64))
+        df_old = np.diff(old.section("post_offsets").astype(np.int64))
         old_term_of = np.repeat(np.arange(old.n_terms, dtype=np.int64), df_old)[keep]
         used_old_terms = np.unique(old_term_of)
         old_words = old.all_terms()

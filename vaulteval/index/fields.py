@@ -40,9 +40,9 @@ def fields_path(meta_dir: Path) -> Path:
 
 
 def index_identity(index: "BM25Index") -> list:
-    """What ties a field file to one build of the main index (its checksum, time and sizes)."""
+    """What ties a field file to one build of the main index (the CRC of its block table, time and sizes)."""
     h = index.header
-    return [h.get("body_crc32"), h.get("built_at"), h.get("n_docs"), h.get("n_terms"), h.get("avgdl")]
+    return [h.get("blocks_crc32"), h.get("built_at"), h.get("n_docs"), h.get("n_terms"), h.get("avgdl")]
 
 
 class FieldTable:

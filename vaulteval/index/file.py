@@ -1,14 +1,21 @@
-"""The on-disk index format: one self-checking file of plain arrays.
+"""The on-disk index format: one file of plain arrays, checked block by block as it is read.
 
 Usage::
 
     write_sections(bm25_dir, "index.vti", header, {"doc_len": np.array(...), "terms": b"..."})
-    header, sections = read_sections(path)      # verified, memory-mapped (or read_sections(path, fh))
+    header, sections = read_sections(path)      # header, section table, small sections checked (or (path, fh))
+    sections["doc_len"]                         # the whole section, its blocks checked on first use
+    sections.check("post_docs", 100, 200)       # check only the blocks holding elements 100..199
+    sections.raw("post_docs")[100:200]          # ... then read them
+    sections.verify_all()                       # every byte (doctor --deep, index verify)
 
 Layout: ``MAGIC`` (8 bytes) | header length (u32) | header CRC32 (u32) | header
-JSON | sections, each 16-byte aligned. The header records the schema version,
-parameters, every section's offset/size/dtype, the total file size and a CRC32
-of the section bytes; a truncated, bit-flipped or foreign file is refused.
+JSON | block table (one CRC32 per block of every section) | sections, each
+16-byte aligned. The header records the schema version, the block size, every
+section's offset/size/dtype/CRC32/first block, the CRC32 of the block table and
+the body size. Opening reads only the header, the block table and the small
+sections; a query checks the blocks it reads, once per open file. Every section
+written through ``write_sections`` gets block checksums; nothing else is needed.
 """
 
 from __future__ import annotations
@@ -18,54 +25,86 @@ import mmap
 import os
 import struct
 import zlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from vaulteval.vault.metadir import MetaDir, NotRegularFile, open_regular
 from vaulteval.vault.testhooks import pause_point
 
-MAGIC = b"VEVIDX\x00\x01"
-SCHEMA_VERSION = 1
+MAGIC = b"VEVIDX\x00\x02"
+SCHEMA_VERSION = 2
+BLOCK_SIZE = 16 * 1024
+# Sections up to this size are checked whole when the file is opened.
+SMALL_SECTION = 64 * 1024
 _PREFIX = struct.Struct("<8sII")
 _ALIGN = 16
-_BLOCK = 1 << 20
 
 
 class IndexFileError(Exception):
     """The index file is missing, truncated, corrupt or of another schema."""
 
 
+class IndexCorrupt(IndexFileError):
+    """A section or block of the index fails its checksum; ``section`` and ``block`` say where."""
+
+    def __init__(self, message: str, section: str | None = None, block: int | None = None):
+        super().__init__(message)
+        self.section, self.block = section, block
+
+
+class _Section(NamedTuple):
+    offset: int  # from the body start
+    nbytes: int
+    dtype: str
+    count: int
+    crc32: int
+    first_block: int
+
+    @property
+    def n_blocks(self) -> int:
+        return -(-self.nbytes // BLOCK_SIZE)
+
+
 def _pad(n: int) -> int:
     return (-n) % _ALIGN
 
 
+def _block_crcs(data: bytes) -> list[int]:
+    view = memoryview(data)
+    return [zlib.crc32(view[i : i + BLOCK_SIZE]) for i in range(0, len(data), BLOCK_SIZE)]
+
+
 def write_sections(folder: MetaDir, file_name: str, header: dict[str, Any],
                    sections: dict[str, np.ndarray | bytes]) -> int:
-    """Serialise the sections with a checksummed header and publish atomically; returns the size."""
+    """Serialise the sections with a checksummed header and block table, publish atomically; returns the size."""
     layout: dict[str, list] = {}
     blobs: list[bytes] = []
+    crcs: list[int] = []
     offset = 0
     for name, value in sections.items():
-        if isinstance(value, (bytes, bytearray)):
+        if isinstance(value, (bytes, bytearray, memoryview)):
             data, dtype, count = bytes(value), "bytes", len(value)
         else:
             arr = np.ascontiguousarray(value)
             data, dtype, count = arr.tobytes(), arr.dtype.str, int(arr.size)
-        layout[name] = [offset, len(data), dtype, count]
+        layout[name] = [offset, len(data), dtype, count, zlib.crc32(data), len(crcs)]
+        crcs.extend(_block_crcs(data))
         blobs.append(data)
         pad = _pad(len(data))
         if pad:
             blobs.append(b"\x00" * pad)
         offset += len(data) + pad
-    body = b"".join(blobs)
-    full_header = dict(header, schema_version=SCHEMA_VERSION, sections=layout, body_size=len(body),
-                       body_crc32=zlib.crc32(body))
+    table = np.asarray(crcs, dtype="<u4").tobytes()
+    table += b"\x00" * _pad(len(table))
+    full_header = dict(header, schema_version=SCHEMA_VERSION, block_size=BLOCK_SIZE, n_blocks=len(crcs),
+                       blocks_crc32=zlib.crc32(table), sections=layout, body_size=offset)
     # Section offsets are relative to the body start; the header size is only known after encoding.
     head = json.dumps(full_header, sort_keys=True, ensure_ascii=False).encode("utf-8")
     head += b" " * _pad(_PREFIX.size + len(head))
-    data = _PREFIX.pack(MAGIC, len(head), zlib.crc32(head)) + head + body
+    data = b"".join([_PREFIX.pack(MAGIC, len(head), zlib.crc32(head)), head, table, *blobs])
     pause_point("index-serialised")
     folder.write_bytes(file_name, data, durable=True)
     pause_point("index-published")
@@ -80,38 +119,17 @@ def _read_header(fh) -> tuple[dict[str, Any], int]:
     if magic[:6] != MAGIC[:6]:
         raise IndexFileError("not a vaulteval index file")
     if magic != MAGIC:
-        raise IndexFileError("index file format version differs from this vaulteval")
+        found = int.from_bytes(magic[6:], "big")
+        raise IndexFileError(f"index file format {found} is not {int.from_bytes(MAGIC[6:], 'big')} "
+                             "(written by another vaulteval version)")
     head = fh.read(head_len)
     if len(head) != head_len or zlib.crc32(head) != head_crc:
         raise IndexFileError("index header is truncated or corrupt")
     header = json.loads(head)
-    if not isinstance(header, dict):
-        raise IndexFileError("index header is not an object")
-    if header.get("schema_version") != SCHEMA_VERSION:
-        raise IndexFileError(f"index schema {header.get('schema_version')} is not {SCHEMA_VERSION}")
+    if not isinstance(header, dict) or header.get("schema_version") != SCHEMA_VERSION:
+        found = header.get("schema_version") if isinstance(header, dict) else None
+        raise IndexFileError(f"index schema {found} is not {SCHEMA_VERSION}")
     return header, _PREFIX.size + head_len
-
-
-def _check_layout(header: dict[str, Any], body_size: int) -> None:
-    """The header's section table must describe byte ranges inside the body (the CRC covers only the body)."""
-    sections = header.get("sections")
-    if not isinstance(header.get("body_size"), int) or not isinstance(header.get("body_crc32"), int) \
-            or not isinstance(sections, dict):
-        raise IndexFileError("index header lacks its section table")
-    for name, entry in sections.items():
-        ok = isinstance(entry, list) and len(entry) == 4 and all(isinstance(v, int) and not isinstance(v, bool)
-                                                                 for v in (entry[0], entry[1], entry[3]))
-        if ok:
-            offset, nbytes, dtype, count = entry
-            ok = isinstance(dtype, str) and offset >= 0 and nbytes >= 0 and count >= 0 \
-                and offset + nbytes <= body_size
-            if ok and dtype != "bytes":
-                try:
-                    ok = np.dtype(dtype).kind in "iuf"
-                except TypeError:
-                    ok = False
-        if not ok:
-            raise IndexFileError(f"index section {name!r} is malformed")
 
 
 def read_header(path: Path) -> dict[str, Any]:
@@ -127,8 +145,50 @@ def read_header(path: Path) -> dict[str, Any]:
         raise IndexFileError(f"index header unreadable: {exc}") from None
 
 
-def read_sections(path: Path, fh=None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Verify the whole file, then memory-map it and return (header, {name: array or memoryview}).
+def _well_formed(entry: Any) -> bool:
+    """[offset, bytes, dtype, count, crc32, first block]: whole numbers >= 0 and a plain numeric dtype."""
+    if not (isinstance(entry, list) and len(entry) == 6 and isinstance(entry[2], str)):
+        return False
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for i, v in enumerate(entry) if i != 2):
+        return False
+    if entry[2] == "bytes":
+        return True
+    try:
+        return np.dtype(entry[2]).kind in "iuf"
+    except TypeError:
+        return False
+
+
+def _section_table(header: dict[str, Any]) -> dict[str, _Section]:
+    """The section table, checked for shape, bounds and overlap before any byte of the body is used."""
+    if header.get("block_size") != BLOCK_SIZE:
+        raise IndexFileError(f"index block size {header.get('block_size')} is not {BLOCK_SIZE}")
+    body_size, n_blocks = header.get("body_size"), header.get("n_blocks")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+               for v in (body_size, n_blocks, header.get("blocks_crc32"))):
+        raise IndexFileError("index header lacks its section table")
+    table: dict[str, _Section] = {}
+    end = next_block = 0
+    # JSON keys are sorted by name; the file order is the order of the offsets.
+    sections = header.get("sections")
+    if not isinstance(sections, dict) or not all(_well_formed(e) for e in sections.values()):
+        raise IndexFileError("index section table is malformed")
+    for name, entry in sorted(sections.items(), key=lambda item: item[1][0]):
+        sec = _Section(*entry)
+        itemsize = 1 if sec.dtype == "bytes" else np.dtype(sec.dtype).itemsize
+        if (sec.offset != end or sec.offset % _ALIGN or sec.nbytes != sec.count * itemsize
+                or sec.first_block != next_block):
+            raise IndexFileError(f"index section table is inconsistent at {name!r}")
+        end = sec.offset + sec.nbytes + _pad(sec.nbytes)
+        next_block += sec.n_blocks
+        table[name] = sec
+    if end != body_size or next_block != n_blocks:
+        raise IndexFileError("index section table does not cover the body")
+    return table
+
+
+def read_sections(path: Path, fh=None) -> tuple[dict[str, Any], "Sections"]:
+    """Check header, block table and small sections, memory-map the file; return (header, sections).
 
     ``fh`` is the file already opened (through the meta folder's descriptor); else ``path`` is opened.
     """
@@ -143,32 +203,122 @@ def read_sections(path: Path, fh=None) -> tuple[dict[str, Any], dict[str, Any]]:
             raise IndexFileError(f"index file unreadable: {exc.strerror}") from None
     with fh:
         try:
-            header, body_start = _read_header(fh)
-        except ValueError as exc:
+            header, table_start = _read_header(fh)
+            layout = _section_table(header)
+        except (ValueError, TypeError, KeyError) as exc:
             raise IndexFileError(f"index header unreadable: {exc}") from None
-        size = os.fstat(fh.fileno()).st_size
-        _check_layout(header, size - body_start)
-        if size != body_start + header["body_size"]:
+        table_bytes = 4 * header["n_blocks"]
+        table = fh.read(table_bytes + _pad(table_bytes))
+        if len(table) != table_bytes + _pad(table_bytes) or zlib.crc32(table) != header["blocks_crc32"]:
+            raise IndexFileError("index block table is truncated or corrupt")
+        body_start = table_start + len(table)
+        if os.fstat(fh.fileno()).st_size != body_start + header["body_size"]:
             raise IndexFileError("index file is truncated or has trailing bytes")
-        # Stream the CRC through a small buffer: the check never holds the file in memory.
-        crc = 0
-        buf = bytearray(_BLOCK)
-        view = memoryview(buf)
-        while True:
-            n = fh.readinto(buf)
-            if not n:
-                break
-            crc = zlib.crc32(view[:n], crc)
-        if crc != header["body_crc32"]:
-            raise IndexFileError("index body checksum mismatch (corrupt file)")
-        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    sections: dict[str, Any] = {}
-    for name, (offset, nbytes, dtype, count) in header["sections"].items():
-        if dtype != "bytes" and np.dtype(dtype).itemsize * count != nbytes:
-            raise IndexFileError(f"index section {name} has an inconsistent size")
-        start = body_start + offset
-        if dtype == "bytes":
-            sections[name] = memoryview(mapped)[start : start + nbytes]
-        else:
-            sections[name] = np.frombuffer(mapped, dtype=np.dtype(dtype), count=count, offset=start)
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if header["body_size"] else b""
+    crcs = np.frombuffer(table, dtype="<u4", count=header["n_blocks"]).tolist()
+    sections = Sections(mapped, body_start, layout, crcs)
+    for name, sec in layout.items():
+        if sec.nbytes <= SMALL_SECTION:
+            sections.check(name)
     return header, sections
+
+
+class Sections(Mapping):
+    """The sections of an open index file; bytes are used only after their blocks pass their checksums.
+
+    ``sections[name]`` checks the whole section (once) and returns it as a numpy
+    array, or a memoryview for ``bytes`` sections. Code that reads a small part
+    of a large section calls ``check(name, start, stop)`` and then slices
+    ``raw(name)``. Checked blocks are remembered for the life of the object.
+    """
+
+    def __init__(self, mapped: Any, body_start: int, layout: dict[str, _Section], crcs: list[int]):
+        self._mapped = mapped
+        self._body_start = body_start
+        self._layout = layout
+        self._crcs = crcs
+        self._ok = bytearray(len(crcs))  # 1 = block checked
+        self._whole: set[str] = set()
+        self._views: dict[str, Any] = {}
+        for name, sec in layout.items():
+            start = body_start + sec.offset
+            if sec.dtype == "bytes":
+                self._views[name] = memoryview(mapped)[start : start + sec.nbytes]
+            else:
+                self._views[name] = np.frombuffer(mapped, dtype=np.dtype(sec.dtype), count=sec.count,
+                                                  offset=start) if sec.count else np.zeros(0, sec.dtype)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._whole:
+            self.check(name)
+            self._whole.add(name)
+        return self._views[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._layout
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._layout)
+
+    def __len__(self) -> int:
+        return len(self._layout)
+
+    def file_offset(self, name: str, element: int = 0) -> int:
+        """Usage: ``sections.file_offset("post_docs", 10)``: where element 10 of a section sits in the file."""
+        sec = self._layout[name]
+        size = 1 if sec.dtype == "bytes" else self._views[name].itemsize
+        return self._body_start + sec.offset + element * size
+
+    def block_of(self, name: str, element: int) -> int:
+        """The section's block (0-based) holding ``element``."""
+        size = 1 if self._layout[name].dtype == "bytes" else self._views[name].itemsize
+        return element * size // BLOCK_SIZE
+
+    def checked_blocks(self) -> int:
+        """How many blocks have passed their checksum since the file was opened."""
+        return self._ok.count(1)
+
+    def raw(self, name: str) -> Any:
+        """The section without any check: slice it only where ``check`` has passed."""
+        return self._views[name]
+
+    def check(self, name: str, start: int = 0, stop: int | None = None) -> None:
+        """Check the blocks holding elements ``start..stop-1`` (bytes for ``bytes`` sections)."""
+        sec = self._layout[name]
+        size = 1 if sec.dtype == "bytes" else self._views[name].itemsize
+        lo = start * size
+        hi = sec.nbytes if stop is None else min(stop * size, sec.nbytes)
+        if hi <= lo:
+            return
+        b0 = sec.first_block + lo // BLOCK_SIZE
+        b1 = sec.first_block + (hi - 1) // BLOCK_SIZE + 1
+        if self._ok.find(0, b0, b1) < 0:
+            return
+        for block in range(b0, b1):
+            if not self._ok[block]:
+                self._check_block(name, sec, block)
+
+    def _check_block(self, name: str, sec: _Section, block: int) -> None:
+        i = block - sec.first_block
+        start = self._body_start + sec.offset + i * BLOCK_SIZE
+        end = self._body_start + sec.offset + min(sec.nbytes, (i + 1) * BLOCK_SIZE)
+        if zlib.crc32(memoryview(self._mapped)[start:end]) != self._crcs[block]:
+            raise IndexCorrupt(f"index section {name!r} block {i} of {sec.n_blocks} fails its checksum "
+                               "(corrupt file)", section=name, block=i)
+        self._ok[block] = 1
+
+    def verify_all(self) -> dict[str, Any]:
+        """Check every byte: each block, each section's CRC, the zero padding. Raises IndexCorrupt at the first fault."""
+        view = memoryview(self._mapped)
+        for name, sec in self._layout.items():
+            for block in range(sec.first_block, sec.first_block + sec.n_blocks):
+                self._check_block(name, sec, block)
+            start = self._body_start + sec.offset
+            if zlib.crc32(view[start : start + sec.nbytes]) != sec.crc32:
+                raise IndexCorrupt(f"index section {name!r} fails its checksum (corrupt file)", section=name)
+            pad = view[start + sec.nbytes : start + sec.nbytes + _pad(sec.nbytes)]
+            if any(pad):
+                raise IndexCorrupt(f"index padding after section {name!r} is not zero (corrupt file)",
+                                   section=name, block=max(0, sec.n_blocks - 1))
+        return {"sections": {name: {"bytes": sec.nbytes, "blocks": sec.n_blocks} for name, sec in self._layout.items()},
+                "blocks": len(self._crcs), "block_size": BLOCK_SIZE}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -19,7 +18,7 @@ import numpy as np
 
 from vaulteval.index import bm25
 from vaulteval.errors import NotProvisioned, UsageError
-from vaulteval.index.file import IndexFileError, read_header, read_sections
+from vaulteval.index.file import IndexCorrupt, IndexFileError, read_header, read_sections
 from vaulteval.index.tokenize import ANALYZER_VERSION, get_analyzer
 from vaulteval.vault.metadir import MetaDir, NotRegularFile
 
@@ -77,9 +76,8 @@ def open_index_file(meta: MetaDir, name: str = INDEX_NAME):
         raise IndexFileError(f"index file unreadable: {exc.strerror or exc}") from None
 
 
-@dataclass(frozen=True)
-class DocMeta:
-    """One indexed chunk, as recorded at build time."""
+class DocMeta(NamedTuple):
+    """One indexed chunk, as recorded at build time (a NamedTuple: cheap to import and to build)."""
 
     chunk_id: str
     chunk_file: str  # relative to the meta dir: chunks/<address>/chunk-NNN.json
@@ -121,13 +119,18 @@ class Hit(NamedTuple):
 
 
 class BM25Index:
-    """A verified, memory-mapped index file. Cheap to open; nothing is parsed up front."""
+    """A memory-mapped index file. Cheap to open: the header, the block table and the small
+    sections are checked; every other byte is checked when a query first reads its block.
+
+    A block that fails its checksum, or offsets that point outside their arrays, raise
+    NotProvisioned (exit 10) with ``rebuild``.
+    """
 
     rebuild: str | None = None  # the command that rebuilds it, named when a row turns out malformed
 
     def __init__(self, path: Path, fh=None):
         self.path = path
-        self.header, s = read_sections(path, fh)
+        self.header, self._s = read_sections(path, fh)
         if self.header.get("analyzer_version") != ANALYZER_VERSION:
             # Terms from another tokenizer version would silently miss query terms.
             raise IndexFileError(f"index was built with analyzer version {self.header.get('analyzer_version', 1)}, "
@@ -137,24 +140,23 @@ class BM25Index:
         self.b: float = float(self.header["b"])
         self.n_docs: int = int(self.header["n_docs"])
         self.avgdl: float = float(self.header["avgdl"])
-        self._terms: memoryview = s["terms"]
-        self._term_off = s["term_offsets"]
-        self._post_off = s["post_offsets"]
-        self.post_docs = s["post_docs"]
-        self.post_tfs = s["post_tfs"]
-        self.doc_len = s["doc_len"]
-        self._docs_blob: memoryview = s["docs"]
-        self._doc_off = s["doc_offsets"]
+        self._terms: memoryview = self._s.raw("terms")
+        self._term_off = self._s.raw("term_offsets")
+        self._post_off = self._s.raw("post_offsets")
+        self._docs_blob: memoryview = self._s.raw("docs")
+        self._doc_off = self._s.raw("doc_offsets")
         self._norm: np.ndarray | None = None
         try:
             self._analyzer = get_analyzer(self.analyzer_name)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
         self._doc_cache: dict[int, DocMeta] = {}
+        self._term_cache: dict[str, int] = {}
         self._check_shape()
 
     def _check_shape(self) -> None:
-        """Offsets and ids must stay inside their arrays: a well-checksummed file can still be forged."""
+        """Sizes and end points of the arrays; ranges are checked where they are read (a forged but
+        well-checksummed file must not crash a query), so opening stays independent of the index size."""
         from vaulteval.index.params import check_bm25_params
 
         try:
@@ -162,57 +164,132 @@ class BM25Index:
         except UsageError as exc:
             raise ValueError(f"index header: {exc}") from None
         n, t = self.n_docs, self.n_terms
+        raw = self._s.raw
         problems = [
-            self._term_off.size < 1 or self.n_terms < 0,
-            self._post_off.size != t + 1, self.doc_len.size != n, self._doc_off.size != n + 1,
-            self.post_docs.size != self.post_tfs.size, n < 0,
+            self._term_off.size < 1 or t < 0,
+            self._post_off.size != t + 1, raw("doc_len").size != n, self._doc_off.size != n + 1,
+            raw("post_docs").size != raw("post_tfs").size, n < 0,
             not np.isfinite(self.avgdl) or self.avgdl < 0,
         ]
         if not any(problems):
+            ends = [(name, arr) for name, arr in (("term_offsets", self._term_off), ("post_offsets", self._post_off),
+                                                  ("doc_offsets", self._doc_off))]
+            for name, arr in ends:
+                self._check(name, 0, 1)
+                self._check(name, arr.size - 1, arr.size)
             problems = [
                 int(self._term_off[0]) != 0 or int(self._term_off[-1]) != len(self._terms),
-                int(self._post_off[0]) != 0 or int(self._post_off[-1]) != self.post_docs.size,
+                int(self._post_off[0]) != 0 or int(self._post_off[-1]) != raw("post_docs").size,
                 int(self._doc_off[0]) != 0 or int(self._doc_off[-1]) != len(self._docs_blob),
-                bool(np.any(np.diff(self._term_off) < 1)), bool(np.any(np.diff(self._post_off) < 0)),
-                bool(np.any(np.diff(self._doc_off) < 0)),
-                self.post_docs.size > 0 and (int(self.post_docs.min()) < 0 or int(self.post_docs.max()) >= n),
             ]
         if any(problems):
             raise ValueError("index arrays are inconsistent with each other")
 
+    # -- checked access --------------------------------------------------------
+    def _corrupt(self, exc: Exception) -> NotProvisioned:
+        return _not_provisioned(f"{exc} ({self.path})", self.rebuild, exc)
+
+    def _malformed(self) -> NotProvisioned:
+        return NotProvisioned(f"index file is malformed: offsets outside their arrays ({self.path})",
+                              rebuild=self.rebuild)
+
+    def _check(self, name: str, start: int = 0, stop: int | None = None) -> None:
+        try:
+            self._s.check(name, start, stop)
+        except IndexFileError as exc:
+            raise self._corrupt(exc) from None
+
+    def _whole(self, name: str) -> Any:
+        try:
+            return self._s[name]
+        except IndexFileError as exc:
+            raise self._corrupt(exc) from None
+
+    def section(self, name: str) -> Any:
+        """Usage: ``index.section("doc_len")``: any section, whole, after its blocks pass their checksums."""
+        return self._whole(name)
+
+    def has_section(self, name: str) -> bool:
+        return name in self._s
+
+    def verify(self) -> dict[str, Any]:
+        """Check every byte of the file; raises IndexCorrupt naming the first bad section and block."""
+        report = self._s.verify_all()
+        return {"path": str(self.path), "size_bytes": self.path.stat().st_size, **report}
+
+    @property
+    def post_docs(self) -> np.ndarray:
+        docs = self._whole("post_docs")
+        if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
+            raise self._malformed()
+        return docs
+
+    @property
+    def post_tfs(self) -> np.ndarray:
+        return self._whole("post_tfs")
+
+    @property
+    def doc_len(self) -> np.ndarray:
+        return self._whole("doc_len")
+
+    # -- vocabulary, postings, documents ----------------------------------------
     @property
     def n_terms(self) -> int:
         return int(self._term_off.size - 1)
 
+    def _range(self, offsets_name: str, offsets: np.ndarray, i: int, limit: int) -> tuple[int, int]:
+        """Entries i and i+1 of an offsets section, checked, and required to lie in 0..limit in order."""
+        self._check(offsets_name, i, i + 2)
+        start, end = int(offsets[i]), int(offsets[i + 1])
+        if not 0 <= start <= end <= limit:
+            raise self._malformed()
+        return start, end
+
+    def _term_bytes(self, i: int) -> bytes:
+        start, end = self._range("term_offsets", self._term_off, i, len(self._terms))
+        self._check("terms", start, end)
+        if end == start or self._terms[end - 1] != 10:
+            raise self._malformed()
+        return bytes(self._terms[start : end - 1])
+
     def term_at(self, i: int) -> str:
-        return bytes(self._terms[int(self._term_off[i]) : int(self._term_off[i + 1]) - 1]).decode("utf-8")
+        return self._term_bytes(i).decode("utf-8")
 
     def all_terms(self) -> list[str]:
         """The whole sorted vocabulary (terms are stored newline-terminated)."""
-        return bytes(self._terms).decode("utf-8").split("\n")[:-1]
+        return bytes(self._whole("terms")).decode("utf-8").split("\n")[:-1]
 
     def doc_line(self, i: int) -> bytes:
-        return bytes(self._docs_blob[int(self._doc_off[i]) : int(self._doc_off[i + 1])])
+        start, end = self._range("doc_offsets", self._doc_off, i, len(self._docs_blob))
+        self._check("docs", start, end)
+        return bytes(self._docs_blob[start:end])
 
     def term_id(self, term: str) -> int:
         """Binary search of the sorted vocabulary; -1 when absent."""
+        tid = self._term_cache.get(term)
+        if tid is not None:
+            return tid
         key = term.encode("utf-8")
         lo, hi = 0, self.n_terms
-        terms, off = self._terms, self._term_off
         while lo < hi:
             mid = (lo + hi) // 2
-            probe = bytes(terms[int(off[mid]) : int(off[mid + 1]) - 1])
-            if probe < key:
+            if self._term_bytes(mid) < key:
                 lo = mid + 1
             else:
                 hi = mid
-        if lo < self.n_terms and bytes(terms[int(off[lo]) : int(off[lo + 1]) - 1]) == key:
-            return lo
-        return -1
+        tid = lo if lo < self.n_terms and self._term_bytes(lo) == key else -1
+        if len(self._term_cache) < 100_000:
+            self._term_cache[term] = tid
+        return tid
 
     def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
-        start, end = int(self._post_off[term_id]), int(self._post_off[term_id + 1])
-        return self.post_docs[start:end], self.post_tfs[start:end]
+        start, end = self._range("post_offsets", self._post_off, term_id, self._s.raw("post_docs").size)
+        self._check("post_docs", start, end)
+        self._check("post_tfs", start, end)
+        docs = self._s.raw("post_docs")[start:end]
+        if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
+            raise self._malformed()
+        return docs, self._s.raw("post_tfs")[start:end]
 
     def analyze(self, text: str) -> list[str]:
         return self._analyzer(text)
@@ -243,14 +320,18 @@ class BM25Index:
         return bm25.score_terms(self.n_docs, self.norm(), lists, self.k1)
 
     def search(self, query: str, k: int = 20) -> list[Hit]:
-        scores = self.score_tokens(self.analyze(query))
+        return self.search_tokens(self.analyze(query), k)
+
+    def search_tokens(self, tokens: list[str], k: int = 20) -> list[Hit]:
+        """``search`` for a query already analyzed with ``analyze``."""
+        scores = self.score_tokens(tokens)
         docs, vals = bm25.top_k(scores, k)
         return [Hit(int(d), float(v)) for d, v in zip(docs, vals)]
 
     def doc(self, i: int) -> DocMeta:
         meta = self._doc_cache.get(i)
         if meta is None:
-            raw = bytes(self._docs_blob[int(self._doc_off[i]) : int(self._doc_off[i + 1])])
+            raw = self.doc_line(i)
             try:
                 meta = self._doc_cache[i] = DocMeta.from_json(raw)
             except (ValueError, RecursionError) as exc:
@@ -264,7 +345,7 @@ class BM25Index:
 
     def all_docs(self) -> list[DocMeta]:
         """Every document's metadata, parsed in one pass (for builds and diagnostics)."""
-        blob = bytes(self._docs_blob)
+        blob = bytes(self._whole("docs"))
         if not blob:
             return []
         rows = json.loads(b"[" + blob[:-1].replace(b"\n", b",") + b"]")
@@ -281,7 +362,7 @@ class BM25Index:
             "doc_count": self.n_docs,
             "page_count": self.header.get("n_pages"),
             "vocab_size": self.n_terms,
-            "postings": int(self.post_docs.size),
+            "postings": int(self._s.raw("post_docs").size),
             "avg_dl": round(self.avgdl, 3),
             "size_bytes": self.path.stat().st_size,
             "built_at": self.header.get("built_at"),
@@ -302,12 +383,23 @@ def open_index(vault: "Vault") -> BM25Index:
         raise NotProvisioned(f"{reason} ({path})", rebuild=vault.rebuild_command()) from None
     try:
         index = BM25Index(path, fh)
+    except NotProvisioned as exc:  # a block checked while opening failed, or offsets were forged
+        err = NotProvisioned(str(exc).split("; rebuild with:")[0], rebuild=vault.rebuild_command())
+        err.where = exc.where
+        raise err from None
     except IndexFileError as exc:
-        raise NotProvisioned(f"{exc} ({path})", rebuild=vault.rebuild_command()) from None
+        raise _not_provisioned(f"{exc} ({path})", vault.rebuild_command(), exc) from None
     except (KeyError, ValueError, TypeError, IndexError, OverflowError, RecursionError) as exc:
         raise NotProvisioned(f"index file is malformed: {exc} ({path})", rebuild=vault.rebuild_command()) from None
     index.rebuild = vault.rebuild_command()
     return index
+
+
+def _not_provisioned(message: str, rebuild: str | None, exc: Exception) -> NotProvisioned:
+    err = NotProvisioned(message, rebuild=rebuild)
+    if isinstance(exc, IndexCorrupt):
+        err.where = (exc.section, exc.block)
+    return err
 
 
 def _stale(vault: "Vault") -> bool:

@@ -38,7 +38,7 @@ _CLI_PROBE = (
 )
 
 
-def _pick_queries(vault: "Vault", n: int) -> list[str]:
+def pick_queries(vault: "Vault", n: int) -> list[str]:
     """Queries made from random pages' titles and first words, so they have answers."""
     from vaulteval.chunks.chunking import decode_page, parse_page
 
@@ -62,6 +62,35 @@ def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     idx = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
     return ordered[idx]
+
+
+def cli_latency(root: Path, queries: list[str]) -> dict[str, Any]:
+    """Usage: ``cli_latency(vault_root, ["query", ...])``: each query in a fresh ``vaulteval retrieve`` process."""
+    latencies, peaks = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", _CLI_PROBE, "retrieve", "--vault", str(root), q,
+                               "--no-rerank"], capture_output=True)
+        latencies.append(time.perf_counter() - t0)
+        if proc.returncode != 0:
+            raise RuntimeError(f"retrieve failed during bench: {proc.stderr.decode(errors='replace').strip()}")
+        peaks.append(int(proc.stderr.decode().rsplit("vmhwm_kb=", 1)[1].split()[0]))
+    return {"cli_queries": len(queries), "cli_p50_s": round(statistics.median(latencies), 4),
+            "cli_p95_s": round(_percentile(latencies, 0.95), 4), "cli_peak_rss_mb": round(max(peaks) / 1024, 1)}
+
+
+def in_process(root: Path, queries: list[str], notes_dir: str | None = None) -> dict[str, Any]:
+    """Usage: ``in_process(vault_root, queries)``: one Retriever, every query, integrity checks included."""
+    from vaulteval.vault.vault import Vault
+
+    fresh = Retriever(Vault(root, notes_dir=notes_dir))
+    fresh.retrieve(queries[0], top=5)  # opens the index once
+    t0 = time.perf_counter()
+    for q in queries:
+        fresh.retrieve(q, top=5)
+    total = time.perf_counter() - t0
+    return {"in_process_queries": len(queries), "in_process_total_s": round(total, 3),
+            "in_process_mean_ms": round(1000 * total / max(1, len(queries)), 3)}
 
 
 def run_bench(vault: "Vault", *, queries: int = 20, edits: int = 10, work_dir: str | None = None,
@@ -108,31 +137,10 @@ def run_bench(vault: "Vault", *, queries: int = 20, edits: int = 10, work_dir: s
     result["edited_pages"] = min(edits, len(pages))
     result["incremental_provision_s"] = round(time.perf_counter() - t0, 3)
 
-    qs = _pick_queries(bench_vault, queries)
-    latencies, peaks = [], []
-    for q in qs:
-        t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _CLI_PROBE, "retrieve", "--vault", str(copy), q,
-                               "--no-rerank"], capture_output=True)
-        latencies.append(time.perf_counter() - t0)
-        if proc.returncode != 0:
-            raise RuntimeError(f"retrieve failed during bench: {proc.stderr.decode(errors='replace').strip()}")
-        peaks.append(int(proc.stderr.decode().rsplit("vmhwm_kb=", 1)[1].split()[0]))
-    result["cli_queries"] = len(qs)
-    result["cli_p50_s"] = round(statistics.median(latencies), 4)
-    result["cli_p95_s"] = round(_percentile(latencies, 0.95), 4)
-    result["cli_peak_rss_mb"] = round(max(peaks) / 1024, 1)
+    qs = pick_queries(bench_vault, queries)
+    result.update(cli_latency(copy, qs))
 
-    fresh = Retriever(Vault(copy, notes_dir=vault.notes_rel))
-    many = _pick_queries(fresh.vault, in_process_queries) or qs
-    fresh.retrieve(many[0], top=5)  # opens the index once
-    t0 = time.perf_counter()
-    for q in many:
-        fresh.retrieve(q, top=5)
-    total = time.perf_counter() - t0
-    result["in_process_queries"] = len(many)
-    result["in_process_total_s"] = round(total, 3)
-    result["in_process_mean_ms"] = round(1000 * total / max(1, len(many)), 3)
+    result.update(in_process(copy, pick_queries(bench_vault, in_process_queries) or qs, notes_dir=vault.notes_rel))
     result["table"] = _table(result)
     if not work_dir:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -6,6 +6,9 @@ Usage: ``report = doctor(vault)``; ``report.state == "verified"`` when retrieval
 - configured: an index exists but is not current (stale or missing pages);
 - verified: the index opens, passes its checksum, and every indexed page is current;
 - degraded: the index is corrupt, unreadable or from another schema.
+
+``doctor(vault, deep=True)`` also checks every byte of the index against its
+block checksums (``verify_index`` alone is ``vaulteval index verify``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import NotProvisioned
+from vaulteval.index.file import IndexCorrupt
 from vaulteval.index.reader import index_path
 from vaulteval.pipeline.embed import embed_command
 from vaulteval.pipeline.retrieve import Retriever
@@ -38,6 +42,9 @@ class DoctorReport:
     missing_pages: int = 0
     unindexed_pages: int = 0
     stale_chunks: int = 0
+    deep: bool = False
+    bad_section: str | None = None
+    bad_block: int | None = None
     rebuild: str | None = None
     embeddings: dict[str, Any] | None = None
 
@@ -45,12 +52,21 @@ class DoctorReport:
         return asdict(self)
 
 
-def doctor(vault: "Vault", retriever: "Retriever | None" = None) -> DoctorReport:
+def verify_index(vault: "Vault", retriever: "Retriever | None" = None) -> dict[str, Any]:
+    """Usage: ``verify_index(vault)`` -> sizes of what was checked; NotProvisioned (exit 10) names the first bad block."""
+    index = (retriever or Retriever(vault)).index()
+    try:
+        return index.verify()
+    except IndexCorrupt as exc:
+        raise NotProvisioned(f"{exc} ({index.path})", rebuild=vault.rebuild_command()) from None
+
+
+def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool = False) -> DoctorReport:
     """Usage: ``doctor(vault).state`` -> 'verified' | 'configured' | 'available' | 'degraded'."""
     retriever = retriever or Retriever(vault)
     path = index_path(vault.meta_dir)
     report = DoctorReport(state="available", vault=str(vault.root), index_path=str(path),
-                          index_present=path.is_file(), index_readable=False)
+                          index_present=path.is_file(), index_readable=False, deep=deep)
     pages = list(vault.iter_pages())
     report.pages_in_vault = len(pages)
     if not report.index_present:
@@ -60,26 +76,17 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None) -> DoctorReport
     try:
         index = retriever.index()
     except NotProvisioned as exc:
-        report.state = "degraded"
-        report.problems.append(str(exc))
-        report.rebuild = vault.rebuild_command()
-        return report
-    report.index_readable = True
-    report.stats = index.stats()
-    checker = retriever.integrity()
-    page_state: dict[str, bool] = {}
-    for doc in index.iter_docs():
-        if doc.page_path not in page_state:
-            current = checker.page_hash(doc.page_path)
-            if current is None:
-                report.missing_pages += 1
-            elif current != doc.page_body_hash:
-                report.stale_pages += 1
-            page_state[doc.page_path] = current == doc.page_body_hash
-        if page_state[doc.page_path] and checker.record(doc) is None:
-            report.stale_chunks += 1
-    report.pages_indexed = len(page_state)
-    indexed = set(page_state)
+        return _degraded(report, vault, str(exc), *exc.where)
+    try:
+        if deep:
+            index.verify()
+        report.index_readable = True
+        report.stats = index.stats()
+        indexed = _check_pages(index, retriever.integrity(), report)
+    except IndexCorrupt as exc:
+        return _degraded(report, vault, f"{exc} ({index.path})", exc.section, exc.block)
+    except NotProvisioned as exc:  # a block read while listing the documents failed its checksum
+        return _degraded(report, vault, str(exc), *exc.where)
     report.unindexed_pages = sum(1 for p in pages if p.rel not in indexed and _has_text(p.path))
     if report.stale_pages:
         report.problems.append(f"{report.stale_pages} page(s) changed since the index was built")
@@ -122,6 +129,33 @@ def _embeddings(vault: "Vault", retriever: Retriever, report: DoctorReport) -> b
                                "vector(s) are stale (dense and hybrid skip them)")
         return True
     return False
+
+
+def _degraded(report: DoctorReport, vault: "Vault", problem: str, section: str | None = None,
+              block: int | None = None) -> DoctorReport:
+    report.state = "degraded"
+    report.index_readable = False
+    report.problems.append(problem)
+    report.bad_section, report.bad_block = section, block
+    report.rebuild = vault.rebuild_command()
+    return report
+
+
+def _check_pages(index, checker, report: DoctorReport) -> set[str]:
+    """Count stale, missing and changed pages and chunk records; returns the indexed page paths."""
+    page_state: dict[str, bool] = {}
+    for doc in index.iter_docs():
+        if doc.page_path not in page_state:
+            current = checker.page_hash(doc.page_path)
+            if current is None:
+                report.missing_pages += 1
+            elif current != doc.page_body_hash:
+                report.stale_pages += 1
+            page_state[doc.page_path] = current == doc.page_body_hash
+        if page_state[doc.page_path] and checker.record(doc) is None:
+            report.stale_chunks += 1
+    report.pages_indexed = len(page_state)
+    return set(page_state)
 
 
 def _has_text(path) -> bool:

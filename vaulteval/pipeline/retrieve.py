@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.chunks.integrity import IntegrityChecker
-from vaulteval.index.reader import BM25Index, open_index
+from vaulteval.index.reader import BM25Index, Hit, open_index
 from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import check_length
 
@@ -33,38 +32,51 @@ SNIPPET_CHARS = 200
 MAX_TOP = 1000
 
 
-@dataclass
 class Candidate:
-    chunk_id: str
-    page_address: str
-    page_path: str
-    absolute_path: str
-    chunk_index: int
-    bm25_score: float
-    rerank_score: float | None
-    rerank_source: str
-    snippet: str
-    dense_score: float | None = None  # cosine from the stored embeddings (dense and hybrid only)
+    """One served chunk. A plain slotted class: the retrieve path does not import dataclasses."""
+
+    __slots__ = ("chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "bm25_score",
+                 "rerank_score", "rerank_source", "snippet", "dense_score")
+
+    def __init__(self, chunk_id: str, page_address: str, page_path: str, absolute_path: str, chunk_index: int,
+                 bm25_score: float, rerank_score: float | None, rerank_source: str, snippet: str,
+                 dense_score: float | None = None):
+        self.chunk_id, self.page_address, self.page_path = chunk_id, page_address, page_path
+        self.absolute_path, self.chunk_index, self.bm25_score = absolute_path, chunk_index, bm25_score
+        self.rerank_score, self.rerank_source, self.snippet = rerank_score, rerank_source, snippet
+        self.dense_score = dense_score  # cosine from the stored embeddings (dense and hybrid only)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field; ``dense_score`` only when there is one (BM25-only results keep the seed's fields)."""
+        out = {name: getattr(self, name) for name in self.__slots__}
+        if out["dense_score"] is None:
+            del out["dense_score"]
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Candidate) and all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    def __repr__(self) -> str:
+        return f"Candidate({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
 
 
-@dataclass
 class RetrievalResult:
-    query: str
-    strategy: str
-    top_k: int
-    candidates: list[Candidate]
-    explain: dict[str, Any] | None = None
-    # Not serialised: what evaluation needs to explain misses.
-    pool: list[Candidate] = field(default_factory=list, repr=False)
-    min_score: float | None = None
-    dropped_below_min_score: int = 0
+    """The pipeline's answer; ``pool`` (not serialised) is what evaluation needs to explain misses."""
+
+    def __init__(self, query: str, strategy: str, top_k: int, candidates: list[Candidate],
+                 explain: dict[str, Any] | None = None, pool: list[Candidate] | None = None,
+                 min_score: float | None = None, dropped_below_min_score: int = 0):
+        self.query, self.strategy, self.top_k, self.candidates = query, strategy, top_k, candidates
+        self.explain = explain
+        self.pool = [] if pool is None else pool
+        self.min_score, self.dropped_below_min_score = min_score, dropped_below_min_score
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "query": self.query,
             "strategy": self.strategy,
             "top_k": self.top_k,
-            "candidates": [_candidate_dict(c) for c in self.candidates],
+            "candidates": [c.to_dict() for c in self.candidates],
         }
         if self.min_score is not None:
             out["min_score"] = self.min_score
@@ -85,16 +97,12 @@ class RetrievalResult:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
 
+    def __repr__(self) -> str:
+        return f"RetrievalResult(query={self.query!r}, strategy={self.strategy!r}, candidates={len(self.candidates)})"
+
 
 def _score(c: Candidate) -> float:
     return c.rerank_score if c.rerank_score is not None else c.bm25_score
-
-
-def _candidate_dict(cand: Candidate) -> dict[str, Any]:
-    out = asdict(cand)
-    if out["dense_score"] is None:
-        del out["dense_score"]  # BM25-only results keep the seed's fields
-    return out
 
 
 def check_limit(name: str, value: int) -> int:
@@ -203,6 +211,7 @@ def _run(
     explain: bool = False,
     embed_cache: Path | None | str = "default",
     first: "FirstStage | None" = None,
+    bm25_hits: "list[Hit] | None" = None,
 ) -> RetrievalResult:
     """Run the pipeline; ``rerank=None`` means BM25 order (``bm25-only``).
 
@@ -211,7 +220,8 @@ def _run(
 
     ``embed_cache`` is where rerank embeddings are cached: ``"default"`` is the
     vault's ``.vault-meta/embeddings.sqlite``; evaluation passes its own cache
-    file so it never writes the vault; ``None`` disables caching.
+    file so it never writes the vault; ``None`` disables caching. ``bm25_hits``
+    are this query's BM25 hits when a batch scorer already computed them.
     """
     check_query(query)
     check_limit("--top", top)
@@ -230,7 +240,8 @@ def _run(
     cache = default_embed_cache(vault) if embed_cache == "default" else embed_cache
     stage_info: dict[str, Any] = {"label": "bm25", "fallback": None}
     if first is None or (first.kind == "bm25" and not first.fields):
-        hits = [(h.doc, h.score, None) for h in index.search(query, k=bm25_top)]
+        found = index.search(query, k=bm25_top) if bm25_hits is None else bm25_hits[:bm25_top]
+        hits = [(h.doc, h.score, None) for h in found]
     else:
         from vaulteval.pipeline.firststage import first_stage
 

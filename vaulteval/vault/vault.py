@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from vaulteval.errors import PageMissing, UsageError, VaultSelectionError
@@ -34,8 +34,7 @@ def _product_roots() -> set[Path]:
     return roots
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(NamedTuple):
     """A note under the notes folder: its vault-relative POSIX path and absolute path."""
 
     rel: str

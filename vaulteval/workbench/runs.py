@@ -200,20 +200,26 @@ def run_strategy(vault: "Vault", queryset: "QuerySet", strategy: "Strategy", *,
 def retrieve_rows(env: "StrategyEnv", queries: "list[Query]", strategy: "Strategy", embed_cache: Path, *,
                   progress: bool = False) -> RunRows:
     """Usage: ``retrieve_rows(ws.env(s), qs.queries[:10], s, cache)``: the rows of those queries, in order."""
+    from vaulteval.workbench.batch import batch_search
+
+    first = strategy.first_stage()
+    # Plain BM25 for every query in one vectorised pass; the pipeline then checks, reranks and dedupes each.
+    plain = first.kind == "bm25" and not first.fields
+    hits = batch_search(env.index, [q.text for q in queries], k=strategy.bm25_top) if plain else [None] * len(queries)
     rows = RunRows()
-    for q in _progress(queries, progress, strategy.name):
+    for q, q_hits in zip(_progress(queries, progress, strategy.name), hits):
         started = time.perf_counter()
         try:
             res = env.retriever.retrieve(q.text, top=strategy.top, bm25_top=strategy.bm25_top,
                                          rerank=strategy.rerank, explain=True, embed_cache=embed_cache,
-                                         first=strategy.first_stage())
+                                         first=first, bm25_hits=q_hits)
         except UsageError as exc:
             raise UsageError(f"query {q.query_id}: {exc}") from None
         latency = (time.perf_counter() - started) * 1000.0
         reranked = res.strategy.startswith("bm25+rerank:")
         for rank, cand in enumerate(res.candidates, 1):
             rows.ranked.append((q.query_id, cand.page_path, _run_score(res.strategy, cand, rank), rank))
-        bm25_pos = _bm25_positions(env, q.text, strategy.bm25_top, res.pool) if reranked else None
+        bm25_pos = _bm25_positions(env, q.text, strategy.bm25_top, res.pool, q_hits) if reranked else None
         for pos, cand in enumerate(res.pool, 1):
             bm25_rank = bm25_pos[cand.chunk_id] if bm25_pos is not None else pos
             rows.pool.append((q.query_id, pos, bm25_rank, cand.chunk_id, cand.page_path, cand.bm25_score,
@@ -235,10 +241,13 @@ def _run_score(label: str, cand: Any, rank: int) -> float:
     return cand.bm25_score
 
 
-def _bm25_positions(env: "StrategyEnv", text: str, bm25_top: int, pool: list[Any]) -> dict[str, int]:
+def _bm25_positions(env: "StrategyEnv", text: str, bm25_top: int, pool: list[Any],
+                    hits: list[Any] | None = None) -> dict[str, int]:
     """Each pool chunk's position in BM25 order (stale hits skipped, as the pipeline skips them)."""
     in_pool = {c.chunk_id for c in pool}
-    order = [env.index.doc(h.doc).chunk_id for h in env.index.search(text, k=bm25_top)]
+    if hits is None:
+        hits = env.index.search(text, k=bm25_top)
+    order = [env.index.doc(h.doc).chunk_id for h in hits]
     ranks = [cid for cid in order if cid in in_pool]
     return {cid: i for i, cid in enumerate(ranks, 1)}
 
