@@ -18,6 +18,7 @@ import numpy as np
 
 from vaulteval.index import bm25
 from vaulteval.errors import NotProvisioned, UsageError
+from vaulteval.index.docmeta import DocMeta
 from vaulteval.index.file import IndexCorrupt, IndexFileError, read_header, read_sections
 from vaulteval.index.tokenize import ANALYZER_VERSION, get_analyzer
 from vaulteval.vault.metadir import MetaDir, NotRegularFile
@@ -74,43 +75,6 @@ def open_index_file(meta: MetaDir, name: str = INDEX_NAME):
         raise IndexFileError("index file is not a regular file") from None
     except OSError as exc:
         raise IndexFileError(f"index file unreadable: {exc.strerror or exc}") from None
-
-
-class DocMeta(NamedTuple):
-    """One indexed chunk, as recorded at build time (a NamedTuple: cheap to import and to build)."""
-
-    chunk_id: str
-    chunk_file: str  # relative to the meta dir: chunks/<address>/chunk-NNN.json
-    page_path: str
-    page_address: str
-    chunk_index: int
-    body_hash: str
-    page_body_hash: str
-    context_hash: str
-    size: int
-    mtime_ns: int
-
-    @classmethod
-    def from_json(cls, line: bytes) -> "DocMeta":
-        return cls.from_dict(json.loads(line))
-
-    @classmethod
-    def from_dict(cls, d: Any) -> "DocMeta":
-        """A checked row: strings where strings belong, whole numbers where numbers do (else ValueError)."""
-        if not isinstance(d, dict):
-            raise ValueError("index document row is not an object")
-        strs = [d.get(k) for k in ("id", "file", "page", "addr", "bh", "ph", "ch")]
-        ints = [d.get(k) for k in ("ci", "sz", "mt")]
-        if not all(isinstance(v, str) for v in strs) or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in ints):
-            raise ValueError("index document row has fields of the wrong type")
-        return cls(d["id"], d["file"], d["page"], d["addr"], d["ci"], d["bh"], d["ph"], d["ch"], d["sz"], d["mt"])
-
-    def to_json(self) -> bytes:
-        d = {"id": self.chunk_id, "file": self.chunk_file, "page": self.page_path, "addr": self.page_address,
-             "ci": self.chunk_index, "bh": self.body_hash, "ph": self.page_body_hash, "ch": self.context_hash,
-             "sz": self.size, "mt": self.mtime_ns}
-        return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 class Hit(NamedTuple):
@@ -213,8 +177,14 @@ class BM25Index:
         return name in self._s
 
     def verify(self) -> dict[str, Any]:
-        """Check every byte of the file; raises IndexCorrupt naming the first bad section and block."""
+        """Check every byte (IndexCorrupt names the first bad section and block), then that every offset and
+        document number stays inside its array (NotProvisioned otherwise)."""
         report = self._s.verify_all()
+        s = self._s
+        if (np.any(np.diff(s["term_offsets"]) < 1) or np.any(np.diff(s["post_offsets"]) < 0)
+                or np.any(np.diff(s["doc_offsets"]) < 0)):
+            raise self._malformed()
+        self.post_docs  # noqa: B018 - the property checks every document number
         return {"path": str(self.path), "size_bytes": self.path.stat().st_size, **report}
 
     @property

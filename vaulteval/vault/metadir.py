@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -244,6 +243,8 @@ class MetaDir:
         if not stat.S_ISDIR(st.st_mode):
             self.unlink(name)
             return
+        import shutil  # only writers remove folders; keeps shutil (bz2, lzma) off the retrieve path
+
         shutil.rmtree(name, dir_fd=self.fd)
 
     def fd_path(self, name: str = "") -> str:
