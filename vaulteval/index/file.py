@@ -220,6 +220,7 @@ def read_sections(path: Path, fh=None) -> tuple[dict[str, Any], "Sections"]:
     for name, sec in layout.items():
         if sec.nbytes <= SMALL_SECTION:
             sections.check(name)
+        sections.check_padding(name)  # outside every block; at most 15 bytes a section
     return header, sections
 
 
@@ -307,6 +308,14 @@ class Sections(Mapping):
                                "(corrupt file)", section=name, block=i)
         self._ok[block] = 1
 
+    def check_padding(self, name: str) -> None:
+        """The alignment bytes after a section are outside every block, so they must be zero."""
+        sec = self._layout[name]
+        start = self._body_start + sec.offset + sec.nbytes
+        if any(memoryview(self._mapped)[start : start + _pad(sec.nbytes)]):
+            raise IndexCorrupt(f"index padding after section {name!r} is not zero (corrupt file)",
+                               section=name, block=max(0, sec.n_blocks - 1))
+
     def verify_all(self) -> dict[str, Any]:
         """Check every byte: each block, each section's CRC, the zero padding. Raises IndexCorrupt at the first fault."""
         view = memoryview(self._mapped)
@@ -316,9 +325,6 @@ class Sections(Mapping):
             start = self._body_start + sec.offset
             if zlib.crc32(view[start : start + sec.nbytes]) != sec.crc32:
                 raise IndexCorrupt(f"index section {name!r} fails its checksum (corrupt file)", section=name)
-            pad = view[start + sec.nbytes : start + sec.nbytes + _pad(sec.nbytes)]
-            if any(pad):
-                raise IndexCorrupt(f"index padding after section {name!r} is not zero (corrupt file)",
-                                   section=name, block=max(0, sec.n_blocks - 1))
+            self.check_padding(name)
         return {"sections": {name: {"bytes": sec.nbytes, "blocks": sec.n_blocks} for name, sec in self._layout.items()},
                 "blocks": len(self._crcs), "block_size": BLOCK_SIZE}

@@ -22,15 +22,11 @@ ignored with a warning.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from vaulteval.errors import UsageError, VaultSelectionError
-
-log = logging.getLogger(__name__)
 
 CONFIG_FILE = ".vaulteval.json"
 OBSIDIAN_DIR = ".obsidian"
@@ -94,12 +90,29 @@ def notes_root(root: Path, explicit: str | None = None) -> str:
     )
 
 
-@dataclass(frozen=True)
+def _warn(message: str, *args: object) -> None:
+    # logging is imported only when there is something to say: retrieve's lean start skips it.
+    import logging
+
+    logging.getLogger(__name__).warning(message, *args)
+
+
 class IgnoreRules:
     """Obsidian's excluded-files filters, applied to vault-relative POSIX paths."""
 
-    prefixes: tuple[str, ...] = ()
-    patterns: tuple[re.Pattern, ...] = field(default=())
+    __slots__ = ("prefixes", "patterns")
+
+    def __init__(self, prefixes: tuple[str, ...] = (), patterns: tuple[re.Pattern, ...] = ()):
+        self.prefixes, self.patterns = tuple(prefixes), tuple(patterns)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IgnoreRules) and (self.prefixes, self.patterns) == (other.prefixes, other.patterns)
+
+    def __hash__(self) -> int:
+        return hash((self.prefixes, self.patterns))
+
+    def __repr__(self) -> str:
+        return f"IgnoreRules(prefixes={self.prefixes!r}, patterns={self.patterns!r})"
 
     @classmethod
     def from_vault(cls, root: Path) -> "IgnoreRules":
@@ -110,7 +123,7 @@ class IgnoreRules:
             raw = path.read_bytes()[: MAX_SETTINGS_BYTES + 1]
             settings = json.loads(raw) if len(raw) <= MAX_SETTINGS_BYTES else {}
         except (OSError, ValueError):
-            log.warning("%s is unreadable or not JSON; no Obsidian exclusions applied", APP_SETTINGS)
+            _warn("%s is unreadable or not JSON; no Obsidian exclusions applied", APP_SETTINGS)
             return cls()
         filters = settings.get("userIgnoreFilters") if isinstance(settings, dict) else None
         return cls.parse(filters if isinstance(filters, list) else [])
@@ -121,13 +134,13 @@ class IgnoreRules:
         patterns: list[re.Pattern] = []
         for entry in filters[:MAX_FILTERS]:
             if not isinstance(entry, str) or not entry.strip() or len(entry) > MAX_FILTER_CHARS:
-                log.warning("ignoring unusable Obsidian exclusion %r", entry)
+                _warn("ignoring unusable Obsidian exclusion %r", entry)
                 continue
             if len(entry) > 2 and entry.startswith("/") and entry.endswith("/"):
                 try:
                     patterns.append(re.compile(entry[1:-1]))
                 except re.error:
-                    log.warning("ignoring Obsidian exclusion %r: not a valid regular expression", entry)
+                    _warn("ignoring Obsidian exclusion %r: not a valid regular expression", entry)
                 continue
             prefixes.append(entry.replace("\\", "/").lstrip("/"))
         return cls(tuple(prefixes), tuple(patterns))
