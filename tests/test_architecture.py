@@ -186,3 +186,13 @@ def test_the_retrieve_path_imports_nothing_heavy(code: str) -> None:
     imported = _imported_modules(code)
     heavy = sorted(m for m in imported if any(m == h or m.startswith(h + ".") for h in HEAVY))
     assert heavy == []
+
+
+def test_a_served_cli_query_imports_nothing_heavy(provisioned_sample: Path) -> None:
+    """Opening the index, scoring and checking candidates load no more than parsing does."""
+    code = ("from vaulteval.cli.main import main; "
+            f"assert main(['retrieve', '--vault', {str(provisioned_sample)!r}, 'espresso descaling', '--no-rerank']) == 0")
+    imported = _imported_modules(code)
+    heavy = sorted(m for m in imported if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert heavy == []
+    assert "vaulteval.chunks.chunking" not in imported  # the chunker is for provisioning

@@ -13,14 +13,19 @@ from __future__ import annotations
 
 import math
 
-from vaulteval.chunks import chunking
 from vaulteval.errors import UsageError
 from vaulteval.index.tokenize import MAX_INPUT_CHARS
 
 MAX_K1 = 100.0
 MIN_TARGET = 50
-# A chunk plus its prefix and the blank line between them must fit the tokenizer's input limit.
-MAX_HARD_MAX = MAX_INPUT_CHARS - chunking.MAX_PREFIX_CHARS - 2
+
+
+def max_hard_max() -> int:
+    """A chunk plus its prefix and the blank line between them must fit the tokenizer's input limit."""
+    # Imported here: opening an index checks k1/b and must not load the chunker (retrieve's lean start).
+    from vaulteval.chunks.chunking import MAX_PREFIX_CHARS
+
+    return MAX_INPUT_CHARS - MAX_PREFIX_CHARS - 2
 
 
 class ParamError(UsageError):
@@ -53,10 +58,10 @@ def _whole(name: str, value: object) -> int:
 
 
 def check_chunk_params(target: object, overlap: object, hard_max: object) -> tuple[int, int, int]:
-    """Usage: ``check_chunk_params(2000, 200, 4000)``: MIN_TARGET <= target <= hard_max <= MAX_HARD_MAX."""
+    """Usage: ``check_chunk_params(2000, 200, 4000)``: MIN_TARGET <= target <= hard_max <= max_hard_max()."""
     t, o, h = _whole("target", target), _whole("overlap", overlap), _whole("hard_max", hard_max)
-    if not MIN_TARGET <= t <= h <= MAX_HARD_MAX:
-        raise ParamError(f"need {MIN_TARGET} <= target <= hard_max <= {MAX_HARD_MAX} characters, "
+    if not MIN_TARGET <= t <= h <= (limit := max_hard_max()):
+        raise ParamError(f"need {MIN_TARGET} <= target <= hard_max <= {limit} characters, "
                          f"got target={t}, hard_max={h}")
     if not 0 <= o < t:
         raise ParamError(f"need 0 <= overlap < target, got overlap={o}, target={t}")
