@@ -70,14 +70,13 @@ class TextTooLong(UsageError):
     """A text to analyze is longer than the tokenizer's limit (exit 2)."""
 
 
-def _runs_re(ranges: tuple[tuple[int, int], ...]) -> re.Pattern[str]:
+@lru_cache(maxsize=2)
+def _runs_re(extended: bool) -> re.Pattern[str]:
+    """CJK / non-CJK runs; compiled on the first non-ASCII word (about 15 ms, which an ASCII query never pays)."""
+    ranges = tuple(sorted(SEED_CJK_RANGES + ITERATION_MARKS)) if extended else SEED_CJK_RANGES
     cls = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges)
     # Group 1 is a CJK run, otherwise the match is a non-CJK run.
     return re.compile(f"([{cls}]+)|[^{cls}]+")
-
-
-_SEED_RUNS = _runs_re(SEED_CJK_RANGES)
-_EXTENDED_RUNS = _runs_re(tuple(sorted(SEED_CJK_RANGES + ITERATION_MARKS)))
 
 
 def over_limit(text: str) -> int | None:
@@ -105,7 +104,7 @@ def _cjk_ngrams(run: str, out: list[str]) -> None:
             out.append(run[i : i + 3])
 
 
-def _terms(text: str, runs: re.Pattern[str], stem: Callable[[str], str] | None, bounded: bool,
+def _terms(text: str, extended: bool, stem: Callable[[str], str] | None, bounded: bool,
            stop: frozenset[str] = STOPWORDS) -> list[str]:
     if bounded:
         check_length(text)
@@ -117,7 +116,7 @@ def _terms(text: str, runs: re.Pattern[str], stem: Callable[[str], str] | None, 
             if len(part) > 1 and part not in stop:
                 out.append(stem(part) if stem else part)
             continue
-        for m in runs.finditer(word):
+        for m in _runs_re(extended).finditer(word):
             if m.group(1):
                 _cjk_ngrams(m.group(1), out)
                 continue
@@ -129,7 +128,7 @@ def _terms(text: str, runs: re.Pattern[str], stem: Callable[[str], str] | None, 
 
 def tokenize_default(text: str, *, bounded: bool = True) -> list[str]:
     """Usage: ``tokenize_default("Descaling the espresso machine")`` -> terms."""
-    return _terms(text, _SEED_RUNS, None, bounded)
+    return _terms(text, False, None, bounded)
 
 
 @lru_cache(maxsize=1)
@@ -150,7 +149,7 @@ def _english_stemmer() -> Callable[[str], str]:
 
 def tokenize_english(text: str, *, bounded: bool = True) -> list[str]:
     """Usage: ``tokenize_english("descaling machines")`` -> ``["descal", "machin"]``."""
-    return _terms(text, _EXTENDED_RUNS, _english_stemmer(), bounded)
+    return _terms(text, True, _english_stemmer(), bounded)
 
 
 def get_analyzer(name: str) -> Callable[..., list[str]]:
@@ -179,6 +178,6 @@ def _option_analyzer(name: str) -> Callable[..., list[str]]:
     stem = make_stemmer(stemmer)
 
     def analyze(text: str, *, bounded: bool = True) -> list[str]:
-        return _terms(text, _EXTENDED_RUNS, stem, bounded, stop)
+        return _terms(text, True, stem, bounded, stop)
 
     return analyze
