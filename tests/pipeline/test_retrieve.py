@@ -188,6 +188,39 @@ def test_retrieve_is_read_only(fresh_vault: Path, capsys: pytest.CaptureFixture[
     assert snapshot(fresh_vault) == before
 
 
+def test_without_explain_only_served_candidates_are_read_and_every_one_is_checked(
+        fresh_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A BM25-only query verifies hits in order until it has ``top`` pages: the same answer as checking the whole
+    pool first, a stale page is still never served, and hits after the answer are not read."""
+    from vaulteval.pipeline.retrieve import Retriever
+
+    queries = ("zfs pool server boot disk", "descale espresso machine", "brew tea water temperature", "espresso")
+    full = {(q, top): [c.to_dict() for c in retrieve(Vault(fresh_vault), q, top=top, explain=True).candidates]
+            for q in queries for top in (1, 3, 10)}
+    # The best page for descaling goes stale: both ways drop it, and agree on what comes instead.
+    append_text(fresh_vault, DESCALING_NOTE, "\nEdited after provisioning.\n")
+    for q in queries:
+        for top in (1, 3, 10):
+            lazy = retrieve(Vault(fresh_vault), q, top=top)
+            checked = retrieve(Vault(fresh_vault), q, top=top, explain=True)
+            assert [c.to_dict() for c in lazy.candidates] == [c.to_dict() for c in checked.candidates]
+            assert DESCALING_NOTE not in [c.page_path for c in lazy.candidates]
+            if DESCALING_NOTE not in [c["page_path"] for c in full[(q, top)]]:
+                assert [c.to_dict() for c in lazy.candidates] == full[(q, top)]
+    from vaulteval.chunks import integrity
+
+    opened: list[str] = []
+    real_open = integrity.open_confined
+    monkeypatch.setattr(integrity, "open_confined", lambda base, rel, **kw: opened.append(rel) or real_open(base, rel, **kw))
+    one = Retriever(Vault(fresh_vault)).retrieve("zfs pool server boot disk", top=1)
+    assert len(one.pool) == 1  # the first current hit answered; nothing after it was read
+    assert len(opened) == 2 and opened[1] == one.candidates[0].page_path  # its chunk file, then its note
+    opened.clear()
+    pool = Retriever(Vault(fresh_vault)).retrieve("zfs pool server boot disk", top=1, explain=True).pool
+    chunk_files = [rel for rel in opened if rel.startswith("chunks/")]
+    assert len(chunk_files) == len(pool) > 1  # with --explain every hit is checked, as before
+
+
 # -- 13. the Python API ---------------------------------------------------------------
 
 def test_python_api_matches_cli(tmp_path: Path) -> None:

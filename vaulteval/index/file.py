@@ -275,6 +275,11 @@ class Sections(Mapping):
         size = 1 if self._layout[name].dtype == "bytes" else self._views[name].itemsize
         return element * size // BLOCK_SIZE
 
+    def block_map(self, name: str) -> tuple[bytearray, int]:
+        """(the checked-block flags, the section's first block): a hot loop may skip ``check`` when the
+        flags of every block it reads are already 1; it must call ``check`` otherwise."""
+        return self._ok, self._layout[name].first_block
+
     def checked_blocks(self) -> int:
         """How many blocks have passed their checksum since the file was opened."""
         return self._ok.count(1)

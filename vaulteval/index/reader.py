@@ -1,4 +1,4 @@
-"""The BM25 index: open (verified, memory-mapped), query, stats, invalidate.
+"""The BM25 index: open (checked, memory-mapped), query, stats (where it lives: ``index.location``).
 
 Usage::
 
@@ -10,7 +10,6 @@ Usage::
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -19,63 +18,15 @@ import numpy as np
 from vaulteval.index import bm25
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.index.docmeta import DocMeta
-from vaulteval.index.file import IndexCorrupt, IndexFileError, read_header, read_sections
+from vaulteval.index.file import BLOCK_SIZE, IndexCorrupt, IndexFileError, read_sections
+from vaulteval.index.location import (  # noqa: F401 - the names build, provision and doctor import from here
+    INDEX_DIR, INDEX_NAME, STALE_SUFFIX, index_path, invalidate_index, open_index_file, peek_header, restore_index,
+    stale_index_present)
 from vaulteval.index.tokenize import ANALYZER_VERSION, get_analyzer
-from vaulteval.vault.metadir import MetaDir, NotRegularFile
+from vaulteval.vault.metadir import MetaDir
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
-
-INDEX_DIR = "bm25"
-INDEX_NAME = "index.vti"
-STALE_SUFFIX = ".stale"
-
-
-def index_path(meta_dir: Path) -> Path:
-    return meta_dir / INDEX_DIR / INDEX_NAME
-
-
-def invalidate_index(meta: MetaDir) -> bool:
-    """Move the index aside before the chunk set changes, so a mixed index is never served.
-
-    The old file stays as ``index.vti.stale`` for the next build to reuse its postings.
-    """
-    if not meta.is_dir(INDEX_DIR):
-        return False
-    with meta.sub(INDEX_DIR) as folder:
-        if not folder.exists(INDEX_NAME):
-            return False
-        folder.replace(INDEX_NAME, INDEX_NAME + STALE_SUFFIX)
-        os.fsync(folder.fd)
-    return True
-
-
-def restore_index(meta: MetaDir) -> bool:
-    """Put an index moved aside by ``invalidate_index`` back when no newer one was published."""
-    try:
-        if not meta.is_dir(INDEX_DIR):
-            return False
-        with meta.sub(INDEX_DIR) as folder:
-            if folder.exists(INDEX_NAME) or not folder.exists(INDEX_NAME + STALE_SUFFIX):
-                return False
-            folder.replace(INDEX_NAME + STALE_SUFFIX, INDEX_NAME)
-            return True
-    except OSError:
-        return False
-
-
-def open_index_file(meta: MetaDir, name: str = INDEX_NAME):
-    """The index file opened through the meta folder's descriptor (raises IndexFileError when unusable)."""
-    try:
-        with meta.sub(INDEX_DIR) as folder:
-            return folder.open_read(name)
-    except FileNotFoundError:
-        raise IndexFileError("index file is missing") from None
-    except NotRegularFile:
-        raise IndexFileError("index file is not a regular file") from None
-    except OSError as exc:
-        raise IndexFileError(f"index file unreadable: {exc.strerror or exc}") from None
-
 
 class Hit(NamedTuple):
     doc: int
@@ -117,6 +68,10 @@ class BM25Index:
         self._doc_cache: dict[int, DocMeta] = {}
         self._term_cache: dict[str, int] = {}
         self._check_shape()
+        self._ok, self._term_off_block0 = self._s.block_map("term_offsets")
+        # Indexing a memoryview gives plain ints, several times faster than numpy scalars in a loop.
+        self._term_off_items = self._term_off.data if self._term_off.dtype.isnative else self._term_off
+        self._terms_block0 = self._s.block_map("terms")[1]
 
     def _check_shape(self) -> None:
         """Sizes and end points of the arrays; ranges are checked where they are read (a forged but
@@ -216,9 +171,26 @@ class BM25Index:
         return start, end
 
     def _term_bytes(self, i: int) -> bytes:
-        start, end = self._range("term_offsets", self._term_off, i, len(self._terms))
-        self._check("terms", start, end)
-        if end == start or self._terms[end - 1] != 10:
+        """Term ``i``, read only after the blocks of its two offsets and of its bytes pass their checksums.
+
+        The binary search of ``term_id`` calls this about 17 times a term, so the usual case (blocks
+        already checked) tests the block flags inline instead of going through ``check``.
+        """
+        if not 0 <= i < self._term_off.size - 1:
+            raise IndexError(f"term {i} is outside the vocabulary")
+        ok, size = self._ok, self._term_off.itemsize
+        b0 = self._term_off_block0 + i * size // BLOCK_SIZE
+        b1 = self._term_off_block0 + ((i + 2) * size - 1) // BLOCK_SIZE
+        if b1 - b0 > 1 or not (ok[b0] and ok[b1]):
+            self._check("term_offsets", i, i + 2)
+        start, end = int(self._term_off_items[i]), int(self._term_off_items[i + 1])
+        if not 0 <= start < end <= len(self._terms):
+            raise self._malformed()
+        t0 = self._terms_block0 + start // BLOCK_SIZE
+        t1 = self._terms_block0 + (end - 1) // BLOCK_SIZE
+        if t1 - t0 > 1 or not (ok[t0] and ok[t1]):
+            self._check("terms", start, end)
+        if self._terms[end - 1] != 10:
             raise self._malformed()
         return bytes(self._terms[start : end - 1])
 
@@ -349,7 +321,7 @@ def open_index(vault: "Vault") -> BM25Index:
     except FileNotFoundError:
         raise NotProvisioned(f"index file is missing ({path})", rebuild=vault.rebuild_command()) from None
     except IndexFileError as exc:
-        reason = "index is being rebuilt or was invalidated" if "missing" in str(exc) and _stale(vault) else str(exc)
+        reason = "index is being rebuilt or was invalidated" if "missing" in str(exc) and stale_index_present(vault) else str(exc)
         raise NotProvisioned(f"{reason} ({path})", rebuild=vault.rebuild_command()) from None
     try:
         index = BM25Index(path, fh)
@@ -370,18 +342,3 @@ def _not_provisioned(message: str, rebuild: str | None, exc: Exception) -> NotPr
     if isinstance(exc, IndexCorrupt):
         err.where = (exc.section, exc.block)
     return err
-
-
-def _stale(vault: "Vault") -> bool:
-    try:
-        with MetaDir.open(vault) as meta:
-            return meta.is_dir(INDEX_DIR) and meta.exists(f"{INDEX_DIR}/{INDEX_NAME}{STALE_SUFFIX}")
-    except OSError:
-        return False
-
-
-def peek_header(meta_dir: Path) -> dict[str, Any] | None:
-    try:
-        return read_header(index_path(meta_dir))
-    except IndexFileError:
-        return None

@@ -222,6 +222,8 @@ def _run(
     vault's ``.vault-meta/embeddings.sqlite``; evaluation passes its own cache
     file so it never writes the vault; ``None`` disables caching. ``bm25_hits``
     are this query's BM25 hits when a batch scorer already computed them.
+    Without rerank and explain, ``pool`` ends at the hit that completed the
+    ``top`` pages (the rest are neither read nor verified).
     """
     check_query(query)
     check_limit("--top", top)
@@ -252,8 +254,14 @@ def _run(
     pool: list[Candidate] = []
     texts: list[str] = []
     stale = 0
+    # Without rerank or explain, the answer is the first `top` current pages in first-stage order: each
+    # is verified before it is served, and hits past them (or of a page already served) are not read.
+    served_only = rerank is None and not explain
+    pages: set[str] = set()
     for hit_doc, hit_score, dense_score in hits:
         doc = index.doc(hit_doc)
+        if served_only and doc.page_path in pages:
+            continue
         rec = checker.current_record(doc)
         if rec is None:
             stale += 1
@@ -272,6 +280,10 @@ def _run(
             dense_score=dense_score,
         ))
         texts.append(rec.get("contextualized_text") or raw)
+        if served_only:
+            pages.add(doc.page_path)
+            if len(pages) == top:
+                break
     t3 = time.perf_counter()
 
     base = "bm25" if stage_info["label"] == "bm25" else stage_info["label"]
