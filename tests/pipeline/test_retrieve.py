@@ -210,8 +210,8 @@ def test_without_explain_only_served_candidates_are_read_and_every_one_is_checke
     from vaulteval.chunks import integrity
 
     opened: list[str] = []
-    real_open = integrity.open_confined
-    monkeypatch.setattr(integrity, "open_confined", lambda base, rel, **kw: opened.append(rel) or real_open(base, rel, **kw))
+    real_read = integrity.read_confined
+    monkeypatch.setattr(integrity, "read_confined", lambda base, rel, strip: opened.append(rel) or real_read(base, rel, strip))
     one = Retriever(Vault(fresh_vault)).retrieve("zfs pool server boot disk", top=1)
     assert len(one.pool) == 1  # the first current hit answered; nothing after it was read
     assert len(opened) == 2 and opened[1] == one.candidates[0].page_path  # its chunk file, then its note

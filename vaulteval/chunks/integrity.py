@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Protocol
 
 from vaulteval.errors import PathEscape
-from vaulteval.vault.paths import cached_lexical_path, open_confined
+from vaulteval.vault.paths import cached_lexical_path, read_confined
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
@@ -71,9 +71,8 @@ class IntegrityChecker:
             hit = _cached_verdict(cache, rel, cached_lexical_path(base, rel, strip))
             if hit is not None:
                 return hit
-            with open_confined(base, rel, strip=strip) as fh:
-                st = os.fstat(fh.fileno())
-                value = parse(fh.read())
+            st, data = read_confined(base, rel, strip)
+            value = parse(data)
         except (OSError, ValueError, RecursionError, PathEscape):
             return None
         if accept is not None and not accept(value):

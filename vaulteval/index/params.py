@@ -60,7 +60,8 @@ def _whole(name: str, value: object) -> int:
 def check_chunk_params(target: object, overlap: object, hard_max: object) -> tuple[int, int, int]:
     """Usage: ``check_chunk_params(2000, 200, 4000)``: MIN_TARGET <= target <= hard_max <= max_hard_max()."""
     t, o, h = _whole("target", target), _whole("overlap", overlap), _whole("hard_max", hard_max)
-    if not MIN_TARGET <= t <= h <= (limit := max_hard_max()):
+    limit = max_hard_max()
+    if not MIN_TARGET <= t <= h <= limit:
         raise ParamError(f"need {MIN_TARGET} <= target <= hard_max <= {limit} characters, "
                          f"got target={t}, hard_max={h}")
     if not 0 <= o < t:

@@ -73,10 +73,14 @@ def read_regular(path_or_name: str | os.PathLike[str], *, dir_fd: int | None = N
         os.close(fd)
 
 
+def read_flags(*, follow: bool = False) -> int:
+    """The flags every read of derived state or notes opens with (``follow``: a symlink as the last component)."""
+    return _READ_FLAGS & ~os.O_NOFOLLOW if follow else _READ_FLAGS
+
+
 def open_regular(path_or_name: str | os.PathLike[str], *, dir_fd: int | None = None, follow: bool = False):
     """A binary file object on a regular file (``follow`` allows a symlink as the last component)."""
-    flags = _READ_FLAGS & ~os.O_NOFOLLOW if follow else _READ_FLAGS
-    fd = os.open(path_or_name, flags, dir_fd=dir_fd)
+    fd = os.open(path_or_name, read_flags(follow=follow), dir_fd=dir_fd)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegularFile(errno.EINVAL, "not a regular file", str(path_or_name))
