@@ -67,6 +67,7 @@ class BM25Index:
             raise ValueError(str(exc)) from None
         self._doc_cache: dict[int, DocMeta] = {}
         self._term_cache: dict[str, int] = {}
+        self._probes: dict[int, bytes] = {}
         self._check_shape()
         self._ok, self._term_off_block0 = self._s.block_map("term_offsets")
         # Indexing a memoryview gives plain ints, several times faster than numpy scalars in a loop.
@@ -213,9 +214,16 @@ class BM25Index:
             return tid
         key = term.encode("utf-8")
         lo, hi = 0, self.n_terms
+        probes = self._probes
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._term_bytes(mid) < key:
+            # Every search starts down the same few midpoints: the upper levels of the tree are remembered.
+            word = probes.get(mid) if hi - lo > 64 else None
+            if word is None:
+                word = self._term_bytes(mid)
+                if hi - lo > 64:
+                    probes[mid] = word
+            if word < key:
                 lo = mid + 1
             else:
                 hi = mid

@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 from vaulteval.errors import PathEscape
+from vaulteval.vault.metadir import NotRegularFile, read_flags
 
 _PROC_FD = "/proc/self/fd"
 _HAVE_PROC = os.path.isdir(_PROC_FD)
+_FOLLOW_READ_FLAGS = read_flags(follow=True)
 
 
 @lru_cache(maxsize=64)
@@ -30,8 +32,20 @@ def _under(real: str, real_base: str) -> bool:
     return real == real_base or real.startswith(real_base + os.sep)
 
 
+def _plain(rel: object) -> bool:
+    """Relative, "/"-separated, no empty component and none starting with "." (so no "." or ".."), no NUL."""
+    return (isinstance(rel, str) and rel != "" and rel[0] not in "/." and not rel.endswith("/")
+            and "//" not in rel and "/." not in rel and "\\" not in rel and "\x00" not in rel
+            and (len(rel) < 2 or rel[1] != ":"))
+
+
 def lexical_path(base: Path | str, relative: str, *, strip: str | None = None) -> str:
     """Join ``relative`` to ``base`` after refusing absolute paths and ``..`` (no filesystem access)."""
+    if _plain(relative):  # the shape every index path has: the same answer as the general rules below
+        if not strip:
+            return os.path.join(str(base), relative)
+        if relative.startswith(strip + "/") and len(relative) > len(strip) + 1:
+            return os.path.join(str(base), relative[len(strip) + 1:])
     if not isinstance(relative, str) or not relative or "\x00" in relative:
         raise PathEscape(f"empty or invalid path {relative!r}")
     rel = relative.replace("\\", "/")
@@ -100,10 +114,8 @@ def read_confined(base: Path | str, relative: str, strip: str | None = None) -> 
     Same refusals: ``..`` and absolute paths (PathEscape), a descriptor that resolves outside ``base``
     (PathEscape), a FIFO, device or socket (NotRegularFile, without blocking).
     """
-    from vaulteval.vault.metadir import NotRegularFile, read_flags
-
     candidate = cached_lexical_path(base, relative, strip)
-    fd = os.open(candidate, read_flags(follow=True))
+    fd = os.open(candidate, _FOLLOW_READ_FLAGS)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
