@@ -204,3 +204,29 @@ def test_default_analyzer_agrees_with_the_seed_rules_on_every_scifact_chunk(scif
     assert len(vocab) == index.n_terms == 47_845
     for text in _test_queries():
         assert index.analyze(text) == _seed_reference(text), text
+
+
+def test_one_query_search_in_the_kept_array_equals_a_fresh_one(scifact_index) -> None:
+    """``search`` scores into one kept array and zeroes what it touched; repeated, interleaved and
+    from several threads at once it returns what ``top_k`` of a fresh ``score_tokens`` returns."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vaulteval.index import bm25 as bm25_mod
+
+    _root, index = scifact_index
+    queries = _test_queries()[:40]
+
+    def fresh(q: str) -> list[tuple[int, float]]:
+        docs, vals = bm25_mod.top_k(index.score_tokens(index.analyze(q)), 100)
+        return list(zip(docs.tolist(), vals.tolist()))
+
+    def kept(q: str) -> list[tuple[int, float]]:
+        return [(h.doc, h.score) for h in index.search(q, k=100)]
+
+    expected = [fresh(q) for q in queries]
+    assert all(expected) and len({tuple(e) for e in expected}) == len(expected)
+    for _round in range(2):
+        assert [kept(q) for q in queries] == expected
+    assert not index._scratch._array.any()  # every touched document was set back to zero
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(kept, queries * 3)) == expected * 3

@@ -1,6 +1,7 @@
 """Okapi BM25 scoring as small pure functions.
 
-Usage: ``scores = score_terms(n_docs, doc_norm, [(docs, tfs, qtf), ...], k1)``
+Usage: ``scores = score_terms(n_docs, doc_norm, [(docs, tfs, qtf), ...], k1)``;
+``docs, vals = scratch.top_k(n_docs, doc_norm, lists, k1, k)`` for a one-query search.
 
 idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds
 idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)) to each document it occurs in,
@@ -10,6 +11,7 @@ once per occurrence in the query (as the seed does).
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -32,13 +34,15 @@ def score_terms(
     norm: np.ndarray,
     postings: list[tuple[np.ndarray, np.ndarray, int]],
     k1: float,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Sum BM25 contributions of each (doc ids, term freqs, query count) posting list.
 
     Each posting's weight is ``idf * (tf * (k1 + 1) / (tf + norm))`` (``posting_weights``), times the
     query count, added term by term: the batch scorer of the workbench computes bit-identical sums.
+    ``out`` (all zeros, ``n_docs`` long) receives the sums instead of a new array.
     """
-    scores = np.zeros(n_docs, dtype=np.float64)
+    scores = np.zeros(n_docs, dtype=np.float64) if out is None else out
     for docs, tfs, qtf in postings:
         if docs.size == 0:
             continue
@@ -70,3 +74,34 @@ def top_k_of(docs: np.ndarray, vals: np.ndarray, k: int) -> tuple[np.ndarray, np
         docs, vals = docs[chosen], vals[chosen]
     order = np.lexsort((docs, -vals))[:k]
     return docs[order], vals[order]
+
+
+class Scratch:
+    """One reusable scores array for one-query searches.
+
+    A fresh array of 8 bytes per document for every query comes from new pages of memory each
+    time (tens of page faults a query on the tldr vault). Here the array is kept, and after each
+    query only the documents it touched are set back to zero. A second thread that finds it busy
+    scores into a new array, so sharing one index between threads stays safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._array: np.ndarray | None = None
+
+    def top_k(self, n_docs: int, norm: np.ndarray, postings: list[tuple[np.ndarray, np.ndarray, int]], k1: float,
+              k: int) -> tuple[np.ndarray, np.ndarray]:
+        """``top_k(score_terms(...), k)``, computed in the kept array."""
+        if not self._lock.acquire(blocking=False):
+            return top_k(score_terms(n_docs, norm, postings, k1), k)
+        try:
+            if self._array is None or self._array.size != n_docs:
+                self._array = np.zeros(n_docs, dtype=np.float64)
+            scores = self._array
+            try:
+                return top_k(score_terms(n_docs, norm, postings, k1, out=scores), k)
+            finally:
+                for docs, _tfs, _qtf in postings:
+                    scores[docs] = 0.0
+        finally:
+            self._lock.release()

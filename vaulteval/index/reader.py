@@ -68,6 +68,7 @@ class BM25Index:
         self._doc_cache: dict[int, DocMeta] = {}
         self._term_cache: dict[str, int] = {}
         self._probes: dict[int, bytes] = {}
+        self._scratch = bm25.Scratch()
         self._check_shape()
         self._ok, self._term_off_block0 = self._s.block_map("term_offsets")
         # Indexing a memoryview gives plain ints, several times faster than numpy scalars in a loop.
@@ -256,8 +257,8 @@ class BM25Index:
             self._norm = bm25.length_norm(self.doc_len, self.avgdl, self.k1, self.b)
         return self._norm
 
-    def score_tokens(self, tokens: list[str]) -> np.ndarray:
-        """BM25 score of every document for already-analyzed query tokens."""
+    def _posting_lists(self, tokens: list[str]) -> list[tuple[np.ndarray, np.ndarray, int]]:
+        """(doc ids, term freqs, query count) of each distinct query term in the index, in first-seen order."""
         counts: dict[str, int] = {}
         for t in tokens:
             counts[t] = counts.get(t, 0) + 1
@@ -267,15 +268,18 @@ class BM25Index:
             if tid >= 0:
                 docs, tfs = self.postings(tid)
                 lists.append((docs, tfs, qtf))
-        return bm25.score_terms(self.n_docs, self.norm(), lists, self.k1)
+        return lists
+
+    def score_tokens(self, tokens: list[str]) -> np.ndarray:
+        """BM25 score of every document for already-analyzed query tokens (a new array)."""
+        return bm25.score_terms(self.n_docs, self.norm(), self._posting_lists(tokens), self.k1)
 
     def search(self, query: str, k: int = 20) -> list[Hit]:
         return self.search_tokens(self.analyze(query), k)
 
     def search_tokens(self, tokens: list[str], k: int = 20) -> list[Hit]:
         """``search`` for a query already analyzed with ``analyze``."""
-        scores = self.score_tokens(tokens)
-        docs, vals = bm25.top_k(scores, k)
+        docs, vals = self._scratch.top_k(self.n_docs, self.norm(), self._posting_lists(tokens), self.k1, k)
         return [Hit(int(d), float(v)) for d, v in zip(docs, vals)]
 
     def doc(self, i: int) -> DocMeta:
