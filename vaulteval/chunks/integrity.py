@@ -38,8 +38,8 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _cached_verdict(cache: dict, name: str, path: str):
-    """A remembered verdict when the file at ``path`` is still the very file it was given for.
+def _cached_verdict(cache: dict, name: str, base, strip: str | None):
+    """A remembered verdict when the file ``name`` (under ``base``) is still the very file it was given for.
 
     Same device, inode, size, mtime and ctime means the bytes already checked
     (and found inside the vault) are the bytes there now, so no open is needed.
@@ -48,7 +48,7 @@ def _cached_verdict(cache: dict, name: str, path: str):
     if hit is None:
         return None
     try:
-        st = os.stat(path)
+        st = os.stat(cached_lexical_path(base, name, strip))
     except OSError:
         return None
     return hit[1] if hit[0] == _stat_key(st) else None
@@ -68,7 +68,7 @@ class IntegrityChecker:
     def _read(self, cache: dict, base, rel: str, strip: str | None, parse, accept=None):
         """Parse a confined file, or reuse the value remembered for this very file (same stat)."""
         try:
-            hit = _cached_verdict(cache, rel, cached_lexical_path(base, rel, strip))
+            hit = _cached_verdict(cache, rel, base, strip)
             if hit is not None:
                 return hit
             st, data = read_confined(base, rel, strip)

@@ -69,6 +69,7 @@ class BM25Index:
         self._term_cache: dict[str, int] = {}
         self._probes: dict[int, bytes] = {}
         self._scratch = bm25.Scratch()
+        self._docs_in_range = bytearray(-(-self._s.raw("post_docs").nbytes // BLOCK_SIZE))
         self._check_shape()
         self._ok, self._term_off_block0 = self._s.block_map("term_offsets")
         # Indexing a memoryview gives plain ints, several times faster than numpy scalars in a loop.
@@ -237,10 +238,19 @@ class BM25Index:
         start, end = self._range("post_offsets", self._post_off, term_id, self._s.raw("post_docs").size)
         self._check("post_docs", start, end)
         self._check("post_tfs", start, end)
-        docs = self._s.raw("post_docs")[start:end]
-        if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
-            raise self._malformed()
-        return docs, self._s.raw("post_tfs")[start:end]
+        all_docs = self._s.raw("post_docs")
+        if end > start:
+            # Document numbers are range-checked a whole block at a time, once, right after its checksum.
+            per_block = BLOCK_SIZE // all_docs.itemsize
+            first, last = start // per_block, (end - 1) // per_block + 1
+            if self._docs_in_range.find(0, first, last) >= 0:
+                for b in range(first, last):
+                    block = all_docs[b * per_block : (b + 1) * per_block]
+                    if not self._docs_in_range[b] and block.size:
+                        if int(block.min()) < 0 or int(block.max()) >= self.n_docs:
+                            raise self._malformed()
+                        self._docs_in_range[b] = 1
+        return all_docs[start:end], self._s.raw("post_tfs")[start:end]
 
     def analyze(self, text: str) -> list[str]:
         return self._analyzer(text)
