@@ -182,3 +182,49 @@ def test_an_index_of_the_previous_format_is_refused_with_the_rebuild_command(vau
     path.write_bytes(data[:6] + b"\x00\x01" + data[8:])
     line = _assert_exit_10(*_retrieve(vault, "u0042"), vault)
     assert "format 1 is not 2" in line
+
+
+def test_the_field_index_has_block_checksums_and_verify_and_doctor_deep_check_it(vault: Path) -> None:
+    """fields.vti is written in the same format: a flipped byte in it is found by `index verify` (exit 10,
+    naming the file and the command that rebuilds it) and `doctor --deep` (a problem), while a plain
+    retrieve, which never reads it, still answers; a field-weighted retrieve falls back to plain BM25."""
+    from vaulteval.index.fields import fields_path
+
+    path = fields_path(Vault(vault).meta_dir)
+    header = read_header(path)
+    assert header["kind"] == "vaulteval-fields" and header["n_blocks"] > 0 and "blocks_crc32" in header
+    code, out, err = run_main("index", "verify", "--vault", vault)
+    assert code == 0 and json.loads(out)["fields"]["blocks"] == header["n_blocks"], err
+    data = bytearray(path.read_bytes())
+    data[-1 - len(data) // 3] ^= 0x5A
+    path.write_bytes(bytes(data))
+    code, out, err = run_main("index", "verify", "--vault", vault)
+    assert code == 10 and out == "" and "fields: " in err and "fails its checksum" in err, (code, err)
+    assert f"{REBUILD} {vault}" in err
+    code, out, err = run_main("doctor", "--vault", vault, "--deep", "--json")
+    report = json.loads(out)
+    assert code == 1 and report["state"] == "configured"
+    assert any(p.startswith("fields: ") and "checksum" in p for p in report["problems"]), report["problems"]
+    assert _retrieve(vault, "u0042")[0] == 0
+    code, out, err = run_main("retrieve", "--vault", vault, "u0042", "--no-rerank", "--strategy", "bm25:w_title=2")
+    assert code == 0 and json.loads(out)["strategy"] == "bm25+noop-fields:no-field-index", (code, err)
+
+
+def test_empty_sections_between_others_read_back(tmp_path: Path) -> None:
+    """An empty section shares its offset with the next one (a field with no terms in fields.vti)."""
+    import numpy as np
+
+    from vaulteval.index.file import read_sections, write_sections
+    from vaulteval.vault.metadir import MetaDir
+
+    class _Root:  # MetaDir.open wants a vault: a root folder with .vault-meta inside it
+        root, meta_dir = tmp_path, tmp_path / ".vault-meta"
+
+    sections = {"a.terms": b"", "a.doc_len": np.arange(5000, dtype="<i4"), "b.empty": np.zeros(0, "<i8"),
+                "c.bytes": b"x" * 40000, "d.empty": b""}
+    with MetaDir.open(_Root(), create=True) as meta:
+        write_sections(meta, "t.vti", {"kind": "test"}, sections)
+    header, read = read_sections(tmp_path / ".vault-meta" / "t.vti")
+    assert header["n_blocks"] == 2 + 3 and read.verify_all()["blocks"] == 5
+    assert bytes(read["a.terms"]) == b"" and read["a.doc_len"].tolist() == list(range(5000))
+    assert read["b.empty"].size == 0 and bytes(read["c.bytes"]) == b"x" * 40000 and bytes(read["d.empty"]) == b""

@@ -145,14 +145,17 @@ def _rerank_config(args: argparse.Namespace):
 
 def _first_stage(args: argparse.Namespace, vault):
     """--strategy, else the strategy `vaulteval tune --write` stored for the vault, else BM25."""
-    from vaulteval.pipeline.firststage import FirstStage
     from vaulteval.pipeline.tuned import tuned_strategy
 
     if args.strategy:
+        from vaulteval.pipeline.firststage import FirstStage
+
         return FirstStage.parse(args.strategy), None
     tuned = tuned_strategy(vault)
     if tuned is None:
-        return None, None
+        return None, None  # plain BM25: the first-stage module (numpy fusion, dataclasses) is not loaded
+    from vaulteval.pipeline.firststage import FirstStage
+
     return FirstStage.parse(tuned["strategy"]), tuned
 
 

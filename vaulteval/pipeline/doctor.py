@@ -17,13 +17,15 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import NotProvisioned
-from vaulteval.index.file import IndexCorrupt
+from vaulteval.index.file import IndexCorrupt, IndexFileError, verify_file
 from vaulteval.index.reader import index_path
 from vaulteval.pipeline.embed import embed_command
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.store import store_path
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from vaulteval.vault.vault import Vault
 
 
@@ -52,13 +54,30 @@ class DoctorReport:
         return asdict(self)
 
 
+def companion_files(vault: "Vault") -> list[tuple[str, Path, str]]:
+    """The other files in the index's checksummed format: (name, path, the command that rebuilds it)."""
+    from vaulteval.index.fields import fields_path
+
+    return [("fields", fields_path(vault.meta_dir), vault.rebuild_command()),
+            ("embeddings", store_path(vault.meta_dir), embed_command(vault))]
+
+
 def verify_index(vault: "Vault", retriever: "Retriever | None" = None) -> dict[str, Any]:
-    """Usage: ``verify_index(vault)`` -> sizes of what was checked; NotProvisioned (exit 10) names the first bad block."""
+    """Usage: ``verify_index(vault)`` -> sizes of what was checked; NotProvisioned (exit 10) names the first bad
+    block. The field index and the stored embeddings, when present, are checked byte for byte too."""
     index = (retriever or Retriever(vault)).index()
     try:
-        return index.verify()
+        report = index.verify()
     except IndexCorrupt as exc:
         raise NotProvisioned(f"{exc} ({index.path})", rebuild=vault.rebuild_command()) from None
+    for name, path, fix in companion_files(vault):
+        report[name] = None
+        if path.exists():
+            try:
+                report[name] = verify_file(path)
+            except IndexFileError as exc:
+                raise NotProvisioned(f"{name}: {exc} ({path})", rebuild=fix) from None
+    return report
 
 
 def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool = False) -> DoctorReport:
@@ -98,6 +117,8 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
         report.problems.append(f"{report.unindexed_pages} page(s) are not in the index (new, or without text)")
     if index.n_docs == 0:
         report.problems.append("the index has no chunks")
+    if deep:
+        _deep_fields(vault, report)
     embed_problem = _embeddings(vault, retriever, report)
     if report.problems:
         report.state = "configured"
@@ -105,6 +126,16 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
     else:
         report.state = "verified"
     return report
+
+
+def _deep_fields(vault: "Vault", report: DoctorReport) -> None:
+    """--deep: every byte of the field index too (the stored embeddings are checked whole whenever they open)."""
+    name, path, _fix = companion_files(vault)[0]
+    if path.exists():
+        try:
+            verify_file(path)
+        except IndexFileError as exc:
+            report.problems.append(f"{name}: {exc} ({path}); field weights are not applied until it is rebuilt")
 
 
 def _embeddings(vault: "Vault", retriever: Retriever, report: DoctorReport) -> bool:

@@ -19,20 +19,23 @@ warning (``retrieve`` then uses BM25) rather than failing every query.
 from __future__ import annotations
 
 import json
-import logging
 import os
-import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
-from vaulteval.vault.locking import vault_lock
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
 
-log = logging.getLogger(__name__)
+
+
+def _warn(message: str, *args: object) -> None:
+    # Imported only with something to say: every retrieve reads this file, and its start stays lean.
+    import logging
+
+    logging.getLogger(__name__).warning(message, *args)
+
 
 CONFIG_NAME = ".vaulteval.json"
 KEY = "retrieve"
@@ -48,28 +51,28 @@ def _read_config(vault: "Vault") -> dict[str, Any] | None:
     except OSError:
         return None
     if len(raw) > MAX_CONFIG_BYTES:
-        log.warning("%s is over %d bytes; ignoring it", path, MAX_CONFIG_BYTES)
+        _warn("%s is over %d bytes; ignoring it", path, MAX_CONFIG_BYTES)
         return None
     try:
         data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
     except (UnicodeDecodeError, ValueError) as exc:
-        log.warning("%s is not valid JSON (%s); ignoring it", path, exc)
+        _warn("%s is not valid JSON (%s); ignoring it", path, exc)
         return None
     return data if isinstance(data, dict) else None
 
 
 def tuned_strategy(vault: "Vault") -> dict[str, Any] | None:
     """The stored ``{"strategy", "run_id", ...}`` when present and valid, else None."""
-    from vaulteval.pipeline.firststage import FirstStage
-
     data = _read_config(vault)
     entry = (data or {}).get(KEY)
     if not isinstance(entry, dict) or not isinstance(entry.get("strategy"), str):
         return None
+    from vaulteval.pipeline.firststage import FirstStage
+
     try:
         FirstStage.parse(entry["strategy"])
     except UsageError as exc:
-        log.warning("ignoring the tuned strategy in %s: %s", vault.root / CONFIG_NAME, exc)
+        _warn("ignoring the tuned strategy in %s: %s", vault.root / CONFIG_NAME, exc)
         return None
     return entry
 
@@ -83,7 +86,7 @@ def tuned_index(vault: "Vault") -> dict[str, Any] | None:
     try:
         return check_index_settings(settings)
     except UsageError as exc:
-        log.warning("ignoring the tuned index settings in %s: %s", vault.root / CONFIG_NAME, exc)
+        _warn("ignoring the tuned index settings in %s: %s", vault.root / CONFIG_NAME, exc)
         return None
 
 
@@ -107,7 +110,10 @@ def check_index_settings(settings: Any) -> dict[str, Any]:
 def write_tuned(vault: "Vault", strategy: str, *, run_id: str, evidence: dict[str, Any] | None = None,
                 index: dict[str, Any] | None = None) -> dict[str, Any]:
     """Store the chosen first-stage strategy (and its index settings) with the run that justified it."""
+    from datetime import datetime, timezone
+
     from vaulteval.pipeline.firststage import FirstStage
+    from vaulteval.vault.locking import vault_lock
 
     FirstStage.parse(strategy)  # never write what retrieve could not read
     if index is not None:
@@ -131,6 +137,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
     """Temporary sibling, fsync, rename: a reader sees the old file or the new one, never a part."""
     if path.is_symlink():
         raise UsageError(f"{path} is a symlink; replace it with a regular file before --write")
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
