@@ -166,11 +166,12 @@ def build_records(
     return records
 
 
-def _progress(iterable, total: int, desc: str):
+def progress_bar(iterable, total: int | None, desc: str, unit: str = "page"):
+    """Usage: ``for x in progress_bar(items, len(items), "index", "chunk")``: provisioning's progress."""
     from tqdm import tqdm
 
     # Only runs longer than a couple of seconds show a bar, on stderr, and only on a terminal.
-    return tqdm(iterable, total=total, desc=desc, unit="page", delay=2.0, leave=False, disable=None)
+    return tqdm(iterable, total=total, desc=desc, unit=unit, delay=2.0, leave=False, disable=None)
 
 
 def _duplicate(address: str, first: str, second: str) -> DuplicateAddress:
@@ -264,7 +265,7 @@ def _prefix_pages(vault: "Vault", meta: MetaDir | None, chunks: MetaDir | None, 
     # Plan every page first so a conflict aborts before anything is written.
     plans: list[tuple[str, chunking.ParsedPage | None, str, str]] = []
     owner: dict[str, str] = {}
-    for entry in _progress(selected, len(selected), "scan"):
+    for entry in progress_bar(selected, len(selected), "scan"):
         raw = page_bytes[entry.rel]
         page_hash = chunking.sha256_bytes(raw)
         cached = catalog.get(entry.rel)
@@ -294,7 +295,7 @@ def _prefix_pages(vault: "Vault", meta: MetaDir | None, chunks: MetaDir | None, 
 
     written_any = False
     invalidated = False
-    for rel, parsed, address, page_hash in _progress(work, len(work), "prefix"):
+    for rel, parsed, address, page_hash in progress_bar(work, len(work), "prefix"):
         records = build_records(parsed, address, page_hash, params, prefixer)
         existing = {} if rebuild else _existing_records(chunks, address)
         changed = []

@@ -20,6 +20,7 @@ import numpy as np
 
 from vaulteval.index import bm25
 from vaulteval.chunks import chunking
+from vaulteval.chunks.store import progress_bar
 from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
@@ -176,7 +177,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     new_terms: list[np.ndarray] = []
     new_docs: list[np.ndarray] = []
     new_tfs: list[np.ndarray] = []
-    for address, name, size, mtime_ns in listing:
+    for address, name, size, mtime_ns in progress_bar(listing, len(listing), "index", "chunk"):
         rel_file = f"chunks/{address}/{name}"
         prev = old_by_file.get(rel_file)
         if prev is not None:

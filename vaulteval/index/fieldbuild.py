@@ -19,6 +19,7 @@ import numpy as np
 
 from vaulteval.chunks.chunking import parse_page
 from vaulteval.chunks.integrity import IntegrityChecker
+from vaulteval.chunks.store import progress_bar
 from vaulteval.errors import PathEscape
 from vaulteval.index.fields import FIELDS, FIELDS_KIND, fields_path, index_identity
 from vaulteval.index.file import write_sections
@@ -82,7 +83,8 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir") -> int:
     checker = IntegrityChecker(vault)
     page_fields: dict[str, tuple[list[str], list[str]]] = {}
     per_field: dict[str, list[Counter]] = {name: [] for name in FIELDS}
-    for doc in index.all_docs():
+    docs = index.all_docs()
+    for doc in progress_bar(docs, len(docs), "fields", "chunk"):
         if doc.page_path not in page_fields:
             title, aliases = "", ""
             try:
