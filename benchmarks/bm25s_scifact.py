@@ -112,7 +112,7 @@ def main() -> int:
         n = len(queries)
         print(f"SciFact: {index.n_docs} documents, {n} test queries, analyzer {args.analyzer}, top {K}, "
               f"best of {args.rounds} rounds, one thread")
-        print(f"| scorer | queries/s | ms per round |\n|---|---|---|")
+        print("| scorer | queries/s | ms per round |\n|---|---|---|")
         print(f"| vaulteval batch (`vaulteval.workbench.batch`) | {n / t_ours:,.0f} | {1000 * t_ours:.1f} |")
         print(f"| bm25s {bm25s.__version__} (numpy backend) | {n / t_ref:,.0f} | {1000 * t_ref:.1f} |")
         print(f"| vaulteval one query at a time (retrieve path) | {n / t_one:,.0f} | {1000 * t_one:.1f} |")
