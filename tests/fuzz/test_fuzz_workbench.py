@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from vaulteval import Vault
@@ -146,6 +146,8 @@ def _set(doc, path: str, value) -> None:
                                     st.one_of(json_values, st.sampled_from(["../x", "..", "a/b", "", "bm25.trec"]))),
                           min_size=1, max_size=3),
                  st.binary(max_size=100)))
+@example(edits=[("strategies.0.index", "../x")])  # found by this test: a string where the index record belongs
+@example(edits=[("strategies.0.index", [1, 2])])
 def test_manifests_through_verify(tmp_path: Path, run_dir, edits) -> None:
     root, run = run_dir
     with Scratch(tmp_path) as scratch:

@@ -182,7 +182,9 @@ def _diff_markdown(path: Path, rendered: str) -> list[str]:
 
 def _compare_strategy(entry: dict[str, Any], run: Any) -> list[str]:
     out = []
-    old, new = entry.get("index") or {}, run.env.describe()
+    old, new = entry.get("index"), run.env.describe()
+    if not isinstance(old, dict):  # an edited manifest: every key then differs, reported as a difference
+        old = {}
     for key in ("fingerprint", "analyzer", "k1", "b", "chunk_params"):
         if old.get(key) != new.get(key):
             out.append(f"{entry['name']}: index {key} {_short(old.get(key))} -> {_short(new.get(key))}")
@@ -190,9 +192,10 @@ def _compare_strategy(entry: dict[str, Any], run: Any) -> list[str]:
         from vaulteval.workbench.manifest import rerank_info
 
         now = rerank_info(run) or {}
+        was = entry["rerank"] if isinstance(entry["rerank"], dict) else {}
         for key in ("backend", "model", "digest", "fallback"):
-            if entry["rerank"].get(key) != now.get(key):
-                out.append(f"{entry['name']}: embedding {key} {entry['rerank'].get(key)} -> {now.get(key)}")
+            if was.get(key) != now.get(key):
+                out.append(f"{entry['name']}: embedding {key} {was.get(key)} -> {now.get(key)}")
     return out
 
 
