@@ -129,13 +129,17 @@ MANIFEST_PATHS = ["id", "schema", "vault", "vault.root", "vault.fingerprint", "q
 
 
 def _set(doc, path: str, value) -> None:
+    """Set ``path`` in the manifest; a path an earlier edit made impossible (a list where a key was) is skipped."""
     *parents, last = path.split(".")
     for p in parents:
-        doc = doc[int(p)] if isinstance(doc, list) else doc.get(p) if isinstance(doc, dict) else None
+        if isinstance(doc, list):
+            doc = doc[int(p)] if p.isdigit() and int(p) < len(doc) else None
+        else:
+            doc = doc.get(p) if isinstance(doc, dict) else None
         if doc is None:
             return
     if isinstance(doc, list):
-        if int(last) < len(doc):
+        if last.isdigit() and int(last) < len(doc):
             doc[int(last)] = value
     elif isinstance(doc, dict):
         doc[last] = value
@@ -148,6 +152,8 @@ def _set(doc, path: str, value) -> None:
                  st.binary(max_size=100)))
 @example(edits=[("strategies.0.index", "../x")])  # found by this test: a string where the index record belongs
 @example(edits=[("strategies.0.index", [1, 2])])
+@example(edits=[("strategies.0", []), ("strategies.0.strategy.k1", "../x")])  # edits that undo each other's paths
+@example(edits=[("strategies", []), ("strategies.0.strategy", "../x")])
 def test_manifests_through_verify(tmp_path: Path, run_dir, edits) -> None:
     root, run = run_dir
     with Scratch(tmp_path) as scratch:
