@@ -98,8 +98,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 @_cmd("provision")
 def cmd_provision(args: argparse.Namespace) -> int:
     vault = _vault(args)
-    from vaulteval.pipeline.embed import EmbeddingFailed
-    from vaulteval.pipeline.provision import provision
+    from vaulteval.pipeline.provision import index_kwargs, provision
 
     embed = None
     if args.embed:
@@ -112,24 +111,18 @@ def cmd_provision(args: argparse.Namespace) -> int:
         from vaulteval.pipeline.provision import stored_embed_config
 
         embed = stored_embed_config(vault)  # a vault with stored embeddings keeps them current
-    from vaulteval.chunks.store import ChunkParams
     from vaulteval.pipeline.tuned import tuned_index
 
     # Without --analyzer, the index keeps the settings `tune --write` chose (else the defaults).
     tuned = tuned_index(vault) if args.analyzer is None else None
-    settings = {"analyzer": tuned["analyzer"], "k1": tuned["k1"], "b": tuned["b"],
-                "params": ChunkParams(tuned["target"], tuned["overlap"], tuned["hard_max"])} if tuned else \
-        {"analyzer": args.analyzer or "default"}
-    try:
-        report = provision(vault, rebuild=args.rebuild, prefix_settings=_prefix_settings(args), embed=embed,
-                           progress=sys.stderr if embed is not None else None, **settings)
-    except EmbeddingFailed as exc:
-        if args.embed:
-            raise
-        # The refresh was implicit: the notes, chunks and index are current; say what is not.
-        sys.stderr.write(f"vaulteval: warning: stored embeddings not refreshed ({exc}); dense and hybrid skip "
+    settings = index_kwargs(tuned) if tuned else {"analyzer": args.analyzer or "default"}
+    # An implicit refresh (no --embed) that fails is a warning: the notes, chunks and index are current.
+    report = provision(vault, rebuild=args.rebuild, prefix_settings=_prefix_settings(args), embed=embed,
+                       embed_required=args.embed, progress=sys.stderr if embed is not None else None, **settings)
+    failure = report.pop("embeddings_not_refreshed", None)
+    if failure is not None:
+        sys.stderr.write(f"vaulteval: warning: stored embeddings not refreshed ({failure}); dense and hybrid skip "
                          "changed chunks until `vaulteval provision --embed` succeeds\n")
-        report = provision(vault, prefix_settings=_prefix_settings(args), **settings)
     _emit(report)
     return EXIT_OK
 
@@ -159,11 +152,11 @@ def _first_stage(args: argparse.Namespace, vault):
     return FirstStage.parse(tuned["strategy"]), tuned
 
 
-def _check_tuned_index(vault, tuned: dict) -> None:
+def _check_tuned_index(vault, entry: dict, tuned: dict) -> None:
     """Say so when the index was built with other settings than the tuned strategy was measured on."""
-    from vaulteval.pipeline.tuned import index_differs, tuned_index
+    from vaulteval.pipeline.tuned import entry_index, index_differs
 
-    settings = tuned_index(vault)
+    settings = entry_index(vault, entry)
     if settings is not None:
         tuned["index_matches"] = not index_differs(vault, settings)
         if not tuned["index_matches"]:
@@ -189,7 +182,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     out = result.with_min_score(args.min_score).to_dict()
     if tuned is not None:
         out["tuned"] = {"strategy": tuned["strategy"], "run_id": tuned.get("run_id")}
-        _check_tuned_index(vault, out["tuned"])
+        _check_tuned_index(vault, tuned, out["tuned"])
     _emit(out)
     return EXIT_OK
 

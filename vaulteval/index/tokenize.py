@@ -133,18 +133,9 @@ def tokenize_default(text: str, *, bounded: bool = True) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _english_stemmer() -> Callable[[str], str]:
-    import Stemmer  # PyStemmer; imported lazily so the default path stays light
+    from vaulteval.index.analyzers import make_stemmer  # PyStemmer loads there, only when english is used
 
-    stemmer = Stemmer.Stemmer("english")
-    cache: dict[str, str] = {}
-
-    def stem(word: str) -> str:
-        hit = cache.get(word)
-        if hit is None:
-            hit = cache[word] = stemmer.stemWord(word)
-        return hit
-
-    return stem
+    return make_stemmer("snowball")
 
 
 def tokenize_english(text: str, *, bounded: bool = True) -> list[str]:

@@ -102,13 +102,17 @@ def provision(
     params: ChunkParams = ChunkParams(),
     prefix_settings=None,
     embed: "RerankConfig | None" = None,
+    embed_required: bool = True,
     progress: "IO[str] | None" = None,
 ) -> dict[str, Any]:
     """Prefix every page and build the index in one locked step; returns both reports and timings.
 
     With ``embed`` (a rerank config naming backend and model), the chunk vectors
     are then stored in ``.vault-meta/embeddings/`` under the same lock; only
-    chunks whose text changed are embedded.
+    chunks whose text changed are embedded. With ``embed_required=False`` an
+    embedding failure leaves the store as it was and is returned under
+    ``embeddings_not_refreshed`` instead of raised (the notes, chunks and index
+    are current either way).
     """
     from dataclasses import asdict
 
@@ -131,11 +135,16 @@ def provision(
                                    chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta)
         _build_fields(vault, meta)
         t2 = time.perf_counter()
-        embed_report = None
+        embed_report, embed_failure = None, None
         if embed is not None:
-            from vaulteval.pipeline.embed import embed_vault
+            from vaulteval.pipeline.embed import EmbeddingFailed, embed_vault
 
-            embed_report = embed_vault(vault, embed, meta, progress=progress).to_dict()
+            try:
+                embed_report = embed_vault(vault, embed, meta, progress=progress).to_dict()
+            except EmbeddingFailed as exc:
+                if embed_required:
+                    raise
+                embed_failure = str(exc)
         t3 = time.perf_counter()
     vault._index = None
     out = {
@@ -146,7 +155,15 @@ def provision(
     if embed_report is not None:
         out["embeddings"] = embed_report
         out["seconds"]["embed"] = round(t3 - t2, 3)
+    if embed_failure is not None:
+        out["embeddings_not_refreshed"] = embed_failure
     return out
+
+
+def index_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
+    """``provision`` keywords for checked index settings (``tuned.check_index_settings``)."""
+    return {"analyzer": settings["analyzer"], "k1": settings["k1"], "b": settings["b"],
+            "params": ChunkParams(settings["target"], settings["overlap"], settings["hard_max"])}
 
 
 def provision_tuned(vault: "Vault", settings: dict[str, Any], *, progress: "IO[str] | None" = None) -> dict[str, Any]:
@@ -154,9 +171,7 @@ def provision_tuned(vault: "Vault", settings: dict[str, Any], *, progress: "IO[s
 
     Usage: ``provision_tuned(vault, {"analyzer": "english", "k1": 1.5, "b": 0.75, "target": 2000, ...})``
     """
-    params = ChunkParams(settings["target"], settings["overlap"], settings["hard_max"])
-    return provision(vault, analyzer=settings["analyzer"], k1=settings["k1"], b=settings["b"], params=params,
-                     embed=stored_embed_config(vault), progress=progress)
+    return provision(vault, embed=stored_embed_config(vault), progress=progress, **index_kwargs(settings))
 
 
 def stored_embed_config(vault: "Vault") -> "RerankConfig | None":

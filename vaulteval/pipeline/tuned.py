@@ -79,7 +79,11 @@ def tuned_strategy(vault: "Vault") -> dict[str, Any] | None:
 
 def tuned_index(vault: "Vault") -> dict[str, Any] | None:
     """The stored index settings of the tuned strategy when present and valid, else None."""
-    entry = tuned_strategy(vault)
+    return entry_index(vault, tuned_strategy(vault))
+
+
+def entry_index(vault: "Vault", entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The valid index settings of a tuned entry already read with ``tuned_strategy``, else None."""
     settings = (entry or {}).get("index")
     if settings is None:
         return None
@@ -153,9 +157,17 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def index_differs(vault: "Vault", settings: dict[str, Any]) -> bool:
     """True when the vault's index was built with other settings than ``settings`` (or is missing)."""
+    current = built_index_settings(vault)
+    return any(current.get(key) != value for key, value in settings.items())
+
+
+def built_index_settings(vault: "Vault") -> dict[str, Any]:
+    """What the vault's index header says it was built with (analyzer, k1, b, chunk sizes); {} without one.
+
+    Values come from an untrusted file: a caller compares them, it does not build with them.
+    """
     from vaulteval.index.reader import peek_header
 
     header = peek_header(vault.meta_dir) or {}
     chunk_params = header.get("chunk_params") if isinstance(header.get("chunk_params"), dict) else {}
-    current = {"analyzer": header.get("analyzer"), "k1": header.get("k1"), "b": header.get("b"), **chunk_params}
-    return any(current.get(key) != value for key, value in settings.items())
+    return {"analyzer": header.get("analyzer"), "k1": header.get("k1"), "b": header.get("b"), **chunk_params}

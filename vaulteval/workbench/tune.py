@@ -95,14 +95,13 @@ def own_split(queryset: "QuerySet", test_fraction: float, seed: int) -> tuple[li
 def current_default(vault: "Vault") -> str:
     """The strategy ``retrieve`` uses today, as a workbench strategy string on the vault's own index settings."""
     from vaulteval.index.analyzers import parse_analyzer_name
-    from vaulteval.index.reader import peek_header
-    from vaulteval.pipeline.tuned import tuned_strategy
+    from vaulteval.pipeline.tuned import built_index_settings, tuned_strategy
     from vaulteval.workbench.strategy import Strategy
 
     tuned = tuned_strategy(vault)
     first = tuned["strategy"] if tuned else "bm25"
-    header = peek_header(vault.meta_dir) or {}
-    analyzer = header.get("analyzer", "default")
+    built = built_index_settings(vault)
+    analyzer = built.get("analyzer") or "default"
     keys = []
     if analyzer == "english":
         keys.append("analyzer=english")
@@ -110,10 +109,9 @@ def current_default(vault: "Vault") -> str:
         stemmer, stopwords = parse_analyzer_name(analyzer)
         keys += ["analyzer=english", f"stemmer={stemmer}", f"stopwords={stopwords}"]
     defaults = Strategy()
-    chunk_params = header.get("chunk_params") if isinstance(header.get("chunk_params"), dict) else {}
-    for key, value in (("k1", header.get("k1")), ("b", header.get("b")), *chunk_params.items()):
-        if key in ("k1", "b", "target", "overlap", "hard_max") and isinstance(value, (int, float)) \
-                and value != getattr(defaults, key):
+    for key in ("k1", "b", "target", "overlap", "hard_max"):
+        value = built.get(key)
+        if isinstance(value, (int, float)) and value != getattr(defaults, key):
             keys.append(f"{key}={value:g}")
     sep = "," if ":" in first else ":"
     return f"{first}{sep}{','.join(keys)}" if keys else first
