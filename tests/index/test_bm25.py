@@ -106,7 +106,7 @@ def scifact_index(tmp_path_factory: pytest.TempPathFactory):
     return root, index
 
 
-def _test_queries() -> list[str]:
+def _test_queries(limit: int = N_QUERIES) -> list[str]:
     with open(SCIFACT / "qrels" / "test.tsv", encoding="utf-8") as fh:
         rows = list(csv.reader(fh, delimiter="\t"))[1:]
     wanted: list[str] = []
@@ -118,7 +118,7 @@ def _test_queries() -> list[str]:
         for line in fh:
             q = json.loads(line)
             texts[q["_id"]] = q["text"]
-    return [texts[qid] for qid in wanted[:N_QUERIES]]
+    return [texts[qid] for qid in wanted[:limit]]
 
 
 def test_scifact_scores_match_bm25s(scifact_index) -> None:
@@ -227,6 +227,23 @@ def test_one_query_search_in_the_kept_array_equals_a_fresh_one(scifact_index) ->
     assert all(expected) and len({tuple(e) for e in expected}) == len(expected)
     for _round in range(2):
         assert [kept(q) for q in queries] == expected
-    assert not index._scratch._array.any()  # every touched document was set back to zero
+    assert not index._searcher._scratch._array.any()  # every touched document was set back to zero
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(kept, queries * 3)) == expected * 3
+
+
+def test_scifact_test_queries_rank_the_same_plain_or_numpy(scifact_index, monkeypatch: pytest.MonkeyPatch) -> None:
+    """All 300 test queries at depth 100: plain Python (a CLI call) and numpy (a notebook) agree exactly."""
+    from vaulteval.index import search
+
+    _root, index = scifact_index
+    queries = [index.analyze(q) for q in _test_queries(limit=1000)]
+    index = index.with_params(index.k1, index.b)  # a fresh searcher, so the checks below see only this test
+    monkeypatch.setattr(search, "NUMPY_LOADED_FROM", 10**9)
+    plain = [index.search_tokens(t, 100) for t in queries]
+    assert index._searcher._scratch is None  # nothing went through numpy
+    monkeypatch.setattr(search, "NUMPY_LOADED_FROM", 0)
+    through_numpy = [index.search_tokens(t, 100) for t in queries]
+    assert index._searcher._scratch is not None
+    assert len(queries) == 300 and all(plain)
+    assert plain == through_numpy

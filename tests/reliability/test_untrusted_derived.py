@@ -239,8 +239,14 @@ INDEX_SHAPES = {
 }
 
 
+@pytest.mark.parametrize("scorer", ["plain", "numpy"])
 @pytest.mark.parametrize("shape", sorted(INDEX_SHAPES))
-def test_a_forged_index_is_refused_with_exit_10_or_rebuilt(fresh_vault: Path, shape: str) -> None:
+def test_a_forged_index_is_refused_with_exit_10_or_rebuilt(fresh_vault: Path, shape: str, scorer: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaulteval.index import search
+
+    # A CLI call scores in plain Python, a long-lived process with numpy: both must refuse the same files.
+    monkeypatch.setattr(search, "NUMPY_LOADED_FROM", 10**9 if scorer == "plain" else 0)
     path = index_file(fresh_vault)
     magic, header, body = _split(path)
     new_header, new_body = INDEX_SHAPES[shape](header, body)

@@ -10,17 +10,14 @@ once per occurrence in the query (as the seed does).
 
 from __future__ import annotations
 
-import math
 import threading
 
 import numpy as np
 
+from vaulteval.index.bm25_plain import idf
+
 K1 = 1.5
 B = 0.75
-
-
-def idf(n_docs: int, df: int) -> float:
-    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 def length_norm(doc_len: np.ndarray, avgdl: float, k1: float, b: float) -> np.ndarray:

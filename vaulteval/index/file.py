@@ -4,9 +4,9 @@ Usage::
 
     write_sections(bm25_dir, "index.vti", header, {"doc_len": np.array(...), "terms": b"..."})
     header, sections = read_sections(path)      # header, section table, small sections checked (or (path, fh))
-    sections["doc_len"]                         # the whole section, its blocks checked on first use
+    sections["doc_len"]                         # the whole section as a numpy array, its blocks checked first
     sections.check("post_docs", 100, 200)       # check only the blocks holding elements 100..199
-    sections.raw("post_docs")[100:200]          # ... then read them
+    sections.raw("post_docs")[100:200]          # ... then read them (a memoryview: no numpy needed)
     sections.verify_all()                       # every byte (doctor --deep, index verify)
 
 Layout: ``MAGIC`` (8 bytes) | header length (u32) | header CRC32 (u32) | header
@@ -16,6 +16,11 @@ section's offset/size/dtype/CRC32/first block, the CRC32 of the block table and
 the body size. Opening reads only the header, the block table and the small
 sections; a query checks the blocks it reads, once per open file. Every section
 written through ``write_sections`` gets block checksums; nothing else is needed.
+
+Reading needs no numpy: ``raw`` gives memoryviews cast to the section's element
+type, so a CLI query never pays numpy's import (0.13 s, most of a call). numpy
+is imported when whole arrays are asked for (``sections[name]``, ``array``) and
+for writing.
 """
 
 from __future__ import annotations
@@ -24,12 +29,12 @@ import json
 import mmap
 import os
 import struct
+import sys
 import zlib
+from array import array
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
-
-import numpy as np
+from collections import namedtuple
 
 from vaulteval.vault.metadir import MetaDir, NotRegularFile, open_regular
 from vaulteval.vault.testhooks import pause_point
@@ -41,6 +46,30 @@ BLOCK_SIZE = 16 * 1024
 SMALL_SECTION = 64 * 1024
 _PREFIX = struct.Struct("<8sII")
 _ALIGN = 16
+# Element types a section may hold (numpy's dtype.str: byte order, kind, size) and their memoryview formats.
+_FORMATS = {"i1": "b", "u1": "B", "i2": "h", "u2": "H", "i4": "i", "u4": "I", "i8": "q", "u8": "Q",
+            "f2": "e", "f4": "f", "f8": "d"}
+_NATIVE = "<" if sys.byteorder == "little" else ">"
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    import numpy as np
+
+
+def _itemsize(dtype: str) -> int | None:
+    """Bytes per element of a section dtype such as ``<u4``; None when it is not one of ``_FORMATS``."""
+    if len(dtype) == 3 and dtype[0] in "<>|=" and dtype[1:] in _FORMATS:
+        return int(dtype[2])
+    return None
+
+
+def _native_format(dtype: str) -> str | None:
+    """The memoryview format reading ``dtype`` in this machine's byte order, or None (numpy must swap)."""
+    if dtype[0] == "|" or dtype[0] == "=" or dtype[0] == _NATIVE or dtype[2] == "1":
+        return _FORMATS[dtype[1:]]
+    return None
 
 
 class IndexFileError(Exception):
@@ -55,13 +84,10 @@ class IndexCorrupt(IndexFileError):
         self.section, self.block = section, block
 
 
-class _Section(NamedTuple):
-    offset: int  # from the body start
-    nbytes: int
-    dtype: str
-    count: int
-    crc32: int
-    first_block: int
+class _Section(namedtuple("_SectionEntry", "offset nbytes dtype count crc32 first_block")):
+    """One row of the section table; ``offset`` counts from the body start."""
+
+    __slots__ = ()
 
     @property
     def n_blocks(self) -> int:
@@ -80,6 +106,8 @@ def _block_crcs(data: bytes) -> list[int]:
 def write_sections(folder: MetaDir, file_name: str, header: dict[str, Any],
                    sections: dict[str, np.ndarray | bytes]) -> int:
     """Serialise the sections with a checksummed header and block table, publish atomically; returns the size."""
+    import numpy as np
+
     layout: dict[str, list] = {}
     blobs: list[bytes] = []
     crcs: list[int] = []
@@ -151,12 +179,7 @@ def _well_formed(entry: Any) -> bool:
         return False
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for i, v in enumerate(entry) if i != 2):
         return False
-    if entry[2] == "bytes":
-        return True
-    try:
-        return np.dtype(entry[2]).kind in "iuf"
-    except TypeError:
-        return False
+    return entry[2] == "bytes" or _itemsize(entry[2]) is not None
 
 
 def _section_table(header: dict[str, Any]) -> dict[str, _Section]:
@@ -176,7 +199,7 @@ def _section_table(header: dict[str, Any]) -> dict[str, _Section]:
         raise IndexFileError("index section table is malformed")
     for name, entry in sorted(sections.items(), key=lambda item: (item[1][0], item[1][1] > 0)):
         sec = _Section(*entry)
-        itemsize = 1 if sec.dtype == "bytes" else np.dtype(sec.dtype).itemsize
+        itemsize = 1 if sec.dtype == "bytes" else _itemsize(sec.dtype)
         if (sec.offset != end or sec.offset % _ALIGN or sec.nbytes != sec.count * itemsize
                 or sec.first_block != next_block):
             raise IndexFileError(f"index section table is inconsistent at {name!r}")
@@ -216,7 +239,10 @@ def read_sections(path: Path, fh=None) -> tuple[dict[str, Any], "Sections"]:
         if os.fstat(fh.fileno()).st_size != body_start + header["body_size"]:
             raise IndexFileError("index file is truncated or has trailing bytes")
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if header["body_size"] else b""
-    crcs = np.frombuffer(table, dtype="<u4", count=header["n_blocks"]).tolist()
+    crcs = array("I")  # "I" is 4 bytes on every platform Python supports
+    crcs.frombytes(table[: 4 * header["n_blocks"]])
+    if sys.byteorder != "little":
+        crcs.byteswap()
     sections = Sections(mapped, body_start, layout, crcs)
     for name, sec in layout.items():
         if sec.nbytes <= SMALL_SECTION:
@@ -240,10 +266,12 @@ class Sections(Mapping):
     ``sections[name]`` checks the whole section (once) and returns it as a numpy
     array, or a memoryview for ``bytes`` sections. Code that reads a small part
     of a large section calls ``check(name, start, stop)`` and then slices
-    ``raw(name)``. Checked blocks are remembered for the life of the object.
+    ``raw(name)`` (a memoryview in this machine's byte order; numpy only for a
+    file of the other byte order). Checked blocks are remembered for the life of
+    the object.
     """
 
-    def __init__(self, mapped: Any, body_start: int, layout: dict[str, _Section], crcs: list[int]):
+    def __init__(self, mapped: Any, body_start: int, layout: dict[str, _Section], crcs: Any):
         self._mapped = mapped
         self._body_start = body_start
         self._layout = layout
@@ -251,19 +279,36 @@ class Sections(Mapping):
         self._ok = bytearray(len(crcs))  # 1 = block checked
         self._whole: set[str] = set()
         self._views: dict[str, Any] = {}
+        self._arrays: dict[str, Any] = {}
+        self._itemsize = {name: 1 if sec.dtype == "bytes" else _itemsize(sec.dtype) for name, sec in layout.items()}
+        whole = memoryview(mapped)
         for name, sec in layout.items():
             start = body_start + sec.offset
+            view = whole[start : start + sec.nbytes]
             if sec.dtype == "bytes":
-                self._views[name] = memoryview(mapped)[start : start + sec.nbytes]
+                self._views[name] = view
+            elif (fmt := _native_format(sec.dtype)) is not None:
+                self._views[name] = view.cast(fmt)
             else:
-                self._views[name] = np.frombuffer(mapped, dtype=np.dtype(sec.dtype), count=sec.count,
-                                                  offset=start) if sec.count else np.zeros(0, sec.dtype)
+                self._views[name] = self.raw_array(name)
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._whole:
             self.check(name)
             self._whole.add(name)
-        return self._views[name]
+        return self._views[name] if self._layout[name].dtype == "bytes" else self.raw_array(name)
+
+    def raw_array(self, name: str) -> "np.ndarray":
+        """The numeric section as a numpy array without any check: slice it only where ``check`` has passed."""
+        arr = self._arrays.get(name)
+        if arr is None:
+            import numpy as np
+
+            sec = self._layout[name]
+            arr = np.frombuffer(self._mapped, dtype=np.dtype(sec.dtype), count=sec.count,
+                                offset=self._body_start + sec.offset) if sec.count else np.zeros(0, sec.dtype)
+            self._arrays[name] = arr
+        return arr
 
     def __contains__(self, name: object) -> bool:
         return name in self._layout
@@ -274,16 +319,18 @@ class Sections(Mapping):
     def __len__(self) -> int:
         return len(self._layout)
 
+    def dtype(self, name: str) -> str:
+        """Usage: ``sections.dtype("post_docs")`` -> ``"<i4"`` (``"bytes"`` for byte sections)."""
+        return self._layout[name].dtype
+
     def file_offset(self, name: str, element: int = 0) -> int:
         """Usage: ``sections.file_offset("post_docs", 10)``: where element 10 of a section sits in the file."""
         sec = self._layout[name]
-        size = 1 if sec.dtype == "bytes" else self._views[name].itemsize
-        return self._body_start + sec.offset + element * size
+        return self._body_start + sec.offset + element * self._itemsize[name]
 
     def block_of(self, name: str, element: int) -> int:
         """The section's block (0-based) holding ``element``."""
-        size = 1 if self._layout[name].dtype == "bytes" else self._views[name].itemsize
-        return element * size // BLOCK_SIZE
+        return element * self._itemsize[name] // BLOCK_SIZE
 
     def block_map(self, name: str) -> tuple[bytearray, int]:
         """(the checked-block flags, the section's first block): a hot loop may skip ``check`` when the
@@ -295,13 +342,13 @@ class Sections(Mapping):
         return self._ok.count(1)
 
     def raw(self, name: str) -> Any:
-        """The section without any check: slice it only where ``check`` has passed."""
+        """The section without any check, as a memoryview of its elements: slice it only where ``check`` has passed."""
         return self._views[name]
 
     def check(self, name: str, start: int = 0, stop: int | None = None) -> None:
         """Check the blocks holding elements ``start..stop-1`` (bytes for ``bytes`` sections)."""
         sec = self._layout[name]
-        size = 1 if sec.dtype == "bytes" else self._views[name].itemsize
+        size = self._itemsize[name]
         lo = start * size
         hi = sec.nbytes if stop is None else min(stop * size, sec.nbytes)
         if hi <= lo:

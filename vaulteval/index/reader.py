@@ -10,27 +10,28 @@ Usage::
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-
-from vaulteval.index import bm25
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.index.docmeta import DocMeta
 from vaulteval.index.file import BLOCK_SIZE, IndexCorrupt, IndexFileError, read_sections
+from vaulteval.index.search import Hit, Searcher
 from vaulteval.index.location import (  # noqa: F401 - the names build, provision and doctor import from here
     INDEX_DIR, INDEX_NAME, STALE_SUFFIX, index_path, invalidate_index, open_index_file, peek_header, restore_index,
     stale_index_present)
 from vaulteval.index.tokenize import ANALYZER_VERSION, get_analyzer
 from vaulteval.vault.metadir import MetaDir
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
+    from typing import Any
+
+    import numpy as np
+
     from vaulteval.vault.vault import Vault
 
-class Hit(NamedTuple):
-    doc: int
-    score: float
+
 
 
 class BM25Index:
@@ -60,7 +61,7 @@ class BM25Index:
         self._post_off = self._s.raw("post_offsets")
         self._docs_blob: memoryview = self._s.raw("docs")
         self._doc_off = self._s.raw("doc_offsets")
-        self._norm: np.ndarray | None = None
+        self._norm: "np.ndarray | None" = None
         try:
             self._analyzer = get_analyzer(self.analyzer_name)
         except UsageError as exc:
@@ -68,12 +69,10 @@ class BM25Index:
         self._doc_cache: dict[int, DocMeta] = {}
         self._term_cache: dict[str, int] = {}
         self._probes: dict[int, bytes] = {}
-        self._scratch = bm25.Scratch()
+        self._searcher: Searcher | None = None
         self._docs_in_range = bytearray(-(-self._s.raw("post_docs").nbytes // BLOCK_SIZE))
         self._check_shape()
         self._ok, self._term_off_block0 = self._s.block_map("term_offsets")
-        # Indexing a memoryview gives plain ints, several times faster than numpy scalars in a loop.
-        self._term_off_items = self._term_off.data if self._term_off.dtype.isnative else self._term_off
         self._terms_block0 = self._s.block_map("terms")[1]
 
     def _check_shape(self) -> None:
@@ -87,21 +86,23 @@ class BM25Index:
             raise ValueError(f"index header: {exc}") from None
         n, t = self.n_docs, self.n_terms
         raw = self._s.raw
+        numbers = ("term_offsets", "post_offsets", "doc_offsets", "doc_len", "post_docs", "post_tfs")
         problems = [
-            self._term_off.size < 1 or t < 0,
-            self._post_off.size != t + 1, raw("doc_len").size != n, self._doc_off.size != n + 1,
-            raw("post_docs").size != raw("post_tfs").size, n < 0,
-            not np.isfinite(self.avgdl) or self.avgdl < 0,
+            any(self._s.dtype(name)[1:2] not in ("i", "u") for name in numbers),
+            len(self._term_off) < 1 or t < 0,
+            len(self._post_off) != t + 1, len(raw("doc_len")) != n, len(self._doc_off) != n + 1,
+            len(raw("post_docs")) != len(raw("post_tfs")), n < 0,
+            not math.isfinite(self.avgdl) or self.avgdl < 0,
         ]
         if not any(problems):
             ends = [(name, arr) for name, arr in (("term_offsets", self._term_off), ("post_offsets", self._post_off),
                                                   ("doc_offsets", self._doc_off))]
             for name, arr in ends:
                 self._check(name, 0, 1)
-                self._check(name, arr.size - 1, arr.size)
+                self._check(name, len(arr) - 1, len(arr))
             problems = [
                 int(self._term_off[0]) != 0 or int(self._term_off[-1]) != len(self._terms),
-                int(self._post_off[0]) != 0 or int(self._post_off[-1]) != raw("post_docs").size,
+                int(self._post_off[0]) != 0 or int(self._post_off[-1]) != len(raw("post_docs")),
                 int(self._doc_off[0]) != 0 or int(self._doc_off[-1]) != len(self._docs_blob),
             ]
         if any(problems):
@@ -111,7 +112,7 @@ class BM25Index:
     def _corrupt(self, exc: Exception) -> NotProvisioned:
         return _not_provisioned(f"{exc} ({self.path})", self.rebuild, exc)
 
-    def _malformed(self) -> NotProvisioned:
+    def malformed(self) -> NotProvisioned:
         return NotProvisioned(f"index file is malformed: offsets outside their arrays ({self.path})",
                               rebuild=self.rebuild)
 
@@ -137,40 +138,42 @@ class BM25Index:
     def verify(self) -> dict[str, Any]:
         """Check every byte (IndexCorrupt names the first bad section and block), then that every offset and
         document number stays inside its array (NotProvisioned otherwise)."""
+        import numpy as np
+
         report = self._s.verify_all()
         s = self._s
         if (np.any(np.diff(s["term_offsets"]) < 1) or np.any(np.diff(s["post_offsets"]) < 0)
                 or np.any(np.diff(s["doc_offsets"]) < 0)):
-            raise self._malformed()
+            raise self.malformed()
         self.post_docs  # noqa: B018 - the property checks every document number
         return {"path": str(self.path), "size_bytes": self.path.stat().st_size, **report}
 
     @property
-    def post_docs(self) -> np.ndarray:
+    def post_docs(self) -> "np.ndarray":
         docs = self._whole("post_docs")
         if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
-            raise self._malformed()
+            raise self.malformed()
         return docs
 
     @property
-    def post_tfs(self) -> np.ndarray:
+    def post_tfs(self) -> "np.ndarray":
         return self._whole("post_tfs")
 
     @property
-    def doc_len(self) -> np.ndarray:
+    def doc_len(self) -> "np.ndarray":
         return self._whole("doc_len")
 
     # -- vocabulary, postings, documents ----------------------------------------
     @property
     def n_terms(self) -> int:
-        return int(self._term_off.size - 1)
+        return len(self._term_off) - 1
 
-    def _range(self, offsets_name: str, offsets: np.ndarray, i: int, limit: int) -> tuple[int, int]:
+    def _range(self, offsets_name: str, offsets: Any, i: int, limit: int) -> tuple[int, int]:
         """Entries i and i+1 of an offsets section, checked, and required to lie in 0..limit in order."""
         self._check(offsets_name, i, i + 2)
         start, end = int(offsets[i]), int(offsets[i + 1])
         if not 0 <= start <= end <= limit:
-            raise self._malformed()
+            raise self.malformed()
         return start, end
 
     def _term_bytes(self, i: int) -> bytes:
@@ -179,22 +182,22 @@ class BM25Index:
         The binary search of ``term_id`` calls this about 17 times a term, so the usual case (blocks
         already checked) tests the block flags inline instead of going through ``check``.
         """
-        if not 0 <= i < self._term_off.size - 1:
+        if not 0 <= i < len(self._term_off) - 1:
             raise IndexError(f"term {i} is outside the vocabulary")
         ok, size = self._ok, self._term_off.itemsize
         b0 = self._term_off_block0 + i * size // BLOCK_SIZE
         b1 = self._term_off_block0 + ((i + 2) * size - 1) // BLOCK_SIZE
         if b1 - b0 > 1 or not (ok[b0] and ok[b1]):
             self._check("term_offsets", i, i + 2)
-        start, end = int(self._term_off_items[i]), int(self._term_off_items[i + 1])
+        start, end = int(self._term_off[i]), int(self._term_off[i + 1])
         if not 0 <= start < end <= len(self._terms):
-            raise self._malformed()
+            raise self.malformed()
         t0 = self._terms_block0 + start // BLOCK_SIZE
         t1 = self._terms_block0 + (end - 1) // BLOCK_SIZE
         if t1 - t0 > 1 or not (ok[t0] and ok[t1]):
             self._check("terms", start, end)
         if self._terms[end - 1] != 10:
-            raise self._malformed()
+            raise self.malformed()
         return bytes(self._terms[start : end - 1])
 
     def term_at(self, i: int) -> str:
@@ -234,11 +237,17 @@ class BM25Index:
             self._term_cache[term] = tid
         return tid
 
-    def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
-        start, end = self._range("post_offsets", self._post_off, term_id, self._s.raw("post_docs").size)
+    def posting_range(self, term_id: int) -> tuple[int, int]:
+        """Where term ``term_id``'s postings are, after their blocks pass their checksums."""
+        start, end = self._range("post_offsets", self._post_off, term_id, len(self._s.raw("post_docs")))
         self._check("post_docs", start, end)
         self._check("post_tfs", start, end)
-        all_docs = self._s.raw("post_docs")
+        return start, end
+
+    def postings(self, term_id: int) -> "tuple[np.ndarray, np.ndarray]":
+        """(document numbers, term frequencies) of a term as numpy arrays, every document number in range."""
+        start, end = self.posting_range(term_id)
+        all_docs = self._s.raw_array("post_docs")
         if end > start:
             # Document numbers are range-checked a whole block at a time, once, right after its checksum.
             per_block = BLOCK_SIZE // all_docs.itemsize
@@ -248,9 +257,9 @@ class BM25Index:
                     block = all_docs[b * per_block : (b + 1) * per_block]
                     if not self._docs_in_range[b] and block.size:
                         if int(block.min()) < 0 or int(block.max()) >= self.n_docs:
-                            raise self._malformed()
+                            raise self.malformed()
                         self._docs_in_range[b] = 1
-        return all_docs[start:end], self._s.raw("post_tfs")[start:end]
+        return all_docs[start:end], self._s.raw_array("post_tfs")[start:end]
 
     def analyze(self, text: str) -> list[str]:
         return self._analyzer(text)
@@ -259,38 +268,46 @@ class BM25Index:
         """Usage: ``index.with_params(1.2, 0.6)``: the same postings scored with other BM25 parameters."""
         other = object.__new__(BM25Index)
         other.__dict__.update(self.__dict__)
-        other.k1, other.b, other._norm = float(k1), float(b), None
+        other.k1, other.b, other._norm, other._searcher = float(k1), float(b), None, None
         return other
 
-    def norm(self) -> np.ndarray:
+    def norm(self) -> "np.ndarray":
         if self._norm is None:
+            from vaulteval.index import bm25
+
             self._norm = bm25.length_norm(self.doc_len, self.avgdl, self.k1, self.b)
         return self._norm
 
-    def _posting_lists(self, tokens: list[str]) -> list[tuple[np.ndarray, np.ndarray, int]]:
-        """(doc ids, term freqs, query count) of each distinct query term in the index, in first-seen order."""
+    def query_terms(self, tokens: list[str]) -> list[tuple[int, int]]:
+        """(term id, query count) of each distinct query term in the index, in first-seen order."""
         counts: dict[str, int] = {}
         for t in tokens:
             counts[t] = counts.get(t, 0) + 1
-        lists = []
-        for term, qtf in counts.items():
-            tid = self.term_id(term)
-            if tid >= 0:
-                docs, tfs = self.postings(tid)
-                lists.append((docs, tfs, qtf))
-        return lists
+        return [(tid, qtf) for tid, qtf in ((self.term_id(term), qtf) for term, qtf in counts.items()) if tid >= 0]
 
-    def score_tokens(self, tokens: list[str]) -> np.ndarray:
+    def posting_lists(self, tokens: list[str]) -> "list[tuple[np.ndarray, np.ndarray, int]]":
+        """(doc ids, term freqs, query count) of each distinct query term in the index, in first-seen order."""
+        return [(*self.postings(tid), qtf) for tid, qtf in self.query_terms(tokens)]
+
+    def score_tokens(self, tokens: list[str]) -> "np.ndarray":
         """BM25 score of every document for already-analyzed query tokens (a new array)."""
-        return bm25.score_terms(self.n_docs, self.norm(), self._posting_lists(tokens), self.k1)
+        from vaulteval.index import bm25
+
+        return bm25.score_terms(self.n_docs, self.norm(), self.posting_lists(tokens), self.k1)
 
     def search(self, query: str, k: int = 20) -> list[Hit]:
         return self.search_tokens(self.analyze(query), k)
 
     def search_tokens(self, tokens: list[str], k: int = 20) -> list[Hit]:
-        """``search`` for a query already analyzed with ``analyze``."""
-        docs, vals = self._scratch.top_k(self.n_docs, self.norm(), self._posting_lists(tokens), self.k1, k)
-        return [Hit(int(d), float(v)) for d, v in zip(docs, vals)]
+        """``search`` for a query already analyzed with ``analyze`` (plain Python or numpy: ``index.search``)."""
+        if self._searcher is None:
+            self._searcher = Searcher(self, self._s.raw("post_docs"), self._s.raw("post_tfs"))
+        return self._searcher.search(tokens, k)
+
+    def doc_lengths(self) -> Any:
+        """Every document's length as a memoryview (no numpy), its blocks checked."""
+        self._check("doc_len")
+        return self._s.raw("doc_len")
 
     def doc(self, i: int) -> DocMeta:
         meta = self._doc_cache.get(i)
@@ -326,7 +343,7 @@ class BM25Index:
             "doc_count": self.n_docs,
             "page_count": self.header.get("n_pages"),
             "vocab_size": self.n_terms,
-            "postings": int(self._s.raw("post_docs").size),
+            "postings": len(self._s.raw("post_docs")),
             "avg_dl": round(self.avgdl, 3),
             "size_bytes": self.path.stat().st_size,
             "built_at": self.header.get("built_at"),

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.chunks.integrity import IntegrityChecker
@@ -22,7 +21,10 @@ from vaulteval.index.reader import BM25Index, Hit, open_index
 from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import check_length
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing (~13 ms)
 if TYPE_CHECKING:
+    from typing import Any
+
     from vaulteval.pipeline.firststage import FirstStage
     from vaulteval.rerank.stage import RerankConfig
     from vaulteval.rerank.store import EmbeddingStore

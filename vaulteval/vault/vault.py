@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import NamedTuple
+from collections import namedtuple
 from pathlib import Path
 
 from vaulteval.errors import PageMissing, UsageError, VaultSelectionError
@@ -34,11 +34,10 @@ def _product_roots() -> set[Path]:
     return roots
 
 
-class Page(NamedTuple):
+class Page(namedtuple("_PageFields", "rel abspath")):
     """A note under the notes folder: its vault-relative POSIX path and absolute path."""
 
-    rel: str
-    abspath: str
+    __slots__ = ()
 
     @property
     def path(self) -> Path:

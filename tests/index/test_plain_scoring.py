@@ -1,0 +1,122 @@
+"""One-query BM25 in plain Python (no numpy import) against the numpy scorer, and when each is used.
+
+Usage: ``.venv/bin/python -m pytest tests/index/test_plain_scoring.py -q``
+
+The plain scorer must give the same documents with bit-identical scores, so a
+CLI call (plain) and a notebook (numpy) never disagree about a ranking.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from array import array
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from vaulteval import Vault
+from vaulteval.errors import NotProvisioned
+from vaulteval.index import bm25, bm25_plain, search
+from vaulteval.pipeline.retrieve import Retriever
+
+from pipeline_fixtures import run_main
+from vaulteval.index.file import write_sections
+from vaulteval.index.location import INDEX_DIR, INDEX_NAME
+from vaulteval.vault.metadir import MetaDir
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@st.composite
+def corpora(draw):
+    """Document lengths, per-term sorted distinct postings with term frequencies, BM25 parameters, a query."""
+    n_docs = draw(st.integers(1, 60))
+    doc_len = draw(st.lists(st.integers(0, 400), min_size=n_docs, max_size=n_docs))
+    n_terms = draw(st.integers(1, 6))
+    lists = []
+    for _ in range(n_terms):
+        docs = sorted(draw(st.sets(st.integers(0, n_docs - 1), max_size=n_docs)))
+        tfs = draw(st.lists(st.integers(1, 30), min_size=len(docs), max_size=len(docs)))
+        qtf = draw(st.integers(1, 3))
+        lists.append((docs, tfs, qtf))
+    k1 = draw(st.sampled_from([0.0, 0.3, 0.9, 1.2, 1.5, 2.0, 3.7]))
+    b = draw(st.sampled_from([0.0, 0.25, 0.75, 1.0]))
+    avgdl = draw(st.sampled_from([0.0, sum(doc_len) / n_docs, 17.3]))
+    k = draw(st.integers(1, 70))
+    return n_docs, doc_len, lists, k1, b, avgdl, k
+
+
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(corpora())
+def test_plain_top_k_is_the_numpy_top_k_bit_for_bit(corpus) -> None:
+    n_docs, doc_len, lists, k1, b, avgdl, k = corpus
+    dl = memoryview(array("i", doc_len)).cast("B").cast("i")
+    plain_lists = [(memoryview(array("i", d)).cast("B").cast("I"), memoryview(array("i", t)).cast("B").cast("i"), q)
+                   for d, t, q in lists]
+    plain = bm25_plain.top_k(n_docs, dl, avgdl, k1, b, plain_lists, k)
+
+    norm = bm25.length_norm(np.asarray(doc_len, dtype=np.int32), avgdl, k1, b)
+    np_lists = [(np.asarray(d, dtype=np.int32), np.asarray(t, dtype=np.int32), q) for d, t, q in lists]
+    docs, vals = bm25.top_k(bm25.score_terms(n_docs, norm, np_lists, k1), k)
+    assert plain == list(zip(docs.tolist(), vals.tolist()))  # same documents, same order, identical floats
+
+
+def test_a_document_number_past_the_end_or_negative_fails_the_length_lookup() -> None:
+    dl = memoryview(array("i", [5, 6, 7])).cast("B").cast("i")
+    for bad in (3, -1):  # -1 read unsigned is 4294967295: an IndexError, never doc_len[-1]
+        docs = bm25_plain.unsigned(memoryview(array("i", [0, bad])).cast("B").cast("i"))
+        tfs = memoryview(array("i", [1, 1])).cast("B").cast("i")
+        with pytest.raises(IndexError):
+            bm25_plain.top_k(3, dl, 6.0, 1.2, 0.75, [(docs, tfs, 1)], 5)
+
+
+@pytest.mark.parametrize("value", [-1, 10**6])
+def test_a_forged_document_number_gives_exit_10_on_the_plain_path(fresh_vault: Path, value: int,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plain path skips the per-block range scan of ``postings``; a bad number still never reaches a score.
+
+    The file is rewritten by the real writer, so every checksum is right and only the number is wrong."""
+    vault = Vault(fresh_vault)
+    index = Retriever(vault).index()
+    term = index.analyze("descaling")[0]
+    start, _end = index.posting_range(index.term_id(term))
+    sections = {name: bytes(index.section(name)) if index._s.dtype(name) == "bytes" else index.section(name).copy()
+                for name in index._s}
+    sections["post_docs"][start] = value
+    with MetaDir.open(vault) as meta, meta.sub(INDEX_DIR) as folder:
+        write_sections(folder, INDEX_NAME, dict(index.header), sections)
+    monkeypatch.setattr(search, "NUMPY_LOADED_FROM", 10**9)  # plain even though the tests loaded numpy
+    with pytest.raises(NotProvisioned, match="malformed"):
+        Retriever(Vault(fresh_vault)).retrieve("descaling", top=5)
+    code, _out, err = run_main("retrieve", "--vault", fresh_vault, "descaling", "--no-rerank")
+    assert code == 10 and "provision" in err and len(err.strip().splitlines()) == 1
+
+
+_LOOP = """
+import sys
+from vaulteval.index import search
+search.NUMPY_IMPORT_POSTINGS = int(sys.argv[2])
+from vaulteval.pipeline.retrieve import Retriever
+from vaulteval.vault.vault import Vault
+r = Retriever(Vault(sys.argv[1]))
+seen = []
+for q in ["espresso descaling", "sourdough starter", "bike chain", "espresso machine water", "bread"] * 4:
+    r.retrieve(q, top=5)
+    seen.append("numpy" in sys.modules)
+print(seen[0], seen[-1], r.index()._searcher._spent)
+"""
+
+
+@pytest.mark.parametrize("budget, numpy_at_end", [(10**9, False), (40, True)])
+def test_a_process_imports_numpy_only_after_scoring_its_cost_in_plain_python(
+        provisioned_sample: Path, budget: int, numpy_at_end: bool) -> None:
+    proc = subprocess.run([sys.executable, "-c", _LOOP, str(provisioned_sample), str(budget)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    first, last, spent = proc.stdout.split()
+    assert first == "False"  # the first query never imports numpy
+    assert last == str(numpy_at_end)
+    assert 0 < int(spent) <= budget
