@@ -77,3 +77,75 @@ def test_analyzer_options_change_terms_as_documented() -> None:
     for bad in ("english:stemmer=lovins", "english:stopwords=seed", "english:colour=red"):
         with pytest.raises(UsageError):
             get_analyzer(bad)
+
+
+# -- incremental field builds -------------------------------------------------------
+
+def _field_sections(root: Path) -> dict:
+    from vaulteval.index.file import read_sections
+
+    header, sections = read_sections(fields_path(Path(root) / ".vault-meta"))
+    out = {name: bytes(sections[name]) if sections.dtype(name) == "bytes" else sections[name].tolist()
+           for name in sections}
+    return {"header": {k: header[k] for k in ("fields", "n_docs", "analyzer", "extract_version")}, **out}
+
+
+def _fresh_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many chunks each field build read from their pages and records."""
+    from vaulteval.index import fieldbuild
+
+    counts: list[int] = []
+    real = fieldbuild._fresh_counts
+
+    def counting(vault, analyze, docs):
+        counts.append(len(docs))
+        return real(vault, analyze, docs)
+
+    monkeypatch.setattr(fieldbuild, "_fresh_counts", counting)
+    return counts
+
+
+def test_an_incremental_field_build_equals_a_full_one_and_reads_only_edited_chunks(
+        fresh_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaulteval.pipeline.provision import ensure_fields
+
+    reads = _fresh_reads(monkeypatch)
+    page = next(p for p in sorted((fresh_vault / "wiki").rglob("*.md")) if "```" not in p.read_text("utf-8"))
+    page.write_text(page.read_text("utf-8") + "\n## A brand new heading\n\n```\nzqxcode --flag\n```\n", "utf-8")
+    run_json("provision", "--vault", fresh_vault)
+    incremental = _field_sections(fresh_vault)
+    n_docs = incremental["header"]["n_docs"]
+    assert 0 < reads[-1] < n_docs // 4  # the edited page's chunks, not the vault
+    assert "zqxcode" in incremental["code.terms"].decode()
+
+    fields_path(fresh_vault / ".vault-meta").unlink()
+    assert ensure_fields(Vault(fresh_vault))
+    assert reads[-1] == n_docs  # no previous file: every chunk read
+    assert _field_sections(fresh_vault) == incremental
+
+
+@pytest.mark.parametrize("damage", ["keys-short", "doc-out-of-range", "other-version"])
+def test_an_unusable_previous_field_file_means_a_full_build(fresh_vault: Path, damage: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A field file that cannot seed a build (even one with right checksums) is not trusted: every chunk is read."""
+    from vaulteval.index.file import read_sections, write_sections
+    from vaulteval.pipeline.provision import build
+    from vaulteval.vault.metadir import MetaDir
+
+    expected = _field_sections(fresh_vault)
+    path = fields_path(fresh_vault / ".vault-meta")
+    header, sections = read_sections(path)
+    data = {name: bytes(sections[name]) if sections.dtype(name) == "bytes" else sections[name].copy()
+            for name in sections}
+    if damage == "keys-short":
+        data["doc_keys"] = data["doc_keys"].split(b"\n", 1)[1]
+    elif damage == "doc-out-of-range":
+        data["title.post_docs"][0] = 10**6
+    else:
+        header = dict(header, extract_version=0)
+    with MetaDir.open(Vault(fresh_vault)) as meta, meta.sub("bm25") as folder:
+        write_sections(folder, path.name, header, data)
+    reads = _fresh_reads(monkeypatch)
+    build(Vault(fresh_vault))  # the index and field build a provision makes, under the lock
+    assert reads == [expected["header"]["n_docs"]]
+    assert _field_sections(fresh_vault) == expected

@@ -12,10 +12,11 @@ an unchanged page is skipped without reading its chunk files.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -53,9 +54,8 @@ class PrefixReport:
     chunk_listing: list[tuple[str, str, int, int]] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
-        out = asdict(self)
-        del out["chunk_listing"]
-        return out
+        # Not asdict(): it would deep-copy the chunk listing (a tuple per chunk) only to drop it.
+        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name != "chunk_listing"}
 
 
 def read_pages(vault: "Vault", pages: list["Page"]) -> dict[str, bytes]:

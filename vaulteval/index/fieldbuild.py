@@ -2,6 +2,10 @@
 
 Usage (under the vault lock, right after ``build_index``): ``build_fields(vault, index, meta)``.
 
+Incremental like the main index: rows of the previous field file whose chunk is
+unchanged (same page path, chunk id and hashes) are carried over, so editing a
+few notes reads only those notes.
+
 Title is the page's ``title:`` and its file name; aliases come from
 ``aliases:``/``alias:`` in the front matter; headings are the chunk's Markdown
 ``#`` lines; code is the text inside the chunk's fenced code blocks (``` or
@@ -11,8 +15,10 @@ analyzed with the index's analyzer.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,8 +27,8 @@ from vaulteval.chunks.chunking import parse_page
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.chunks.store import progress_bar
 from vaulteval.errors import PathEscape
-from vaulteval.index.fields import FIELDS, FIELDS_KIND, fields_path, index_identity
-from vaulteval.index.file import write_sections
+from vaulteval.index.fields import FIELDS, FIELDS_KIND, FieldTable, fields_path, index_identity
+from vaulteval.index.file import IndexFileError, read_sections, write_sections
 from vaulteval.index.tokenize import get_analyzer
 from vaulteval.vault.paths import open_confined
 
@@ -31,6 +37,7 @@ if TYPE_CHECKING:
     from vaulteval.vault.metadir import MetaDir
     from vaulteval.vault.vault import Vault
 
+EXTRACT_VERSION = 1  # bump when what goes into a field changes: a newer build must not reuse older rows
 HEADING_RE = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
@@ -78,13 +85,38 @@ def _aliases(frontmatter: dict[str, Any]) -> str:
 
 
 def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir") -> int:
-    """Write ``bm25/fields.vti`` for ``index``'s documents; returns its size in bytes."""
+    """Write ``bm25/fields.vti`` for ``index``'s documents; returns its size in bytes.
+
+    A document whose page path, chunk id and hashes match a row of the previous field file keeps that
+    file's terms (``doc_keys`` names each row); only new or edited chunks read their page and record.
+    """
     analyze = get_analyzer(index.analyzer_name)
+    docs = index.all_docs()
+    keys = [json.dumps([d.page_path, d.chunk_id, d.body_hash, d.page_body_hash], ensure_ascii=False).encode("utf-8")
+            + b"\n" for d in docs]
+    previous = previous_fields(meta.path, index.analyzer_name)
+    old_of = np.full(len(docs), -1, dtype=np.int64)
+    if previous is not None:
+        old_keys = previous[0]
+        old_of[:] = [old_keys.get(k, -1) for k in keys]
+    fresh = _fresh_counts(vault, analyze, [(i, docs[i]) for i in np.flatnonzero(old_of < 0).tolist()])
+    sections: dict[str, Any] = {}
+    for name in FIELDS:
+        old = (previous[1][name], old_of) if previous is not None else None
+        sections.update(_postings(name, len(docs), fresh[name], old))
+    sections["doc_keys"] = b"".join(keys)
+    header = {"kind": FIELDS_KIND, "fields": list(FIELDS), "n_docs": index.n_docs, "extract_version": EXTRACT_VERSION,
+              "index_identity": index_identity(index), "analyzer": index.analyzer_name}
+    with meta.sub(fields_path(meta.path).parent.name, create=True) as folder:
+        return write_sections(folder, fields_path(meta.path).name, header, sections)
+
+
+def _fresh_counts(vault: "Vault", analyze: Any, docs: list[tuple[int, Any]]) -> dict[str, list[tuple[int, Counter]]]:
+    """Each field's terms for the given (document number, DocMeta) pairs, read from their pages and records."""
     checker = IntegrityChecker(vault)
     page_fields: dict[str, tuple[list[str], list[str]]] = {}
-    per_field: dict[str, list[Counter]] = {name: [] for name in FIELDS}
-    docs = index.all_docs()
-    for doc in progress_bar(docs, len(docs), "fields", "chunk"):
+    out: dict[str, list[tuple[int, Counter]]] = {name: [] for name in FIELDS}
+    for i, doc in progress_bar(docs, len(docs), "fields", "chunk"):
         if doc.page_path not in page_fields:
             title, aliases = "", ""
             try:
@@ -99,28 +131,73 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir") -> int:
         rec = checker.record(doc) or {}
         raw = rec.get("raw_text") if isinstance(rec.get("raw_text"), str) else ""
         title_terms, alias_terms = page_fields[doc.page_path]
-        per_field["title"].append(Counter(title_terms))
-        per_field["aliases"].append(Counter(alias_terms))
-        per_field["headings"].append(Counter(analyze(headings_text(raw))))
-        per_field["code"].append(Counter(analyze(code_text(raw))))
-    sections: dict[str, Any] = {}
-    for name, docs in per_field.items():
-        sections.update(_postings(name, docs))
-    header = {"kind": FIELDS_KIND, "fields": list(FIELDS), "n_docs": index.n_docs,
-              "index_identity": index_identity(index), "analyzer": index.analyzer_name}
-    with meta.sub(fields_path(meta.path).parent.name, create=True) as folder:
-        return write_sections(folder, fields_path(meta.path).name, header, sections)
+        out["title"].append((i, Counter(title_terms)))
+        out["aliases"].append((i, Counter(alias_terms)))
+        out["headings"].append((i, Counter(analyze(headings_text(raw)))))
+        out["code"].append((i, Counter(analyze(code_text(raw)))))
+    return out
 
 
-def _postings(name: str, docs: list[Counter]) -> dict[str, Any]:
-    vocab = sorted({t for counts in docs for t in counts})
-    ids = {t: i for i, t in enumerate(vocab)}
-    triples = sorted((ids[t], d, n) for d, counts in enumerate(docs) for t, n in counts.items())
-    arr = np.array(triples, dtype=np.int64).reshape(-1, 3)
-    df = np.bincount(arr[:, 0], minlength=len(vocab)) if len(vocab) else np.zeros(0, np.int64)
-    post_off = np.zeros(len(vocab) + 1, dtype=np.int64)
+def previous_fields(meta_dir: Path, analyzer: str) -> tuple[dict[bytes, int], dict[str, FieldTable]] | None:
+    """The last field file's row keys and tables when it can seed this build; None when absent or unusable
+    (another analyzer or extraction version, an older file without row keys, or anything malformed)."""
+    try:
+        header, sections = read_sections(fields_path(meta_dir))
+        if (header.get("kind") != FIELDS_KIND or header.get("analyzer") != analyzer
+                or header.get("extract_version") != EXTRACT_VERSION or "doc_keys" not in sections):
+            return None
+        lines = bytes(sections["doc_keys"]).split(b"\n")
+        if lines.pop() != b"" or len(lines) != header.get("n_docs"):
+            return None
+        tables = {name: FieldTable(name, sections, len(lines)) for name in FIELDS}
+        if not all(_well_formed(t, len(lines)) for t in tables.values()):
+            return None
+    except (IndexFileError, OSError, KeyError, TypeError, ValueError, UnicodeDecodeError):
+        return None
+    return {line + b"\n": i for i, line in enumerate(lines)}, tables
+
+
+def _well_formed(table: FieldTable, n_docs: int) -> bool:
+    off, docs = table.post_off, table.post_docs
+    return bool(off.size >= 1 and off[0] == 0 and off[-1] == docs.size and np.all(np.diff(off) >= 0)
+                and (docs.size == 0 or (docs.min() >= 0 and docs.max() < n_docs and table.post_tfs.min() > 0))
+                and (table.doc_len.size == 0 or table.doc_len.min() >= 0))
+
+
+def _postings(name: str, n_docs: int, fresh: list[tuple[int, Counter]],
+              old: tuple[FieldTable, np.ndarray] | None) -> dict[str, Any]:
+    """One field's sections: the fresh documents' terms plus, for reused documents, the old file's postings."""
+    doc_len = np.zeros(n_docs, dtype=np.int32)
+    fresh_terms = [t for _, counts in fresh for t in counts]
+    fresh_docs = np.array([d for d, counts in fresh for _ in counts], dtype=np.int64)
+    fresh_tfs = np.array([n for _, counts in fresh for n in counts.values()], dtype=np.int64)
+    for d, counts in fresh:
+        doc_len[d] = sum(counts.values())
+    vocab = set(fresh_terms)
+    old_terms = old_docs = old_tfs = np.zeros(0, dtype=np.int64)
+    old_words: list[str] = []
+    if old is not None:
+        table, old_of = old
+        reused = np.flatnonzero(old_of >= 0)
+        new_of_old = np.full(table.doc_len.size, -1, dtype=np.int64)
+        new_of_old[old_of[reused]] = reused
+        doc_len[reused] = table.doc_len[old_of[reused]]
+        mapped = new_of_old[table.post_docs]
+        keep = mapped >= 0
+        old_terms = np.repeat(np.arange(len(table.terms), dtype=np.int64), np.diff(table.post_off))[keep]
+        old_docs, old_tfs = mapped[keep], table.post_tfs[keep].astype(np.int64)
+        old_words = table.terms
+        vocab.update(old_words[t] for t in np.unique(old_terms).tolist())
+    words = sorted(vocab)
+    ids = {t: i for i, t in enumerate(words)}
+    lut = np.array([ids.get(w, -1) for w in old_words], dtype=np.int64)
+    terms = np.concatenate([np.array([ids[t] for t in fresh_terms], dtype=np.int64), lut[old_terms]])
+    docs = np.concatenate([fresh_docs, old_docs])
+    tfs = np.concatenate([fresh_tfs, old_tfs])
+    order = np.lexsort((docs, terms))
+    df = np.bincount(terms, minlength=len(words)) if len(words) else np.zeros(0, np.int64)
+    post_off = np.zeros(len(words) + 1, dtype=np.int64)
     np.cumsum(df, out=post_off[1:])
-    lengths = np.array([sum(c.values()) for c in docs], dtype=np.int32)
-    return {f"{name}.terms": "".join(t + "\n" for t in vocab).encode("utf-8"), f"{name}.post_offsets": post_off,
-            f"{name}.post_docs": arr[:, 1].astype(np.int32), f"{name}.post_tfs": arr[:, 2].astype(np.int32),
-            f"{name}.doc_len": lengths}
+    return {f"{name}.terms": "".join(t + "\n" for t in words).encode("utf-8"), f"{name}.post_offsets": post_off,
+            f"{name}.post_docs": docs[order].astype(np.int32), f"{name}.post_tfs": tfs[order].astype(np.int32),
+            f"{name}.doc_len": doc_len}
