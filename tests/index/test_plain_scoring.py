@@ -62,6 +62,8 @@ def test_plain_top_k_is_the_numpy_top_k_bit_for_bit(corpus) -> None:
     np_lists = [(np.asarray(d, dtype=np.int32), np.asarray(t, dtype=np.int32), q) for d, t, q in lists]
     docs, vals = bm25.top_k(bm25.score_terms(n_docs, norm, np_lists, k1), k)
     assert plain == list(zip(docs.tolist(), vals.tolist()))  # same documents, same order, identical floats
+    kept_docs, kept_vals = bm25.Scratch().top_k(n_docs, norm, np_lists, k1, k)  # the one-query numpy path
+    assert plain == list(zip(kept_docs.tolist(), kept_vals.tolist()))
 
 
 def test_a_document_number_past_the_end_or_negative_fails_the_length_lookup() -> None:
@@ -120,3 +122,50 @@ def test_a_process_imports_numpy_only_after_scoring_its_cost_in_plain_python(
     assert first == "False"  # the first query never imports numpy
     assert last == str(numpy_at_end)
     assert 0 < int(spent) <= budget
+
+
+def _views(doc_len: list[int], lists: list[tuple[list[int], list[int], int]]):
+    dl = memoryview(array("i", doc_len)).cast("B").cast("i")
+    return dl, [(memoryview(array("i", d)).cast("B").cast("I"), memoryview(array("i", t)).cast("B").cast("i"), q)
+                for d, t, q in lists]
+
+
+def _numpy_top_k(doc_len, lists, k1, b, avgdl, k):
+    norm = bm25.length_norm(np.asarray(doc_len, dtype=np.int32), avgdl, k1, b)
+    np_lists = [(np.asarray(d, dtype=np.int32), np.asarray(t, dtype=np.int32), q) for d, t, q in lists]
+    docs, vals = bm25.top_k(bm25.score_terms(len(doc_len), norm, np_lists, k1), k)
+    return list(zip(docs.tolist(), vals.tolist()))
+
+
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_pruned_top_k_equals_numpy_when_rare_terms_decide(data) -> None:
+    """A rare, frequent term and a few very common ones: the common lists are probed, not walked, and the
+    answer is still numpy's, bit for bit (ties included: lengths and frequencies repeat a lot)."""
+    n_docs = data.draw(st.integers(50, 400))
+    doc_len = data.draw(st.lists(st.integers(5, 12), min_size=n_docs, max_size=n_docs))
+    rare_docs = sorted(data.draw(st.sets(st.integers(0, n_docs - 1), min_size=1, max_size=12)))
+    lists = [(rare_docs, data.draw(st.lists(st.integers(1, 4), min_size=len(rare_docs), max_size=len(rare_docs))), 1)]
+    for _ in range(data.draw(st.integers(1, 4))):
+        common = sorted(data.draw(st.sets(st.integers(0, n_docs - 1), min_size=n_docs // 2, max_size=n_docs)))
+        lists.append((common, [1 + (d % 2) for d in common], data.draw(st.integers(1, 2))))
+    data.draw(st.randoms()).shuffle(lists)
+    k1, b, k = data.draw(st.sampled_from([1.2, 1.5])), data.draw(st.sampled_from([0.5, 0.75])), data.draw(st.integers(1, 8))
+    dl, views = _views(doc_len, lists)
+    avgdl = sum(doc_len) / n_docs
+    assert bm25_plain.top_k(n_docs, dl, avgdl, k1, b, views, k) == _numpy_top_k(doc_len, lists, k1, b, avgdl, k)
+
+
+def test_a_common_word_is_probed_not_walked() -> None:
+    """One rare term (10 documents, tf 3) and one in every document: after the rare term, no document
+    outside its 10 can reach the top 5, so the common term is looked up for the survivors only."""
+    n_docs = 5_000
+    doc_len = [8] * n_docs
+    rare = list(range(0, 5_000, 500))
+    lists = [(list(range(n_docs)), [1] * n_docs, 1), (rare, [3] * len(rare), 1)]
+    dl, views = _views(doc_len, lists)
+    trace: dict = {}
+    got = bm25_plain.top_k(n_docs, dl, 8.0, 1.2, 0.75, views, 5, trace=trace)
+    assert trace["probed_terms"] == 1
+    assert got == _numpy_top_k(doc_len, lists, 1.2, 0.75, 8.0, 5)
+    assert [d for d, _ in got] == rare[:5]
