@@ -1,4 +1,4 @@
-"""CLI `retrieve --no-rerank` timed beside a bare Python + numpy start (and another checkout), interleaved.
+"""CLI `retrieve --no-rerank` timed beside bare Python and Python + numpy starts (and another checkout), interleaved.
 
 Usage::
 
@@ -69,7 +69,8 @@ def main() -> int:
     if args.in_process:
         trees = ([("other", *args.other)] if args.other else []) + [("this checkout", str(REPO), args.vault)]
         return in_process(trees, args.in_process)
-    variants: dict[str, tuple[str | None, list[str]]] = {"python + numpy": (None, ["-c", "import numpy"])}
+    variants: dict[str, tuple[str | None, list[str]]] = {"bare python": (None, ["-c", "pass"]),
+                                                         "python + numpy": (None, ["-c", "import numpy"])}
     if args.other:
         variants["other"] = (args.other[0], ["-m", "vaulteval", "retrieve", "--vault", args.other[1]])
     variants["this checkout"] = (str(REPO), ["-m", "vaulteval", "retrieve", "--vault", args.vault])

@@ -9,10 +9,11 @@ so a rebuild re-tokenizes only the chunks that changed.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -50,9 +51,11 @@ class BuildReport:
     size_bytes: int = 0
     analyzer: str = "default"
     path: str = ""
+    # The rows just written, for the field index built next under the same lock (not reported).
+    doc_rows: list[DocMeta] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name != "doc_rows"}
 
 
 def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocMeta]]:
@@ -257,7 +260,10 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     encoded = [w.encode("utf-8") + b"\n" for w in words]
     term_off = np.zeros(len(words) + 1, dtype=np.int64)
     np.cumsum([len(e) for e in encoded], out=term_off[1:])
-    reused_line = {new: old.doc_line(prev) for prev, new in reuse_pairs} if old is not None else {}
+    reused_line: dict[int, bytes] = {}
+    if old is not None and reuse_pairs:  # sliced from the whole rows section (verified by _previous)
+        blob, offsets = bytes(old.section("docs")), old.section("doc_offsets").tolist()
+        reused_line = {new: blob[offsets[prev]:offsets[prev + 1]] for prev, new in reuse_pairs}
     doc_lines = [reused_line.get(i) or d.to_json() for i, d in enumerate(docs)]
     doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
     np.cumsum([len(line) for line in doc_lines], out=doc_off[1:])
@@ -290,4 +296,5 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         folder.unlink(INDEX_NAME + STALE_SUFFIX)
     path = meta.path / INDEX_DIR / INDEX_NAME
     report.docs, report.pages, report.terms, report.path = len(docs), n_pages, len(words), str(path)
+    report.doc_rows = docs
     return report

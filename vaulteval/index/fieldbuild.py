@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,16 +85,17 @@ def _aliases(frontmatter: dict[str, Any]) -> str:
     return "\n".join(found)
 
 
-def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir") -> int:
-    """Write ``bm25/fields.vti`` for ``index``'s documents; returns its size in bytes.
+def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list | None = None) -> int:
+    """Write ``bm25/fields.vti`` for ``index``'s documents (``docs``: its rows, when the caller has them);
+    returns its size in bytes.
 
     A document whose page path, chunk id and hashes match a row of the previous field file keeps that
     file's terms (``doc_keys`` names each row); only new or edited chunks read their page and record.
     """
     analyze = get_analyzer(index.analyzer_name)
-    docs = index.all_docs()
-    keys = [json.dumps([d.page_path, d.chunk_id, d.body_hash, d.page_body_hash], ensure_ascii=False).encode("utf-8")
-            + b"\n" for d in docs]
+    if docs is None or len(docs) != index.n_docs:
+        docs = index.all_docs()
+    keys = [(d.page_path, d.chunk_id, d.body_hash, d.page_body_hash) for d in docs]
     previous = previous_fields(meta.path, index.analyzer_name)
     old_of = np.full(len(docs), -1, dtype=np.int64)
     if previous is not None:
@@ -104,7 +106,7 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir") -> int:
     for name in FIELDS:
         old = (previous[1][name], old_of) if previous is not None else None
         sections.update(_postings(name, len(docs), fresh[name], old))
-    sections["doc_keys"] = b"".join(keys)
+    sections["doc_keys"] = json.dumps(keys, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     header = {"kind": FIELDS_KIND, "fields": list(FIELDS), "n_docs": index.n_docs, "extract_version": EXTRACT_VERSION,
               "index_identity": index_identity(index), "analyzer": index.analyzer_name}
     with meta.sub(fields_path(meta.path).parent.name, create=True) as folder:
@@ -138,7 +140,7 @@ def _fresh_counts(vault: "Vault", analyze: Any, docs: list[tuple[int, Any]]) -> 
     return out
 
 
-def previous_fields(meta_dir: Path, analyzer: str) -> tuple[dict[bytes, int], dict[str, FieldTable]] | None:
+def previous_fields(meta_dir: Path, analyzer: str) -> tuple[dict[tuple, int], dict[str, FieldTable]] | None:
     """The last field file's row keys and tables when it can seed this build; None when absent or unusable
     (another analyzer or extraction version, an older file without row keys, or anything malformed)."""
     try:
@@ -146,15 +148,18 @@ def previous_fields(meta_dir: Path, analyzer: str) -> tuple[dict[bytes, int], di
         if (header.get("kind") != FIELDS_KIND or header.get("analyzer") != analyzer
                 or header.get("extract_version") != EXTRACT_VERSION or "doc_keys" not in sections):
             return None
-        lines = bytes(sections["doc_keys"]).split(b"\n")
-        if lines.pop() != b"" or len(lines) != header.get("n_docs"):
+        rows = json.loads(bytes(sections["doc_keys"]))
+        if not isinstance(rows, list) or len(rows) != header.get("n_docs"):
             return None
-        tables = {name: FieldTable(name, sections, len(lines)) for name in FIELDS}
-        if not all(_well_formed(t, len(lines)) for t in tables.values()):
+        keys = list(map(tuple, rows))  # TypeError unless each row is a list...
+        if set(map(len, keys)) - {4} or set(map(type, chain.from_iterable(keys))) - {str}:  # ...of four strings
             return None
-    except (IndexFileError, OSError, KeyError, TypeError, ValueError, UnicodeDecodeError):
+        tables = {name: FieldTable(name, sections, len(keys)) for name in FIELDS}
+        if not all(_well_formed(t, len(keys)) for t in tables.values()):
+            return None
+    except (IndexFileError, OSError, KeyError, TypeError, ValueError, RecursionError):
         return None
-    return {line + b"\n": i for i, line in enumerate(lines)}, tables
+    return {key: i for i, key in enumerate(keys)}, tables
 
 
 def _well_formed(table: FieldTable, n_docs: int) -> bool:

@@ -68,7 +68,7 @@ def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: 
     with _writing(vault) as meta:
         report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
                              chunk_params=asdict(chunk_params or ChunkParams()), meta=meta)
-        _build_fields(vault, meta)
+        _build_fields(vault, meta, report.doc_rows)
     vault._index = None
     return report
 
@@ -84,12 +84,13 @@ def ensure_fields(vault: "Vault") -> bool:
     return True
 
 
-def _build_fields(vault: "Vault", meta: Any) -> None:
-    """The title/aliases/headings/code postings beside the index just built (field-weighted BM25)."""
+def _build_fields(vault: "Vault", meta: Any, docs: list | None = None) -> None:
+    """The title/aliases/headings/code postings beside the index just built (field-weighted BM25);
+    ``docs`` are its rows when the build just made them (else they are read from the index)."""
     from vaulteval.index.fieldbuild import build_fields
     from vaulteval.index.reader import BM25Index, index_path
 
-    build_fields(vault, BM25Index(index_path(vault.meta_dir)), meta)
+    build_fields(vault, BM25Index(index_path(vault.meta_dir)), meta, docs)
 
 
 def provision(
@@ -133,7 +134,7 @@ def provision(
         del page_bytes
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=hashes,
                                    chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta)
-        _build_fields(vault, meta)
+        _build_fields(vault, meta, index_report.doc_rows)
         t2 = time.perf_counter()
         embed_report, embed_failure = None, None
         if embed is not None:
