@@ -246,7 +246,10 @@ class BM25Index:
 
     def postings(self, term_id: int) -> "tuple[np.ndarray, np.ndarray]":
         """(document numbers, term frequencies) of a term as numpy arrays, every document number in range."""
-        start, end = self.posting_range(term_id)
+        return self.postings_at(*self.posting_range(term_id))
+
+    def postings_at(self, start: int, end: int) -> "tuple[np.ndarray, np.ndarray]":
+        """``postings`` for a range ``posting_range`` returned (its blocks already checked)."""
         all_docs = self._s.raw_array("post_docs")
         if end > start:
             # Document numbers are range-checked a whole block at a time, once, right after its checksum.

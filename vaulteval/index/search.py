@@ -49,7 +49,7 @@ class Searcher:
         total = sum(end - start for start, end in ranges)
         loaded = "numpy" in sys.modules
         if self._docs is None or total > (NUMPY_LOADED_FROM if loaded else NUMPY_IMPORT_POSTINGS - self._spent):
-            return self._search_numpy(tokens, k)
+            return self._search_numpy([(*index.postings_at(*r), qtf) for r, (_, qtf) in zip(ranges, terms)], k)
         if not loaded:
             self._spent += total
         if self._doc_len is None:
@@ -62,11 +62,11 @@ class Searcher:
             raise index.malformed() from None
         return [Hit(d, v) for d, v in best]
 
-    def _search_numpy(self, tokens: list[str], k: int) -> list[Hit]:
+    def _search_numpy(self, lists: "list[Any]", k: int) -> list[Hit]:
         index = self.index
         if self._scratch is None:
             from vaulteval.index.bm25 import Scratch
 
             self._scratch = Scratch()
-        docs, vals = self._scratch.top_k(index.n_docs, index.norm(), index.posting_lists(tokens), index.k1, k)
+        docs, vals = self._scratch.top_k(index.n_docs, index.norm(), lists, index.k1, k)
         return [Hit(int(d), float(v)) for d, v in zip(docs, vals)]
