@@ -125,7 +125,8 @@ def test_an_incremental_field_build_equals_a_full_one_and_reads_only_edited_chun
     assert _field_sections(fresh_vault) == incremental
 
 
-@pytest.mark.parametrize("damage", ["keys-short", "doc-out-of-range", "other-version"])
+@pytest.mark.parametrize("damage", ["keys-short", "keys-not-strings", "doc-out-of-range", "tfs-short",
+                                    "docs-float", "other-version"])
 def test_an_unusable_previous_field_file_means_a_full_build(fresh_vault: Path, damage: str,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """A field file that cannot seed a build (even one with right checksums) is not trusted: every chunk is read."""
@@ -140,8 +141,14 @@ def test_an_unusable_previous_field_file_means_a_full_build(fresh_vault: Path, d
             for name in sections}
     if damage == "keys-short":
         data["doc_keys"] = json.dumps(json.loads(data["doc_keys"])[1:]).encode()
+    elif damage == "keys-not-strings":
+        data["doc_keys"] = json.dumps([[1, 2, 3, 4]] * len(json.loads(data["doc_keys"]))).encode()
     elif damage == "doc-out-of-range":
         data["title.post_docs"][0] = 10**6
+    elif damage == "tfs-short":
+        data["title.post_tfs"] = data["title.post_tfs"][:-1]
+    elif damage == "docs-float":
+        data["title.post_docs"] = data["title.post_docs"].astype("<f8")
     else:
         header = dict(header, extract_version=0)
     with MetaDir.open(Vault(fresh_vault)) as meta, meta.sub("bm25") as folder:

@@ -163,10 +163,13 @@ def previous_fields(meta_dir: Path, analyzer: str) -> tuple[dict[tuple, int], di
 
 
 def _well_formed(table: FieldTable, n_docs: int) -> bool:
-    off, docs = table.post_off, table.post_docs
+    """Integer arrays whose offsets rise from 0 to the postings' length, with document numbers in range."""
+    off, docs, tfs, lengths = table.post_off, table.post_docs, table.post_tfs, table.doc_len
+    if any(a.dtype.kind not in "iu" for a in (off, docs, tfs, lengths)) or tfs.size != docs.size:
+        return False
     return bool(off.size >= 1 and off[0] == 0 and off[-1] == docs.size and np.all(np.diff(off) >= 0)
-                and (docs.size == 0 or (docs.min() >= 0 and docs.max() < n_docs and table.post_tfs.min() > 0))
-                and (table.doc_len.size == 0 or table.doc_len.min() >= 0))
+                and (docs.size == 0 or (docs.min() >= 0 and docs.max() < n_docs and tfs.min() > 0))
+                and (lengths.size == 0 or lengths.min() >= 0))
 
 
 def _postings(name: str, n_docs: int, fresh: list[tuple[int, Counter]],

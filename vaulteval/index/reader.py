@@ -16,10 +16,10 @@ from pathlib import Path
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.index.docmeta import DocMeta
 from vaulteval.index.file import BLOCK_SIZE, IndexCorrupt, IndexFileError, read_sections
-from vaulteval.index.search import Hit, Searcher
 from vaulteval.index.location import (  # noqa: F401 - the names build, provision and doctor import from here
     INDEX_DIR, INDEX_NAME, STALE_SUFFIX, index_path, invalidate_index, open_index_file, peek_header, restore_index,
     stale_index_present)
+from vaulteval.index.search import Hit, Searcher
 from vaulteval.index.tokenize import ANALYZER_VERSION, get_analyzer
 from vaulteval.vault.metadir import MetaDir
 
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from vaulteval.vault.vault import Vault
-
-
 
 
 class BM25Index:
