@@ -203,3 +203,24 @@ def test_a_plain_provision_whose_embedder_is_down_warns_and_keeps_the_index_curr
     code, _, err = run_main("provision", "--vault", fresh_vault, "--embed", "--embedder", "ollama",
                             "--model", "all-minilm")
     assert code == 1 and err.strip().splitlines()[-1].startswith("vaulteval: error: could not embed the chunks with ollama")
+
+
+def test_a_store_on_a_remote_ollama_is_not_refreshed_silently(fresh_vault: Path, ollama_server,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stored embeddings made through Ollama, then OLLAMA_HOST names another machine: a plain provision (and
+    the re-provision of `tune --write`) keeps the index current, sends nothing, and says why and what to pass."""
+    from vaulteval.pipeline.provision import provision_tuned
+    from vaulteval.pipeline.tuned import built_index_settings, check_index_settings
+
+    monkeypatch.setenv("OLLAMA_HOST", ollama_server.url)
+    run_json("provision", "--vault", fresh_vault, "--embed", "--embedder", "ollama", "--model", "all-minilm")
+    append_text(fresh_vault, DESCALING_NOTE, "\nLimescale limescale limescale.\n")
+    monkeypatch.setenv("OLLAMA_HOST", "http://10.255.255.1:11434")  # refused before any connection
+    code, out, err = run_main("provision", "--vault", fresh_vault)
+    assert code == 0 and json.loads(out)["index"] and json.loads(out).get("embeddings") is None
+    warning = err.strip().splitlines()
+    assert len(warning) == 1 and "stored embeddings not refreshed" in warning[0]
+    assert "not on this machine" in warning[0] and "--allow-remote-ollama" in warning[0]
+    assert doctor(Vault(fresh_vault)).embeddings["rows_stale"] == 1
+    report = provision_tuned(Vault(fresh_vault), check_index_settings(built_index_settings(Vault(fresh_vault))))
+    assert "not on this machine" in report["embeddings_not_refreshed"] and report["index"]

@@ -105,7 +105,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
     vault = _vault(args)
     from vaulteval.pipeline.provision import index_kwargs, provision
 
-    embed = None
+    embed, why_not = None, None
     if args.embed:
         from vaulteval.rerank.config import resolve
 
@@ -115,7 +115,8 @@ def cmd_provision(args: argparse.Namespace) -> int:
     elif not args.no_embed:
         from vaulteval.pipeline.provision import stored_embed_config
 
-        embed = stored_embed_config(vault)  # a vault with stored embeddings keeps them current
+        # A vault with stored embeddings keeps them current (with the same backend and model).
+        embed, why_not = stored_embed_config(vault, allow_remote=args.allow_remote_ollama)
     from vaulteval.pipeline.tuned import tuned_index
 
     # Without --analyzer, the index keeps the settings `tune --write` chose (else the defaults).
@@ -124,7 +125,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
     # An implicit refresh (no --embed) that fails is a warning: the notes, chunks and index are current.
     report = provision(vault, rebuild=args.rebuild, prefix_settings=_prefix_settings(args), embed=embed,
                        embed_required=args.embed, progress=sys.stderr if embed is not None else None, **settings)
-    failure = report.pop("embeddings_not_refreshed", None)
+    failure = report.pop("embeddings_not_refreshed", None) or why_not
     if failure is not None:
         sys.stderr.write(f"vaulteval: warning: stored embeddings not refreshed ({failure}); dense and hybrid skip "
                          "changed chunks until `vaulteval provision --embed` succeeds\n")

@@ -58,8 +58,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if index_differs(vault, entry["index"]):
             # The chosen analyzer, BM25 parameters or chunk sizes are the index's: rebuild it with them.
             sys.stderr.write(f"vaulteval: rebuilding the index with {entry['index']} for {entry['strategy']}\n")
-            provision_tuned(vault, entry["index"], progress=sys.stderr)
+            report = provision_tuned(vault, entry["index"], progress=sys.stderr)
             out["written"]["provisioned"] = True
+            if report.get("embeddings_not_refreshed"):
+                sys.stderr.write(f"vaulteval: warning: stored embeddings not refreshed "
+                                 f"({report['embeddings_not_refreshed']}); run `vaulteval provision --embed`\n")
     emit(out)
     return EXIT_OK
 

@@ -172,16 +172,27 @@ def provision_tuned(vault: "Vault", settings: dict[str, Any], *, progress: "IO[s
 
     Usage: ``provision_tuned(vault, {"analyzer": "english", "k1": 1.5, "b": 0.75, "target": 2000, ...})``
     """
-    return provision(vault, embed=stored_embed_config(vault), progress=progress, **index_kwargs(settings))
+    embed, why_not = stored_embed_config(vault)
+    report = provision(vault, embed=embed, embed_required=False, progress=progress, **index_kwargs(settings))
+    if why_not is not None:
+        report["embeddings_not_refreshed"] = why_not
+    return report
 
 
-def stored_embed_config(vault: "Vault") -> "RerankConfig | None":
-    """The backend and model of the vault's stored embeddings, to keep them current; None without a usable store."""
+def stored_embed_config(vault: "Vault", *, allow_remote: bool = False) -> "tuple[RerankConfig | None, str | None]":
+    """(the backend and model of the vault's stored embeddings, to keep them current; why they cannot be).
+
+    No usable store gives (None, None). A store whose backend may not be used from here (an
+    ``OLLAMA_HOST`` on another machine without ``allow_remote``) gives (None, the reason).
+    """
     from vaulteval.rerank.config import RerankConfig, RerankConfigError, resolve
     from vaulteval.rerank.store import StoreError, open_store
 
     try:
         store = open_store(vault.meta_dir)
-        return resolve(RerankConfig(backend=store.backend, model=store.model))
-    except (StoreError, RerankConfigError):
-        return None
+    except StoreError:
+        return None, None
+    try:
+        return resolve(RerankConfig(backend=store.backend, model=store.model, allow_remote=allow_remote)), None
+    except RerankConfigError as exc:
+        return None, str(exc)
