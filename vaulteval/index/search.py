@@ -7,8 +7,9 @@ Plain Python (``bm25_plain``) costs about 0.5 us a posting here and no import.
 numpy costs about 0.2 ms a query plus 0.1 us a posting, once its 0.13 s import
 is paid. So with numpy loaded, plain Python is used only for tiny lists; without
 it, a process scores in plain Python until it has spent about numpy's import
-time there, then imports numpy (ski rental): a CLI call never imports it, a long
-loop soon does. Both give the same hits with bit-identical scores.
+time there, then imports numpy (ski rental): a CLI call imports it only for a
+query with more postings than that, a long loop soon does. Both give the same
+hits with bit-identical scores.
 """
 
 from __future__ import annotations
