@@ -19,8 +19,8 @@ written through ``write_sections`` gets block checksums; nothing else is needed.
 
 Reading needs no numpy: ``raw`` gives memoryviews cast to the section's element
 type, so a CLI query never pays numpy's import (0.13 s, most of a call). numpy
-is imported when whole arrays are asked for (``sections[name]``, ``array``) and
-for writing.
+is imported when whole arrays are asked for (``sections[name]``, ``raw_array``)
+and for writing.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import os
 import struct
 import sys
 import zlib
-from array import array
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from collections import namedtuple
@@ -239,10 +238,7 @@ def read_sections(path: Path, fh=None) -> tuple[dict[str, Any], "Sections"]:
         if os.fstat(fh.fileno()).st_size != body_start + header["body_size"]:
             raise IndexFileError("index file is truncated or has trailing bytes")
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if header["body_size"] else b""
-    crcs = array("I")  # "I" is 4 bytes on every platform Python supports
-    crcs.frombytes(table[: 4 * header["n_blocks"]])
-    if sys.byteorder != "little":
-        crcs.byteswap()
+    crcs = struct.unpack_from(f"<{header['n_blocks']}I", table)
     sections = Sections(mapped, body_start, layout, crcs)
     for name, sec in layout.items():
         if sec.nbytes <= SMALL_SECTION:
