@@ -159,17 +159,26 @@ def _read_header(fh) -> tuple[dict[str, Any], int]:
     return header, _PREFIX.size + head_len
 
 
-def read_header(path: Path) -> dict[str, Any]:
-    """Usage: ``read_header(path)["n_docs"]``: the checked header only, no body check."""
+def checked_open(opener: Any) -> Any:
+    """Usage: ``fh = checked_open(lambda: open_regular(path))``: the file ``opener`` opens, or IndexFileError
+    saying it is missing, not a regular file (a FIFO, folder, symlink...) or unreadable."""
     try:
-        with open_regular(path) as fh:
-            return _read_header(fh)[0]
+        return opener()
     except FileNotFoundError:
         raise IndexFileError("index file is missing") from None
     except NotRegularFile:
         raise IndexFileError("index file is not a regular file") from None
-    except (OSError, ValueError) as exc:
-        raise IndexFileError(f"index header unreadable: {exc}") from None
+    except OSError as exc:
+        raise IndexFileError(f"index file unreadable: {exc.strerror or exc}") from None
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    """Usage: ``read_header(path)["n_docs"]``: the checked header only, no body check."""
+    with checked_open(lambda: open_regular(path)) as fh:
+        try:
+            return _read_header(fh)[0]
+        except (OSError, ValueError) as exc:
+            raise IndexFileError(f"index header unreadable: {exc}") from None
 
 
 def _well_formed(entry: Any) -> bool:
@@ -216,14 +225,7 @@ def read_sections(path: Path, fh=None) -> tuple[dict[str, Any], "Sections"]:
     ``fh`` is the file already opened (through the meta folder's descriptor); else ``path`` is opened.
     """
     if fh is None:
-        try:
-            fh = open_regular(path)
-        except FileNotFoundError:
-            raise IndexFileError("index file is missing") from None
-        except NotRegularFile:
-            raise IndexFileError("index file is not a regular file") from None
-        except OSError as exc:
-            raise IndexFileError(f"index file unreadable: {exc.strerror}") from None
+        fh = checked_open(lambda: open_regular(path))
     with fh:
         try:
             header, table_start = _read_header(fh)

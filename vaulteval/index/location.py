@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from vaulteval.index.file import IndexFileError, read_header
-from vaulteval.vault.metadir import MetaDir, NotRegularFile
+from vaulteval.index.file import IndexFileError, checked_open, read_header
+from vaulteval.vault.metadir import MetaDir
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing (~13 ms)
 if TYPE_CHECKING:
@@ -61,15 +61,12 @@ def restore_index(meta: MetaDir) -> bool:
 
 def open_index_file(meta: MetaDir, name: str = INDEX_NAME):
     """The index file opened through the meta folder's descriptor (raises IndexFileError when unusable)."""
-    try:
+
+    def opener():
         with meta.sub(INDEX_DIR) as folder:
             return folder.open_read(name)
-    except FileNotFoundError:
-        raise IndexFileError("index file is missing") from None
-    except NotRegularFile:
-        raise IndexFileError("index file is not a regular file") from None
-    except OSError as exc:
-        raise IndexFileError(f"index file unreadable: {exc.strerror or exc}") from None
+
+    return checked_open(opener)
 
 
 def stale_index_present(vault: "Vault") -> bool:
