@@ -48,14 +48,9 @@ def _query_rows(index: "BM25Index", queries: list[list[str]]) -> tuple[np.ndarra
     """CSR parts of the query x term count matrix; each row keeps the order of first occurrence."""
     indptr, indices, counts = [0], [], []
     for tokens in queries:
-        seen: dict[str, int] = {}
-        for token in tokens:
-            seen[token] = seen.get(token, 0) + 1
-        for term, qtf in seen.items():
-            tid = index.term_id(term)
-            if tid >= 0:
-                indices.append(tid)
-                counts.append(float(qtf))
+        for tid, qtf in index.query_terms(tokens):  # the one-query path's terms, in the same order
+            indices.append(tid)
+            counts.append(float(qtf))
         indptr.append(len(indices))
     return (np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
             np.asarray(counts, dtype=np.float64))
