@@ -157,3 +157,30 @@ def test_an_unusable_previous_field_file_means_a_full_build(fresh_vault: Path, d
     build(Vault(fresh_vault))  # the index and field build a provision makes, under the lock
     assert reads == [expected["header"]["n_docs"]]
     assert _field_sections(fresh_vault) == expected
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_fifo_or_symlink_in_place_of_the_field_file_is_not_read_and_not_written_through(
+        fresh_vault: Path, tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FIFO would hang a reader; a symlink could point at a field file (or anything) outside the vault.
+    Neither seeds the build: every chunk is read, the file is replaced by a regular one, the target is untouched."""
+    import os
+
+    from vaulteval.pipeline.provision import build
+
+    path = fields_path(fresh_vault / ".vault-meta")
+    expected = _field_sections(fresh_vault)
+    outside = tmp_path / "outside.vti"
+    before = path.read_bytes()
+    outside.write_bytes(before)  # a valid field file, so only the refusal keeps it out
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(outside)
+    reads = _fresh_reads(monkeypatch)
+    build(Vault(fresh_vault))
+    assert reads == [expected["header"]["n_docs"]]
+    assert path.is_file() and not path.is_symlink()
+    assert _field_sections(fresh_vault) == expected
+    assert outside.read_bytes() == before
