@@ -129,10 +129,12 @@ def first_stage(retriever: Any, query: str, stage: FirstStage, depth: int,
 
     ``scores`` holds the components that exist: ``bm25`` (absent when BM25 did
     not match the chunk), ``dense``, ``fused``. The info holds ``first_stage``
-    (the stage that ran), ``fallbacks`` (``(stage, reason)``), ``embedding_model``
-    and ``timings_ms`` per stage.
+    (the stage that ran), ``ranked_by`` (the component of its order),
+    ``fallbacks`` (``(stage, reason)``), ``embedding_model`` and ``timings_ms``
+    per stage.
     """
-    info: dict[str, Any] = {"first_stage": stage.label, "fallbacks": [], "embedding_model": None, "timings_ms": {}}
+    info: dict[str, Any] = {"first_stage": stage.label, "ranked_by": "bm25", "fallbacks": [],
+                            "embedding_model": None, "timings_ms": {}}
     if stage.fields and retriever.fields() is None:
         # Never pretend: weights without a field index would silently be plain BM25.
         stage = replace(stage, fields=())
@@ -153,11 +155,13 @@ def first_stage(retriever: Any, query: str, stage: FirstStage, depth: int,
         info["fallbacks"].append((stage.kind, reason))
         return [(d, {"bm25": v}) for d, v in bm25_list], info
     if stage.kind == "dense":
+        info["ranked_by"] = "dense"
         return [(d, _matched(bm25_scores[d], dense=c)) for d, c in dense_list], info
     started = time.perf_counter()
     dense_of = dict(dense_list)
     fused = _rrf(bm25_list, dense_list, stage) if stage.fusion == "rrf" else _cc(bm25_list, dense_list, stage)
     out = [(d, _matched(bm25_scores[d], dense=dense_of.get(d), fused=s)) for d, s in fused]
+    info.update(ranked_by="fused")
     info["timings_ms"]["fusion"] = _ms_since(started)
     return out, info
 

@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 SCHEMA = "vaulteval.retrieve.v2"
-# Score components in the order they are computed; ``score`` is the last one that exists.
-COMPONENTS = ("bm25", "dense", "fused", "rerank")
 # A rerank was asked for but no current candidate was left: nothing failed, nothing was reordered.
 NO_CANDIDATES = "no-candidates"
 
@@ -95,18 +93,15 @@ class Candidate:
                  "rerank_source", "snippet")
 
     def __init__(self, chunk_id: str, page_address: str, page_path: str, absolute_path: str, chunk_index: int,
-                 scores: dict[str, float], snippet: str, rerank_source: str = "skipped"):
+                 scores: dict[str, float], ranked_by: str, snippet: str, rerank_source: str = "skipped"):
         self.chunk_id, self.page_address, self.page_path = chunk_id, page_address, page_path
         self.absolute_path, self.chunk_index, self.snippet = absolute_path, chunk_index, snippet
-        self.scores = {}
-        self.score = 0.0
+        self.scores = {name: round(float(value), 6) for name, value in scores.items()}
+        self.score = self.scores[ranked_by]  # the first stage's ranking component: bm25, dense or fused
         self.rerank_source = rerank_source
-        for name in COMPONENTS:
-            if name in scores:
-                self.set_score(name, scores[name])
 
     def set_score(self, component: str, value: float) -> None:
-        """Record a component; the latest stage's component becomes ``score``."""
+        """Record a later stage's component (``rerank``); it becomes ``score``."""
         self.scores[component] = round(float(value), 6)
         self.score = self.scores[component]
 

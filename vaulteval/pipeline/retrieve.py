@@ -166,7 +166,7 @@ def _run(
     watch.lap("bm25", parts=stage["timings_ms"])
     # Without rerank or explain only the first `top` current pages are read and verified.
     served_only = rerank is None and not explain
-    pool, texts, stale = _verify(retriever, hits, top if served_only else None)
+    pool, texts, stale = _verify(retriever, hits, stage["ranked_by"], top if served_only else None)
     watch.lap("integrity")
     label = Label(stage["first_stage"], None, stage["fallbacks"])
     anchored = embed_cache == "default" and not retriever.vault.meta_is_external
@@ -178,7 +178,7 @@ def _run(
     if explain:
         info = _explain(index.analyzer_name, stage, label, len(hits), ranked, deduped, bm25_top, rerank_model,
                         stale, watch.done())
-    return RetrievalResult(query=query, label=label, top_k=top, candidates=deduped[:top], explain=info, pool=ranked)
+    return _assemble(query, label, top, ranked, deduped, info)
 
 
 def _validate(query: str, top: int, bm25_top: int, rerank: "RerankConfig | None") -> "RerankConfig | None":
@@ -204,11 +204,13 @@ def _open_index(retriever: Retriever) -> BM25Index:
 
 def _first_stage(retriever: Retriever, query: str, first: "FirstStage | None", depth: int, cache: Path | None,
                  bm25_hits: "list[Hit] | None") -> "tuple[list[tuple[int, dict[str, float]]], dict[str, Any]]":
-    """The first stage's documents best first as ``(doc, scores)``, and its info (stage, fallbacks, timings)."""
+    """The first stage's documents best first as ``(doc, scores)``, and its info: the stage that ran, the
+    component it ranked by, fallbacks, the query's embedding model and timings."""
     if first is None or (first.kind == "bm25" and not first.fields):
         # Plain BM25 stays in plain Python: the first-stage module loads numpy.
         found = retriever.index().search(query, k=depth) if bm25_hits is None else bm25_hits[:depth]
-        info = {"first_stage": "bm25", "fallbacks": [], "embedding_model": None, "timings_ms": None}
+        info = {"first_stage": "bm25", "ranked_by": "bm25", "fallbacks": [], "embedding_model": None,
+                "timings_ms": None}
         return [(h.doc, {"bm25": h.score}) for h in found], info
     from vaulteval.pipeline.firststage import first_stage
 
@@ -216,7 +218,7 @@ def _first_stage(retriever: Retriever, query: str, first: "FirstStage | None", d
     return ranked[:depth], info
 
 
-def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]",
+def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ranked_by: str,
             pages_wanted: int | None) -> tuple[list[Candidate], list[str], int]:
     """Candidates whose chunk and note still match the index, in first-stage order; their texts; stale count.
 
@@ -239,7 +241,7 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]",
         raw = rec["raw_text"]
         absolute = cached_lexical_path(vault.notes_dir, doc.page_path, vault.notes_strip)
         pool.append(Candidate(doc.chunk_id, doc.page_address, doc.page_path, absolute, doc.chunk_index,
-                              scores, raw[:SNIPPET_CHARS]))
+                              scores, ranked_by, raw[:SNIPPET_CHARS]))
         texts.append(rec.get("contextualized_text") or raw)
         if pages_wanted is not None:
             pages.add(doc.page_path)
@@ -287,6 +289,12 @@ def _dedupe(ranked: list[Candidate]) -> list[Candidate]:
             seen.add(cand.page_path)
             out.append(cand)
     return out
+
+
+def _assemble(query: str, label: Label, top: int, ranked: list[Candidate], deduped: list[Candidate],
+              info: "dict[str, Any] | None") -> RetrievalResult:
+    """The answer: the best ``top`` pages; the whole ranked pool stays attached for evaluation."""
+    return RetrievalResult(query=query, label=label, top_k=top, candidates=deduped[:top], explain=info, pool=ranked)
 
 
 def _explain(analyzer: str, stage: "dict[str, Any]", label: Label, n_hits: int, ranked: list[Candidate],
