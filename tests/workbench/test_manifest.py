@@ -62,6 +62,8 @@ def test_run_directory_contents_and_manifest(run_dir: Path) -> None:
     assert set(misses.cause) <= {"not-indexed", "no-query-term", "outside-pool", "below-cutoff"}
     loaded = load_run_dir(run_dir)
     assert [r.name for r in loaded.runs] == ["bm25", "bm25-english", "bm25-target=800-overlap=100"]
+    pool = pd.read_csv(run_dir / "pool.csv")  # BM25 runs: ranked by BM25, no other component
+    assert (pool.score == pool.bm25_score).all() and pool[["dense_score", "fused_score", "rerank_score"]].isna().all().all()
 
 
 def test_verify_passes_untouched_and_fails_after_a_note_edit(run_dir: Path, capsys: pytest.CaptureFixture) -> None:
@@ -88,6 +90,8 @@ def _as_schema_1(run_dir: Path, **strategy_changes: object) -> None:
     queries = pd.read_csv(run_dir / "queries.csv", dtype={"query_id": str})
     assert {"reranked", "fallback"} <= set(queries.columns)
     queries.drop(columns=["reranked", "fallback"]).to_csv(run_dir / "queries.csv", index=False)
+    pool = pd.read_csv(run_dir / "pool.csv", dtype={"query_id": str})
+    pool.drop(columns=["score", "dense_score", "fused_score"]).to_csv(run_dir / "pool.csv", index=False)
 
 
 def test_a_schema_1_directory_of_bm25_runs_still_verifies_and_loads(run_dir: Path) -> None:

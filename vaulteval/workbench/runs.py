@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from vaulteval.workbench.workspace import StrategyEnv, Workspace
 
 RUN_COLUMNS = ["query_id", "doc_id", "score", "rank"]
-POOL_COLUMNS = ["query_id", "pool_rank", "bm25_rank", "chunk_id", "doc_id", "bm25_score", "rerank_score"]
+POOL_COLUMNS = ["query_id", "pool_rank", "bm25_rank", "chunk_id", "doc_id", "bm25_score", "rerank_score", "score",
+                "dense_score", "fused_score"]
 QUERY_COLUMNS = ["query_id", "label", "latency_ms", "rerank_ms", "pool_chunks", "stale", "reranked", "fallback"]
 
 
@@ -226,7 +227,8 @@ def retrieve_rows(env: "StrategyEnv", queries: "list[Query]", strategy: "Strateg
         for pos, cand in enumerate(res.pool, 1):
             bm25_rank = bm25_pos[cand.chunk_id] if bm25_pos is not None else pos
             rows.pool.append((q.query_id, pos, bm25_rank, cand.chunk_id, cand.page_path, cand.bm25_score,
-                              cand.scores.get("rerank")))
+                              cand.scores.get("rerank"), cand.score, cand.scores.get("dense"),
+                              cand.scores.get("fused")))
         timings = (res.explain or {}).get("timings_ms", {})
         failures = label.failures
         rows.trace.append((q.query_id, label.text(), round(latency, 3), timings.get("rerank"), len(res.pool),
