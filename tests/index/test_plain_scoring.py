@@ -51,7 +51,7 @@ def corpora(draw):
     return n_docs, doc_len, lists, k1, b, avgdl, k
 
 
-@settings(max_examples=max(1, 2 * examples()), deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(), deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corpora())
 def test_plain_top_k_is_the_numpy_top_k_bit_for_bit(corpus) -> None:
     n_docs, doc_len, lists, k1, b, avgdl, k = corpus
@@ -144,7 +144,7 @@ def _numpy_top_k(doc_len, lists, k1, b, avgdl, k):
     return list(zip(docs.tolist(), vals.tolist()))
 
 
-@settings(max_examples=max(1, 2 * examples()), deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(), deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_pruned_top_k_equals_numpy_when_rare_terms_decide(data) -> None:
     """A rare, frequent term and a few very common ones: the common lists are probed, not walked, and the

@@ -49,7 +49,7 @@ class Candidate:
         self.dense_score = dense_score  # cosine from the stored embeddings (dense and hybrid only)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field; ``dense_score`` only when there is one (BM25-only results keep the seed's fields)."""
+        """Every field; ``dense_score`` only when there is one (BM25-only results keep claude-obsidian's fields)."""
         out = {name: getattr(self, name) for name in self.__slots__}
         if out["dense_score"] is None:
             del out["dense_score"]
