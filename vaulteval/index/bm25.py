@@ -4,6 +4,7 @@ Usage::
 
     scores = score_terms(n_docs, norm, [(docs, tfs, qtf), ...], k1)      # one query: every document's score
     matrix = score_rows(n_docs, norm, k1, [query_1_lists, query_2_lists])  # a block: one row per query
+    matrix = score_postings(n_rows, n_docs, norm, k1, rows=..., docs=..., ...)  # the same from flat arrays
     docs, vals = top_k(scores, k)
 
 idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds
@@ -42,23 +43,31 @@ def posting_weights(idf_t: float | np.ndarray, tfs: np.ndarray, doc_norm: np.nda
 
 def score_rows(n_docs: int, norm: np.ndarray, k1: float,
                rows: list[list[tuple[np.ndarray, np.ndarray, int]]]) -> np.ndarray:
-    """One row of document scores per query; each query is its (doc ids, term freqs, query count) lists.
-
-    Every posting's weight (``posting_weights``) times its query count goes into one ``np.bincount``,
-    which adds in input order: for each document, its terms' weights in query order starting from 0,
-    as ``bm25_plain`` adds them.
-    """
+    """One row of document scores per query; each query is its (doc ids, term freqs, query count) lists."""
     pairs = [(r, docs, tfs, qtf) for r, lists in enumerate(rows) for docs, tfs, qtf in lists if len(docs)]
     if not pairs:
         return np.zeros((len(rows), n_docs), dtype=np.float64)
     length = np.array([len(docs) for _, docs, _, _ in pairs], dtype=np.int64)
-    docs = np.concatenate([d for _, d, _, _ in pairs]).astype(np.int64, copy=False)
-    tfs = np.concatenate([t for _, _, t, _ in pairs])
-    idfs = np.repeat(np.array([idf(n_docs, len(d)) for _, d, _, _ in pairs], dtype=np.float64), length)
-    counts = np.repeat(np.array([float(q) for _, _, _, q in pairs], dtype=np.float64), length)
-    cells = np.repeat(np.array([r * n_docs for r, _, _, _ in pairs], dtype=np.int64), length) + docs
+    return score_postings(
+        len(rows), n_docs, norm, k1,
+        rows=np.repeat(np.array([r for r, _, _, _ in pairs], dtype=np.int64), length),
+        docs=np.concatenate([d for _, d, _, _ in pairs]).astype(np.int64, copy=False),
+        tfs=np.concatenate([t for _, _, t, _ in pairs]),
+        idfs=np.repeat(np.array([idf(n_docs, len(d)) for _, d, _, _ in pairs], dtype=np.float64), length),
+        counts=np.repeat(np.array([float(q) for _, _, _, q in pairs], dtype=np.float64), length))
+
+
+def score_postings(n_rows: int, n_docs: int, norm: np.ndarray, k1: float, *, rows: np.ndarray, docs: np.ndarray,
+                   tfs: np.ndarray, idfs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The sum itself, over flat arrays with one entry per posting: its query row, document, term frequency,
+    term idf and query count, postings in query-term order within a row.
+
+    Every posting's weight (``posting_weights``) times its query count goes into one ``np.bincount``, which
+    adds in input order: for each document, its terms' weights in query order starting from 0, as
+    ``bm25_plain`` adds them.
+    """
     values = posting_weights(idfs, tfs, norm[docs], k1) * counts
-    return np.bincount(cells, weights=values, minlength=len(rows) * n_docs).reshape(len(rows), n_docs)
+    return np.bincount(rows * n_docs + docs, weights=values, minlength=n_rows * n_docs).reshape(n_rows, n_docs)
 
 
 def score_terms(n_docs: int, norm: np.ndarray, postings: list[tuple[np.ndarray, np.ndarray, int]],
