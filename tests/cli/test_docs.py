@@ -115,3 +115,15 @@ def test_the_readme_loop_runs_as_written_on_a_copy_of_the_sample_vault(tmp_path)
 
     written = json.loads((home / "notes" / ".vaulteval.json").read_text(encoding="utf-8"))["retrieve"]
     assert json.loads(outputs[-1])["tuned"]["strategy"] == written["strategy"]  # retrieve names what tune wrote
+
+
+@pytest.mark.parametrize("doc", ["README.md", *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))])
+def test_doc_links_stay_inside_the_repository_and_name_no_outside_data(doc):
+    """A person who clones the repository has every file a doc links to, and no `../shared` data folder."""
+    text = (REPO / doc).read_text(encoding="utf-8")
+    assert "../shared" not in text and "/work/shared" not in text
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue  # a URL
+        path = ((REPO / doc).parent / target).resolve()
+        assert path.is_relative_to(REPO) and path.exists(), f"{doc} links to {target}"
