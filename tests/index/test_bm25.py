@@ -1,6 +1,7 @@
 """BM25 scores equal the formula in docs/index-format.md: by hand on a tiny vault, and against bm25s on SciFact.
 
-Usage: ``.venv/bin/python -m pytest tests/index/test_bm25.py -q``
+Usage: ``.venv/bin/python -m pytest tests/index/test_bm25.py -q`` (``VAULTEVAL_RELIABILITY=full``: the
+tokenizer reference on every SciFact chunk, not one in 25).
 
 The SciFact corpus (../shared/data/scifact, read-only) becomes a temporary
 vault with one note per abstract; the index's own documents (read back from

@@ -1,6 +1,7 @@
 """One-query BM25 in plain Python (no numpy import) against the numpy scorer, and when each is used.
 
-Usage: ``.venv/bin/python -m pytest tests/index/test_plain_scoring.py -q``
+Usage: ``.venv/bin/python -m pytest tests/index/test_plain_scoring.py -q`` (20 examples per property;
+``VAULTEVAL_FUZZ_EXAMPLES=400`` for a deeper run).
 
 The plain scorer must give the same documents with bit-identical scores, so a
 CLI call (plain) and a notebook (numpy) never disagree about a ranking.
