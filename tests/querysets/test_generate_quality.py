@@ -141,3 +141,15 @@ def test_summary_kind_drops_the_pages_distinctive_words(messy: Vault, tmp_path: 
         words = set(q["query"].casefold().replace(".", "").split())
         (target,) = q["relevant"]
         assert not words & distinctive[target], q["query"]
+
+
+def test_eval_slices_by_overlap_band_and_its_report_says_what_the_set_cannot_judge(messy: Vault, tmp_path: Path) -> None:
+    from vaulteval.workbench.evaluate import evaluate
+
+    out = tmp_path / "q.yaml"
+    generate_queryset(messy, out, kinds=["title", "heading"], n=20)
+    ev = evaluate(messy, load_queryset(out, messy), ["bm25"], measures=["nDCG@10"], cache_dir=tmp_path / "cache")
+    bands = ev.slices[ev.slices.slice_by == "overlap"]
+    assert "high" in set(bands.slice)
+    assert bands[bands.slice == "high"].n.iloc[0] == sum(1 for q in _queries(out) if q.get("overlap_band") == "high")
+    assert any(n.startswith("CANNOT JUDGE SEMANTIC STRATEGIES") for n in ev.report.notes)
