@@ -65,6 +65,8 @@ def test_trim_edges_removes_what_a_removed_link_leaves_dangling() -> None:
     assert trim_edges("This option is only available for users with a.") == "This option is only available for users"
     assert trim_edges("and you will also need to delete it, and") == "you will also need to delete it"
     assert trim_edges("Cuando falla, e.") == "Cuando falla"
+    assert trim_edges("Core plugins are listed in") == "Core plugins are listed"
+    assert trim_edges("in") == "" and trim_edges("How to log in") == "How to log in"
     assert reject_reason(trim_edges("The Publish core plugin is.")) is None
 
 

@@ -16,6 +16,7 @@ punctuation.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 HOLE = "\u2063"  # an invisible separator: marks where the removed link stood
 
@@ -68,9 +69,15 @@ def prose(line: str, keep: str | None = None) -> str:
     return tidy(text)
 
 
+def _no_symbols(text: str) -> str:
+    """Without emoji and other pictographs (Unicode So) and the variation selectors that dress them: nobody types 🗂️."""
+    return "".join(" " if unicodedata.category(ch) == "So" else "" if 0xFE00 <= ord(ch) <= 0xFE0F else ch
+                   for ch in text) if not text.isascii() else text
+
+
 def tidy(text: str) -> str:
-    """Single spaces, no space before punctuation, no empty brackets or doubled commas."""
-    text = _EMPTY_RE.sub(" ", text)
+    """Single spaces, no space before punctuation, no pictographs, no empty brackets or doubled commas."""
+    text = _EMPTY_RE.sub(" ", _no_symbols(text))
     text = _SPACE_PUNCT_RE.sub(lambda m: m.group(1) or m.group(2), " ".join(text.split()))
     text = _DOUBLE_PUNCT_RE.sub(r"\1", text)
     return " ".join(text.split())

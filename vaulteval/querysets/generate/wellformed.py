@@ -28,6 +28,7 @@ MAX_CHARS = 300
 # that write words with spaces. Particles that end phrasal verbs (in, on, up, out, off) are left out on purpose.
 EDGE_WORDS = frozenset("""
 a an the of to at by for from with into onto about as and or but nor than via is are was were has have had
+through between within without across during per among toward towards upon including
 your my our their its his her see e.g i.e vs etc such
 el la los las un una unos unas de del al y o con por para que se su sus es son lo como
 le les une des du et ou dans sur pour avec qui est sont au aux ce cette ces sa ses
@@ -36,6 +37,9 @@ il gli della di che è alla e
 os um uma do da dos das em na com são ao
 """.split())
 START_WORDS = frozenset("and or of nor than y et und e".split())
+# "in" ends a sentence cut before its object ("Core plugins are listed in"), except after these verbs.
+IN_VERBS = frozenset("log sign zoom opt plug built check fill type drop dive set logged signed zoomed checked filled "
+                     "typed dropped".split())
 # Words that carry no topic: they do not count as content words (nor do EDGE_WORDS).
 FUNCTION_WORDS = EDGE_WORDS | frozenset("""
 it this that these those there here you i we they he she me us them also not so then more most very just can will
@@ -64,10 +68,20 @@ _OPEN_QUOTE_RE = re.compile(r"(?:^|\s)['‘]")
 _CLOSE_QUOTE_RE = re.compile(r"['’](?=\s|$|[.,;:!?)])")
 
 
-def _edge_word(word: str) -> str:
-    """The word as EDGE_WORDS lists it; "" for a capitalized one ("PARA", "Personal OS" end in names, not cuts)."""
+def _edge_word(word: str, name: bool = False) -> str:
+    """The word as EDGE_WORDS lists it; "" for an all-caps one ("PARA", "Personal OS"), and in a name (title,
+    alias) for any capitalized one ("Dan Au"): those end names, not cut sentences."""
     core = word.strip(".,;:!?\"'“”‘’()")
-    return core if core.islower() else ""
+    if core.islower() or (not name and core.istitle() and len(core) > 1):
+        return core.casefold()
+    return ""
+
+
+def _ends_cut(words: list[str], name: bool) -> bool:
+    last = _edge_word(words[-1], name)
+    if last == "in":
+        return len(words) < 2 or _edge_word(words[-2], name) not in IN_VERBS
+    return last in EDGE_WORDS
 
 
 def _start_word(word: str) -> str:
@@ -103,7 +117,7 @@ def reject_reason(text: str, *, name: bool = False, min_content: int = 1) -> str
     if _BAD_START_RE.match(stripped) or (len(words) > 1 and _start_word(words[0]) in START_WORDS):
         return "ragged-start"
     if _BAD_END_RE.search(stripped) or (_ONE_LETTER_END_RE.search(stripped) and words[-1].islower()) or \
-            (len(words) > 1 and not stripped.endswith("?") and _edge_word(words[-1]) in EDGE_WORDS):
+            (len(words) > 1 and not stripped.endswith("?") and _ends_cut(words, name)):
         return "ragged-end"
     content = [w for w in _WORD_RE.findall(stripped) if _is_content(w)]
     if len(content) < min_content:
@@ -118,7 +132,7 @@ def trim_edges(text: str) -> str:
         words.pop(0)
     while words:
         last = words[-1].rstrip(",;:-–—(/&")
-        if _WORD_RE.search(last) and _edge_word(last) not in EDGE_WORDS:
+        if _WORD_RE.search(last) and not _ends_cut(words[:-1] + [last], False):
             words[-1] = last
             break
         words.pop()
