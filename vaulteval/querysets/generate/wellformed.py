@@ -28,7 +28,7 @@ MAX_CHARS = 300
 # that write words with spaces. Particles that end phrasal verbs (in, on, up, out, off) are left out on purpose.
 EDGE_WORDS = frozenset("""
 a an the of to at by for from with into onto about as and or but nor than via is are was were has have had
-through between within without across during per among toward towards upon including
+through between within without across during per among toward towards upon including that which whose whom
 your my our their its his her see e.g i.e vs etc such
 el la los las un una unos unas de del al y o con por para que se su sus es son lo como
 le les une des du et ou dans sur pour avec qui est sont au aux ce cette ces sa ses
