@@ -167,7 +167,7 @@ def _pick(ctx: "Context", chosen: list[str], ordered: dict[str, list[Candidate]]
           ) -> dict[str, list[Candidate]]:
     """Fill each kind's share (at most its cap); what a kind cannot fill passes to the kinds that still can."""
     from vaulteval.querysets.generate.screen import screen, within_overlap
-    from vaulteval.querysets.generate.script import judge_substrings
+    from vaulteval.querysets.generate.script import judge_segments
 
     seen: set[str] = set()
     picked: dict[str, list[Candidate]] = {k: [] for k in chosen}
@@ -192,7 +192,7 @@ def _pick(ctx: "Context", chosen: list[str], ordered: dict[str, list[Candidate]]
                 used = {id(c) for c in got}
                 remaining[kind] = [c for c in remaining[kind] if id(c) not in used and norm_text(c.text) not in seen]
                 if kind == "script":
-                    judged = judge_substrings(ctx, got)
+                    judged = judge_segments(ctx, got)
                     rejected[("script", "too-common")] += judged.count(None)
                     got = [c for c in judged if c is not None]
                 if not remaining[kind] or len(picked[kind]) + len(got) >= caps.get(kind, n):

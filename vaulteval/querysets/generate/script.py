@@ -3,7 +3,7 @@
 Usage::
 
     cands = script_candidates(ctx)            # one segment and one mixed query per CJK page, at most
-    kept = judge_substrings(ctx, chosen)      # relevance: every page holding the text (source 2, others 1)
+    kept = judge_segments(ctx, chosen)      # relevance: every page holding the text (source 2, others 1)
 
 A short CJK query is where a tokenizer that splits on spaces fails, but it
 must be a word a person types, never a random cut. No Chinese segmenter
@@ -99,7 +99,7 @@ def plain_text(f) -> str:
     return "\n".join(prose(t) for _, t in f.body_lines())
 
 
-def judge_substrings(ctx: "Context", chosen: list[Candidate]) -> list[Candidate | None]:
+def judge_segments(ctx: "Context", chosen: list[Candidate]) -> list[Candidate | None]:
     """Each candidate with every page holding its text judged (source 2, others 1); None when too common."""
     cjk_pages = ctx.cached("cjk-texts", lambda: [(f.rel, plain_text(f)) for f in ctx.facts if is_cjk(f.text)])
     out: list[Candidate | None] = []
