@@ -45,6 +45,7 @@ def query_entry(qid: str, c: Candidate, split: str, ctx: "Context", judge: str) 
     entry["source"] = {"page": c.page, "line": c.line} if c.page else {"list": "negatives", "item": c.line}
     if c.status:
         entry["status"] = c.status
+    entry.update(c.measures)
     judged = {p: judged_entry(ctx.by_rel[p], judge) for p, _ in c.relevant if p in ctx.by_rel}
     if judged:
         entry["judged"] = judged
