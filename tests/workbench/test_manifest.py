@@ -19,6 +19,7 @@ from vaulteval.workbench.manifest import load_run_dir
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.rerank.stage import RerankConfig
 from vaulteval.cli.sample import copy_sample
+from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 from vaulteval.workbench.strategy import Strategy
 from vaulteval.vault.vault import Vault
 from vaulteval.workbench.verify import verify_run
@@ -103,7 +104,7 @@ def test_reranked_run_records_backend_model_and_digest(tmp_path: Path) -> None:
         qs = load_queryset(write_yaml(tmp_path / "qs.yaml", [{"id": "a", "query": "zebra", "relevant": {"[[z]]": 1}}],
                                       vault="v"))
         cfg = RerankConfig(backend="ollama", host=server.url, model="nomic-embed-text-v2-moe")
-        ev = evaluate(Vault(root), qs, ["bm25", Strategy(name="rr", rerank=cfg)], measures=["RR"])
+        ev = evaluate(Vault(root), qs, ["bm25", Strategy(name="rr", reranker=EmbeddingRerank.from_config(cfg))], measures=["RR"])
         m = json.loads((ev.save(tmp_path / "runs", run_id="x") / "manifest.json").read_text())
         rr = m["strategies"][1]["rerank"]
         assert rr["backend"] == "ollama" and rr["model"] == "nomic-embed-text-v2-moe:latest"

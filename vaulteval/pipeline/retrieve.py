@@ -243,7 +243,7 @@ def _run(
     t1 = time.perf_counter()
     cache = default_embed_cache(vault) if embed_cache == "default" else embed_cache
     stage_info: dict[str, Any] = {"label": "bm25", "fallback": None}
-    if first is None or (first.kind == "bm25" and not first.fields):
+    if first is None or first.plain:
         found = index.search(query, k=bm25_top) if bm25_hits is None else bm25_hits[:bm25_top]
         hits = [(h.doc, h.score, None) for h in found]
     else:
