@@ -52,8 +52,10 @@ def written(cls: type) -> str:
 
 
 def stages(role: str | None = None) -> list[type]:
-    """Every registered stage class (of ``role``), in ``MODULES`` order."""
-    return [cls for cls in _load().values() if role is None or cls.role == role]
+    """Every registered stage class (of ``role``): first stages, then rerankers, each in its list's order."""
+    order = [*FIRST_STAGE_MODULES.values(), *RERANKER_MODULES.values()]
+    found = [cls for cls in _load().values() if role is None or cls.role == role]
+    return sorted(found, key=lambda cls: order.index(cls.__module__) if cls.__module__ in order else len(order))
 
 
 def first_stages() -> list[type]:
