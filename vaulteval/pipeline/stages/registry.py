@@ -29,6 +29,7 @@ FIRST_STAGE_MODULES = {
     "bm25": "vaulteval.pipeline.stages.bm25",
     "dense": "vaulteval.pipeline.stages.dense",
     "hybrid": "vaulteval.pipeline.stages.hybrid",
+    "bm25:prf=K": "vaulteval.pipeline.stages.prf",
 }
 RERANKER_MODULES = {
     "rerank": "vaulteval.pipeline.stages.embedding_rerank",
