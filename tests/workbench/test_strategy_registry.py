@@ -141,3 +141,19 @@ def test_the_tune_grid_comes_from_the_registry() -> None:
         for point in cls.tune_grid:
             assert any(Strategy.parse(t).first == registry.build(cls.head(), registry.split_items(point), point)[0]
                        for t in embedded)
+
+
+def test_reading_a_first_stage_imports_no_numpy_typing_or_dataclasses() -> None:
+    """``retrieve --strategy bm25`` (or a tuned ``bm25``) keeps the lean start of a plain query."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys; from vaulteval.pipeline.stages.registry import parse_first_stage; "
+            "assert parse_first_stage('bm25').plain and parse_first_stage('hybrid:cc,alpha=0.3'); "
+            "print(json.dumps(sorted(sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    loaded = set(json.loads(proc.stdout))
+    assert "vaulteval.pipeline.stages.prf" in loaded  # every stage module was read
+    assert not {"numpy", "typing", "dataclasses"} & loaded

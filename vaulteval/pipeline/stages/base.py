@@ -31,7 +31,7 @@ STAGES: dict[str, type] = {}  # name -> stage class, filled by register()
 
 
 class Stage:
-    """A registered stage with its parameter values; equal and hashable by (name, option, values)."""
+    """A registered stage with its parameter values (read-only); equal and hashable by (name, values)."""
 
     name = ""
     role = "first"  # "first" (a FirstStage) or "rerank" (a Reranker)
@@ -50,14 +50,10 @@ class Stage:
             if param is None:
                 raise UsageError(f"{self.head()}: unknown key {key!r}")
             self.values[key] = param.check(value)
-        self.validate()
 
     @classmethod
     def schema(cls) -> dict[str, Param]:
         return {p.name: p for p in ((cls.option,) if cls.option else ()) + cls.params}
-
-    def validate(self) -> None:
-        """Checks across parameters (each one's own range is checked by its Param)."""
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]

@@ -7,7 +7,6 @@ score array other BM25-based stages start from too. Field scores come from the f
 
 from __future__ import annotations
 
-from vaulteval.index import bm25
 from vaulteval.pipeline.stages.params import Param
 from vaulteval.pipeline.stages.base import FirstStage, register
 
@@ -46,6 +45,8 @@ def bm25_scores(retriever: Any, tokens: list[str], fields: tuple[tuple[str, floa
 
 def ranked_bm25(scores: Any, depth: int) -> list[tuple[int, float]]:
     """The ``depth`` best positive scores as [(doc, score)], ties by lower doc id."""
+    from vaulteval.index import bm25  # numpy: only when a stage runs, not when a strategy is read
+
     docs, vals = bm25.top_k(scores, depth)
     return [(int(d), float(v)) for d, v in zip(docs, vals)]
 

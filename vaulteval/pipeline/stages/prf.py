@@ -17,7 +17,6 @@ Only chunks whose page is unchanged since indexing feed back (a stale chunk's te
 
 from __future__ import annotations
 
-from vaulteval.index import bm25
 from vaulteval.pipeline.stages.bm25 import ranked_bm25
 from vaulteval.pipeline.stages.params import Param
 from vaulteval.pipeline.stages.base import FirstStage, register
@@ -52,6 +51,8 @@ class Prf(FirstStage):
             return [(d, v, None, v) for d, v in first[:depth]], {}
         weights = expanded_query(index, tokens, self.relevance_model(retriever, first), self["prf_weight"])
         postings = [(*index.postings(tid), w) for tid, w in weights.items()]
+        from vaulteval.index import bm25  # numpy: only when the stage runs
+
         scores = bm25.score_terms(index.n_docs, index.norm(), postings, index.k1)
         return [(d, v, None, v) for d, v in ranked_bm25(scores, depth)], {}
 
