@@ -5,13 +5,13 @@ Usage::
     name = english_analyzer_name(stemmer="porter", stopwords="lucene")   # "english:stemmer=porter,stopwords=lucene"
     terms = get_analyzer(name)("Descaling the machines")     # vaulteval.index.tokenize
 
-``english`` itself (Snowball english, the short stopword list) is unchanged and
+``english`` itself (Snowball english, the short stopword list of claude-obsidian) is unchanged and
 lives in ``vaulteval.index.tokenize``; this module only adds variants, written
 ``english:stemmer=S,stopwords=W`` with the defaults left out:
 
 - stemmer: ``snowball`` (Snowball english, the default), ``porter`` (the
   original Porter algorithm), ``none``; both stemmers come from PyStemmer;
-- stopwords: ``short`` (the default analyzer's short list, the default; ``seed``, its
+- stopwords: ``short`` (claude-obsidian's short list, the default; ``seed``, its
   old name, is still read), ``lucene`` (the
   English stop set of Apache Lucene's StopAnalyzer/EnglishAnalyzer, 33 words),
   ``none``.
@@ -69,7 +69,7 @@ def parse_analyzer_name(name: str) -> tuple[str, str]:
 
 
 def stopword_list(name: str, short: frozenset[str]) -> frozenset[str]:
-    """Usage: ``stopword_list("lucene", STOPWORDS)`` -> the words to drop (``short`` is the caller's short list)."""
+    """Usage: ``stopword_list("lucene", STOPWORDS)`` -> the words to drop (``short``: the caller's list, claude-obsidian's)."""
     return {"short": short, "lucene": LUCENE_STOPWORDS, "none": frozenset()}[name]
 
 
