@@ -124,7 +124,9 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 MANIFEST_PATHS = ["id", "schema", "vault", "vault.root", "vault.fingerprint", "queryset", "queryset.path",
                   "queryset.sha256", "queryset.split", "parameters", "parameters.k", "parameters.measures",
                   "parameters.baseline", "parameters.seed", "strategies", "strategies.0", "strategies.0.strategy",
-                  "strategies.0.strategy.k1", "strategies.0.strategy.analyzer", "strategies.0.trec",
+                  "strategies.0.strategy.k1", "strategies.0.strategy.analyzer", "strategies.0.strategy.index.k1",
+                  "strategies.0.strategy.index", "strategies.0.strategy.first", "strategies.0.strategy.first.stage",
+                  "strategies.0.strategy.format", "strategies.0.trec",
                   "strategies.0.name", "strategies.0.index"]
 
 

@@ -59,7 +59,7 @@ def test_code_and_heading_extraction() -> None:
 
 
 @pytest.mark.parametrize("stemmer, stopwords, name", [
-    ("snowball", "seed", "english"), ("porter", "seed", "english:stemmer=porter"),
+    ("snowball", "short", "english"), ("porter", "short", "english:stemmer=porter"),
     ("snowball", "lucene", "english:stopwords=lucene"), ("none", "none", "english:stemmer=none,stopwords=none"),
 ])
 def test_analyzer_names_round_trip(stemmer: str, stopwords: str, name: str) -> None:
@@ -67,6 +67,10 @@ def test_analyzer_names_round_trip(stemmer: str, stopwords: str, name: str) -> N
     if name != "english":
         assert parse_analyzer_name(name) == (stemmer, stopwords)
         assert get_analyzer(name)("the generously descaled machines")
+
+
+def test_seed_is_the_old_name_of_the_short_stopword_list() -> None:
+    assert english_analyzer_name("porter", "seed") == english_analyzer_name("porter", "short") == "english:stemmer=porter"
 
 
 def test_analyzer_options_change_terms_as_documented() -> None:

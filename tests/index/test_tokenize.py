@@ -191,7 +191,7 @@ def test_oversized_foreign_chunk_is_indexed_whole_and_reported(tmp_path: Path) -
 
 
 def test_strategy_hard_max_must_fit_the_tokenizer() -> None:
-    assert Strategy.parse("bm25:target=6000,hard_max=6998").hard_max == 6998  # 6,998 + 2 + 1,000 prefix
+    assert Strategy.parse("bm25:target=6000,hard_max=6998").index.hard_max == 6998  # 6,998 + 2 + 1,000 prefix
     with pytest.raises(StrategyError, match="hard_max <= 6998"):
         Strategy.parse("bm25:target=6000,hard_max=6999")
 

@@ -175,7 +175,7 @@ def test_miss_tables_give_cause_best_chunk_and_what_came_instead(ev) -> None:
 def test_rerank_pair_compares_over_the_same_pool() -> None:
     base, rr = nbviews.rerank_pair("", "rerank:st,bm25_top=20")
     assert (base.name, rr.name) == ("bm25", "rerank") and base.rerank is None and base.bm25_top == rr.bm25_top == 20
-    assert nbviews.rerank_pair("bm25:analyzer=english", "rerank:st")[0].analyzer == "english"
+    assert nbviews.rerank_pair("bm25:analyzer=english", "rerank:st")[0].index.analyzer == "english"
     with pytest.raises(UsageError, match="does not rerank"):
         nbviews.rerank_pair("", "bm25")
 
@@ -280,7 +280,7 @@ def test_sweep_verdict_follows_the_held_out_numbers(delta: float, p: float, conc
     from vaulteval.workbench.stats import PairedTest
     from vaulteval.workbench.sweep import SweepResult
 
-    best, default = Strategy(k1=0.9, name="k1=0.9"), Strategy(name="default")
+    best, default = Strategy.parse("bm25:k1=0.9,name=k1=0.9"), Strategy(name="default")
     table = pd.DataFrame([{"setting": "default", "tune": 0.5, "heldout": 0.6, "is_default": True},
                           {"setting": "k1=0.9", "tune": 0.7, "heldout": 0.6 + delta, "is_default": False}])
     result = SweepResult("R@2", table, best, default, ["q1", "q2", "q3"], ["q4", "q5"],

@@ -19,7 +19,7 @@ from pipeline_fixtures import (
 )
 from vaulteval import Vault
 from vaulteval.pipeline.doctor import doctor
-from vaulteval.pipeline.firststage import FirstStage, _cc, _rrf
+from vaulteval.pipeline.stages.hybrid import Hybrid, cc as _cc, rrf as _rrf
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.config import RerankConfig
@@ -185,12 +185,12 @@ def test_bad_strategies_are_usage_errors(fresh_vault: Path, text: str) -> None:
 def test_rrf_and_convex_combination_arithmetic() -> None:
     bm25 = [(1, 9.0), (2, 5.0), (3, 1.0)]
     dense = [(3, 0.9), (4, 0.5)]
-    rrf = dict(_rrf(bm25, dense, FirstStage(kind="hybrid")))
+    rrf = dict(_rrf(bm25, dense, Hybrid()))
     assert rrf[3] == pytest.approx(1 / 63 + 1 / 61) and rrf[1] == pytest.approx(1 / 61)
     assert max(rrf, key=rrf.get) == 3
-    weighted = dict(_rrf(bm25, dense, FirstStage(kind="hybrid", w_dense=0.0)))
+    weighted = dict(_rrf(bm25, dense, Hybrid(w_dense=0.0)))
     assert weighted[4] == 0.0 and max(weighted, key=weighted.get) == 1
-    cc = dict(_cc(bm25, dense, FirstStage(kind="hybrid", fusion="cc", alpha=0.25)))
+    cc = dict(_cc(bm25, dense, Hybrid(fusion="cc", alpha=0.25)))
     assert cc[1] == pytest.approx(0.75) and cc[3] == pytest.approx(0.25) and cc[4] == pytest.approx(0.0)
     assert cc[2] == pytest.approx(0.75 * 0.5)
 

@@ -145,12 +145,12 @@ def test_the_validator_refuses_bad_bm25_values_everywhere(fresh_vault: Path, k1,
     from vaulteval.index.build import build_index
     from vaulteval.pipeline.provision import build
     from vaulteval.index.params import check_bm25_params
-    from vaulteval.workbench.strategy import Strategy
+    from vaulteval.workbench.strategy import IndexSettings
 
     with pytest.raises(UsageError):
         check_bm25_params(k1, b)
     with pytest.raises(UsageError):
-        Strategy(k1=k1, b=b)
+        IndexSettings(k1=k1, b=b)
     before = index_file(fresh_vault).read_bytes()
     with pytest.raises(UsageError):
         build(Vault(fresh_vault), k1=k1, b=b)

@@ -18,10 +18,10 @@ from vaulteval.workbench.compare import compare
 from vaulteval.workbench.measures import UnknownMeasure, aggregate, negatives, parse_measures, per_query
 from vaulteval.querysets.queryset import Query, QuerySet
 from vaulteval.workbench.report import markdown_table
-from vaulteval.rerank.stage import RerankConfig
 from vaulteval.pipeline.results import Label
 from vaulteval.workbench.runs import QUERY_COLUMNS, Run
 from vaulteval.workbench.stats import holm, paired_test
+from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 from vaulteval.workbench.strategy import Strategy
 
 from evalkit import eval_cache  # noqa: F401
@@ -133,7 +133,7 @@ def test_compare_deltas_wins_and_report_outputs(tmp_path: Path) -> None:
 
 def test_fallen_back_reranker_is_flagged_never_no_impact() -> None:
     qs = _qs()
-    rr = Strategy(name="rr", rerank=RerankConfig(backend="ollama"))
+    rr = Strategy(name="rr", reranker=EmbeddingRerank())
     fell = _run("rr", BASE_ROWS, rr, labels={q: Label(fallbacks=[("rerank", "ollama-unreachable")]) for q in "abcn"})
     report = compare([_run("bm25", BASE_ROWS), fell], qs, ["RR"])
     row = report.to_dataframe().set_index("run").loc["rr"]
@@ -144,7 +144,7 @@ def test_fallen_back_reranker_is_flagged_never_no_impact() -> None:
 
 def test_rescued_and_lost_pages_in_the_report() -> None:
     qs = _qs()
-    rr = Strategy(name="rr", rerank=RerankConfig(backend="ollama"))
+    rr = Strategy(name="rr", reranker=EmbeddingRerank())
     pool = [("a", 1, 2, "c1", "d1", 1.0, 0.9), ("a", 2, 1, "c0", "x", 2.0, 0.1),
             ("b", 1, 2, "c2", "y", 1.0, 0.9), ("b", 2, 1, "c3", "d3", 5.0, 0.5)]
     run = _run("rr", [("a", "d1", 0.9, 1), ("a", "x", 0.1, 2), ("b", "y", 0.9, 1), ("b", "d3", 0.5, 2)], rr,

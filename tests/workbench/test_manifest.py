@@ -19,6 +19,7 @@ from vaulteval.workbench.manifest import load_run_dir
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.rerank.stage import RerankConfig
 from vaulteval.cli.sample import copy_sample
+from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 from vaulteval.workbench.strategy import Strategy
 from vaulteval.vault.vault import Vault
 from vaulteval.workbench.verify import verify_run
@@ -85,6 +86,8 @@ def _as_schema_1(run_dir: Path, **strategy_changes: object) -> None:
     """Make the directory look written before schema 2: schema 1, queries.csv without reranked/fallback."""
     manifest = json.loads((run_dir / "manifest.json").read_text())
     manifest["schema"] = 1
+    for entry in manifest["strategies"]:
+        entry["strategy"] = _format_1(entry["strategy"])
     manifest["strategies"][-1]["strategy"].update(strategy_changes)
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     queries = pd.read_csv(run_dir / "queries.csv", dtype={"query_id": str})
@@ -92,6 +95,14 @@ def _as_schema_1(run_dir: Path, **strategy_changes: object) -> None:
     queries.drop(columns=["reranked", "fallback"]).to_csv(run_dir / "queries.csv", index=False)
     pool = pd.read_csv(run_dir / "pool.csv", dtype={"query_id": str})
     pool.drop(columns=["score", "dense_score", "fused_score"]).to_csv(run_dir / "pool.csv", index=False)
+
+
+def _format_1(record: dict) -> dict:
+    """A plain-BM25 strategy record as vaulteval 0.1 stored it beside schema 1: flat, the first stage a string."""
+    assert record["first"] == {"stage": "bm25", **{f"w_{n}": 0.0 for n in ("title", "aliases", "headings", "code")},
+                               "w_body": 1.0} and record["rerank"] is None
+    return {"name": record["name"], **record["index"], "bm25_top": record["bm25_top"], "top": record["top"],
+            "rerank": None, "first": "bm25"}
 
 
 def test_a_schema_1_directory_of_bm25_runs_still_verifies_and_loads(run_dir: Path) -> None:
@@ -137,7 +148,7 @@ def test_reranked_run_records_backend_model_and_digest(tmp_path: Path) -> None:
         qs = load_queryset(write_yaml(tmp_path / "qs.yaml", [{"id": "a", "query": "zebra", "relevant": {"[[z]]": 1}}],
                                       vault="v"))
         cfg = RerankConfig(backend="ollama", host=server.url, model="nomic-embed-text-v2-moe")
-        ev = evaluate(Vault(root), qs, ["bm25", Strategy(name="rr", rerank=cfg)], measures=["RR"])
+        ev = evaluate(Vault(root), qs, ["bm25", Strategy(name="rr", reranker=EmbeddingRerank.from_config(cfg))], measures=["RR"])
         m = json.loads((ev.save(tmp_path / "runs", run_id="x") / "manifest.json").read_text())
         rr = m["strategies"][1]["rerank"]
         assert rr["backend"] == "ollama" and rr["model"] == "nomic-embed-text-v2-moe:latest"

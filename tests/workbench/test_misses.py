@@ -19,6 +19,7 @@ from vaulteval.workbench.misses import CAUSES, NoIndexForMisses, find_misses
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.rerank.stage import RerankConfig
 from vaulteval.workbench.runs import Run, run_strategy
+from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 from vaulteval.workbench.strategy import Strategy
 from vaulteval.vault.vault import Vault
 from vaulteval.workbench.workspace import Workspace
@@ -83,7 +84,7 @@ def test_each_bm25_cause_from_a_constructed_vault(setup) -> None:
 def test_demoted_by_rerank_and_rescue_accounting(setup, server) -> None:
     vault, qs = setup
     cfg = RerankConfig(backend="ollama", host=server.url, model="nomic-embed-text-v2-moe", timeout=5.0)
-    run = run_strategy(vault, qs, Strategy(name="rr", rerank=cfg, bm25_top=3, top=3))
+    run = run_strategy(vault, qs, Strategy(name="rr", reranker=EmbeddingRerank.from_config(cfg), bm25_top=3, top=3))
     assert run.labels["bm25+rerank:ollama"] == 4 and (run.queries.pool_chunks > 0).sum() == 4
     assert run.labels["bm25+noop-rerank:no-candidates"] == len(qs) - 4
     assert run.ranking("hit")[0] == "wiki/g1.md" and run.bm25_rankings()["hit"][0] == "wiki/z1.md"
@@ -98,7 +99,7 @@ def test_demoted_by_rerank_and_rescue_accounting(setup, server) -> None:
 def test_rerank_fallback_is_flagged_not_silent(setup, server) -> None:
     vault, qs = setup
     cfg = RerankConfig(backend="ollama", host=server.url, model="missing-model", timeout=5.0)
-    run = run_strategy(vault, qs, Strategy(name="rr", rerank=cfg, bm25_top=3, top=3))
+    run = run_strategy(vault, qs, Strategy(name="rr", reranker=EmbeddingRerank.from_config(cfg), bm25_top=3, top=3))
     assert run.fallback == "fallback: model-missing (4/4 queries)" and run.fully_fell_back
     assert run.labels["bm25+noop-rerank:model-missing"] == 4
 

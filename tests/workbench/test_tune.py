@@ -20,7 +20,7 @@ GRID = "bm25;bm25:w_title=2,w_aliases=2;bm25:k1=0.5,b=0.3"
     ("dense", "dense", "dense"),
     ("hybrid", "hybrid-rrf", "hybrid:rrf"),
     ("hybrid:cc,alpha=0.3", "hybrid-cc-alpha=0.3", "hybrid:cc,alpha=0.3"),
-    ("hybrid:rrf,k=20,w_dense=0.5,analyzer=english", "hybrid-rrf-english-rrf_k=20-w_dense=0.5",
+    ("hybrid:rrf,k=20,w_dense=0.5,analyzer=english", "hybrid-rrf-english-k=20-w_dense=0.5",
      "hybrid:rrf,k=20,w_dense=0.5"),
     ("bm25:w_title=2,w_aliases=2", "bm25-w_title=2-w_aliases=2", "bm25:w_title=2,w_aliases=2"),
     ("bm25:analyzer=english,stemmer=porter,stopwords=lucene", "bm25-english-stemmer=porter-stopwords=lucene", "bm25"),

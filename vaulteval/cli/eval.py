@@ -29,17 +29,6 @@ from vaulteval.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 
 NAMES = ("queryset", "import", "eval", "notebooks")
 
-STRATEGY_HELP = """strategy grammar: KIND[:OPTION,KEY=VALUE,...]
-  KIND      bm25 | rerank   (rerank OPTION: ollama (default) | st)
-  KEYS      name, analyzer (default|english), k1, b, target, overlap, hard_max,
-            prefix (provisioned|synthetic), bm25_top (100), top (100);
-            rerank also: model, host, timeout, batch_size (a remote host needs --allow-remote-ollama)
-  examples  bm25 | bm25:analyzer=english,k1=1.2,b=0.6 | bm25:target=800,overlap=100
-            bm25:bm25_top=20,top=5 (what `retrieve --no-rerank` returns) | rerank:st,bm25_top=20
-Strategies whose analyzer or chunking differ from the vault's index are built in
-$VAULTEVAL_CACHE (default ~/.cache/vaulteval), never in the vault."""
-
-
 def cmd_queryset_check(args: argparse.Namespace) -> int:
     from vaulteval.querysets.queryset import QuerySetInvalid, open_queryset
 
@@ -230,7 +219,9 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
 
     p = sub.add_parser("eval", help="evaluate strategies on a query set; verify and compare run directories")
     esub = p.add_subparsers(dest="eval_cmd", metavar="ACTION", required=True, parser_class=type(p))
-    r = esub.add_parser("run", help="run strategies, write runs/<id>/", epilog=STRATEGY_HELP, formatter_class=raw)
+    from vaulteval.workbench.strategydoc import strategy_help  # the grammar and keys, from the stage registry
+
+    r = esub.add_parser("run", help="run strategies, write runs/<id>/", epilog=strategy_help(), formatter_class=raw)
     r.add_argument("--queryset", required=True, help="query set (YAML, JSONL, BEIR folder, TREC topics)")
     _qs_args(r)
     r.add_argument("--strategy", action="append", help="a strategy string; repeat to compare (default: bm25)")

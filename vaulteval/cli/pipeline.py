@@ -147,15 +147,15 @@ def _first_stage(args: argparse.Namespace, vault):
     from vaulteval.pipeline.tuned import tuned_strategy
 
     if args.strategy:
-        from vaulteval.pipeline.firststage import FirstStage
+        from vaulteval.pipeline.stages.registry import parse_first_stage
 
-        return FirstStage.parse(args.strategy), None
+        return parse_first_stage(args.strategy), None
     tuned = tuned_strategy(vault)
     if tuned is None:
         return None, None  # plain BM25: the first-stage module (numpy fusion, dataclasses) is not loaded
-    from vaulteval.pipeline.firststage import FirstStage
+    from vaulteval.pipeline.stages.registry import parse_first_stage
 
-    return FirstStage.parse(tuned["strategy"]), tuned
+    return parse_first_stage(tuned["strategy"]), tuned
 
 
 def _check_tuned_index(vault, entry: dict, tuned: dict) -> None:
@@ -181,7 +181,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     rerank = None if args.no_rerank else _rerank_config(args)
     vault = _vault(args)
     first, tuned = _first_stage(args, vault)
-    if first is not None and first.uses_dense:
+    if first is not None and "dense" in first.needs:
         first = first.with_embed(_rerank_config(args))  # host, timeout and remote permission for the query
     result = retrieve(vault, args.query, top=args.top, bm25_top=args.bm25_top, rerank=rerank,
                       explain=args.explain, first=first)

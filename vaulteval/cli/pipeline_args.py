@@ -108,7 +108,7 @@ def _parse_provision(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("provision", help="prefix --all, then index build, under one lock")
     p.add_argument("--rebuild", action="store_true", help="rewrite every chunk")
     p.add_argument("--analyzer", type=_analyzer_arg, default=None,
-                   help="default | english | english:stemmer=snowball|porter|none,stopwords=seed|lucene|none "
+                   help="default | english | english:stemmer=snowball|porter|none,stopwords=short|lucene|none "
                         "(default: the one `tune --write` chose, else default)")
     p.add_argument("--embed", action="store_true",
                    help="also store chunk embeddings in .vault-meta/embeddings/ (only changed chunks are embedded)")
@@ -122,6 +122,8 @@ def _parse_provision(sub: Any, _add_vault: "AddVault") -> None:
 
 @_parser("retrieve")
 def _parse_retrieve(sub: Any, _add_vault: "AddVault") -> None:
+    from vaulteval.pipeline.stages.registry import FIRST_STAGE_MODULES  # names only: no stage is imported
+
     p = sub.add_parser("retrieve", help="read-only retrieval; prints JSON")
     p.add_argument("query")
     p.add_argument("--top", type=_int_arg, default=5, help="results after dedupe by page, 1..1000 (default 5)")
@@ -132,8 +134,8 @@ def _parse_retrieve(sub: Any, _add_vault: "AddVault") -> None:
                    help="drop results scoring below X (rerank cosine, else BM25), e.g. the threshold "
                         "`eval run` suggests; the JSON says how many were dropped")
     p.add_argument("--strategy", metavar="S",
-                   help="first stage: bm25 | dense | hybrid:rrf[,k=60,w_bm25=1,w_dense=1] | hybrid:cc[,alpha=0.5]; "
-                        "bm25 field weights: w_title, w_aliases, w_headings, w_code, w_body "
+                   help=f"first stage: {' | '.join(FIRST_STAGE_MODULES)}, with its keys as in `eval run "
+                        "--strategy` (e.g. hybrid:cc,alpha=0.3; `vaulteval eval run --help` lists them) "
                         "(default: the vault's tuned strategy, else bm25)")
     _add_rerank_flags(p)
     _add_vault(p)

@@ -5,13 +5,14 @@ Usage::
     name = english_analyzer_name(stemmer="porter", stopwords="lucene")   # "english:stemmer=porter,stopwords=lucene"
     terms = get_analyzer(name)("Descaling the machines")     # vaulteval.index.tokenize
 
-``english`` itself (Snowball english, claude-obsidian's stopwords) is unchanged and
+``english`` itself (Snowball english, the short stopword list of claude-obsidian) is unchanged and
 lives in ``vaulteval.index.tokenize``; this module only adds variants, written
 ``english:stemmer=S,stopwords=W`` with the defaults left out:
 
 - stemmer: ``snowball`` (Snowball english, the default), ``porter`` (the
   original Porter algorithm), ``none``; both stemmers come from PyStemmer;
-- stopwords: ``seed`` (claude-obsidian's short list, the default), ``lucene`` (the
+- stopwords: ``short`` (claude-obsidian's short list, the default; ``seed``, its
+  old name, is still read), ``lucene`` (the
   English stop set of Apache Lucene's StopAnalyzer/EnglishAnalyzer, 33 words),
   ``none``.
 
@@ -25,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 STEMMERS = ("snowball", "porter", "none")
-STOPLISTS = ("seed", "lucene", "none")
+STOPLISTS = ("short", "lucene", "none")
+OLD_STOPLIST_NAMES = {"seed": "short"}  # how manifests and strategies before 0.2 named the short list
 LUCENE_STOPWORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
     "they this to was will with".split()
@@ -37,23 +39,24 @@ class AnalyzerNameError(ValueError):
     """An ``english:...`` analyzer name with an unknown option or value."""
 
 
-def english_analyzer_name(stemmer: str = "snowball", stopwords: str = "seed") -> str:
+def english_analyzer_name(stemmer: str = "snowball", stopwords: str = "short") -> str:
     """Usage: ``english_analyzer_name("porter")`` -> ``"english:stemmer=porter"``; defaults give ``"english"``."""
+    stopwords = OLD_STOPLIST_NAMES.get(stopwords, stopwords)
     if stemmer not in STEMMERS:
         raise AnalyzerNameError(f"stemmer must be one of {', '.join(STEMMERS)}, got {stemmer!r}")
     if stopwords not in STOPLISTS:
         raise AnalyzerNameError(f"stopwords must be one of {', '.join(STOPLISTS)}, got {stopwords!r}")
     parts = ([f"stemmer={stemmer}"] if stemmer != "snowball" else []) + (
-        [f"stopwords={stopwords}"] if stopwords != "seed" else [])
+        [f"stopwords={stopwords}"] if stopwords != "short" else [])
     return "english:" + ",".join(parts) if parts else "english"
 
 
 def parse_analyzer_name(name: str) -> tuple[str, str]:
-    """Usage: ``parse_analyzer_name("english:stemmer=porter")`` -> ``("porter", "seed")``."""
+    """Usage: ``parse_analyzer_name("english:stemmer=porter")`` -> ``("porter", "short")``."""
     head, _, rest = name.partition(":")
     if head != "english" or not rest:
         raise AnalyzerNameError(f"not an english analyzer variant: {name!r}")
-    options = {"stemmer": "snowball", "stopwords": "seed"}
+    options = {"stemmer": "snowball", "stopwords": "short"}
     for item in rest.split(","):
         key, eq, value = item.partition("=")
         if not eq or key not in options:
@@ -65,9 +68,9 @@ def parse_analyzer_name(name: str) -> tuple[str, str]:
     return stemmer, stopwords
 
 
-def stopword_list(name: str, seed: frozenset[str]) -> frozenset[str]:
-    """Usage: ``stopword_list("lucene", STOPWORDS)`` -> the words to drop (``seed``: the caller's list, claude-obsidian's)."""
-    return {"seed": seed, "lucene": LUCENE_STOPWORDS, "none": frozenset()}[name]
+def stopword_list(name: str, short: frozenset[str]) -> frozenset[str]:
+    """Usage: ``stopword_list("lucene", STOPWORDS)`` -> the words to drop (``short``: the caller's list, claude-obsidian's)."""
+    return {"short": short, "lucene": LUCENE_STOPWORDS, "none": frozenset()}[name]
 
 
 def make_stemmer(kind: str) -> Callable[[str], str] | None:

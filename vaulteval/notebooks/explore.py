@@ -38,7 +38,7 @@ def explore_env(vault: Any, analyzer: str = "auto", cache_dir: Any = None) -> "S
                 analyzer = Retriever(vault).index().analyzer_name
             except NotProvisioned:
                 pass
-    return Workspace(vault, cache_dir).env(Strategy(analyzer=analyzer))
+    return Workspace(vault, cache_dir).env(Strategy.of(analyzer=analyzer))
 
 
 def index_overview(env: "StrategyEnv") -> "pd.DataFrame":

@@ -38,7 +38,7 @@ class Label:
 
     def __init__(self, first_stage: str = "bm25", reranker: str | None = None,
                  fallbacks: "tuple[tuple[str, str], ...] | list[tuple[str, str]]" = ()):
-        self.first_stage = first_stage  # bm25, bm25+fields, dense, hybrid:rrf or hybrid:cc
+        self.first_stage = first_stage  # a stage label: bm25, bm25+fields, bm25+prf, dense, hybrid:rrf, hybrid:cc
         self.reranker = reranker  # the backend whose cosines ordered the result, or None
         self.fallbacks = tuple((str(stage), str(reason)) for stage, reason in fallbacks)
 
@@ -97,7 +97,7 @@ class Candidate:
         self.chunk_id, self.page_address, self.page_path = chunk_id, page_address, page_path
         self.absolute_path, self.chunk_index, self.snippet = absolute_path, chunk_index, snippet
         self.scores = {name: round(float(value), 6) for name, value in scores.items()}
-        self.score = self.scores[ranked_by]  # the first stage's ranking component: bm25, dense or fused
+        self.score = self.scores[ranked_by]  # the first stage's ranking component: bm25, dense, fused, prf...
         self.rerank_source = rerank_source
 
     def set_score(self, component: str, value: float) -> None:

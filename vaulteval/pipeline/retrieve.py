@@ -206,8 +206,8 @@ def _first_stage(retriever: Retriever, query: str, first: "FirstStage | None", d
                  bm25_hits: "list[Hit] | None") -> "tuple[list[tuple[int, dict[str, float]]], dict[str, Any]]":
     """The first stage's documents best first as ``(doc, scores)``, and its info: the stage that ran, the
     component it ranked by, fallbacks, the query's embedding model and timings."""
-    if first is None or (first.kind == "bm25" and not first.fields):
-        # Plain BM25 stays in plain Python: the first-stage module loads numpy.
+    if first is None or first.plain:
+        # Plain BM25 stays on the index's own search (plain Python, no numpy) and reuses batch hits.
         found = retriever.index().search(query, k=depth) if bm25_hits is None else bm25_hits[:depth]
         info = {"first_stage": "bm25", "ranked_by": "bm25", "fallbacks": [], "embedding_model": None,
                 "timings_ms": None}
@@ -263,11 +263,13 @@ def _rerank(retriever: Retriever, query: str, pool: list[Candidate], texts: list
     if not pool:
         label.fallbacks += (("rerank", NO_CANDIDATES),)  # nothing to rerank; never counted as a rerank
         return pool, config.model
-    from vaulteval.rerank.stage import rerank
+    from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 
+    # The step talks to the registry's Reranker protocol: another reranker is one class in pipeline/stages/.
+    reranker = EmbeddingRerank.from_config(config)
     # The vault's own cache is reached from the vault root without following a symlink.
     anchor = retriever.vault.root if anchored else None
-    outcome = rerank(query, texts, config, cache, cache_anchor=anchor, store=retriever.optional_store())
+    outcome = reranker.rerank(query, texts, cache, cache_anchor=anchor, store=retriever.optional_store())
     if outcome.scores is None:
         label.fallbacks += (("rerank", outcome.fallback_reason),)
         for cand in pool:

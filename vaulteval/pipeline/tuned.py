@@ -69,10 +69,10 @@ def tuned_strategy(vault: "Vault") -> dict[str, Any] | None:
     entry = (data or {}).get(KEY)
     if not isinstance(entry, dict) or not isinstance(entry.get("strategy"), str):
         return None
-    from vaulteval.pipeline.firststage import FirstStage
+    from vaulteval.pipeline.stages.registry import parse_first_stage
 
     try:
-        FirstStage.parse(entry["strategy"])
+        parse_first_stage(entry["strategy"])
     except UsageError as exc:
         _warn("ignoring the tuned strategy in %s: %s", vault.root / CONFIG_NAME, exc)
         return None
@@ -118,10 +118,10 @@ def write_tuned(vault: "Vault", strategy: str, *, run_id: str, evidence: dict[st
     """Store the chosen first-stage strategy (and its index settings) with the run that justified it."""
     from datetime import datetime, timezone
 
-    from vaulteval.pipeline.firststage import FirstStage
+    from vaulteval.pipeline.stages.registry import parse_first_stage
     from vaulteval.vault.locking import vault_lock
 
-    FirstStage.parse(strategy)  # never write what retrieve could not read
+    parse_first_stage(strategy)  # never write what retrieve could not read
     if index is not None:
         index = check_index_settings(index)
     vault.require_writable()

@@ -97,7 +97,7 @@ class Run:
     @property
     def uses_model(self) -> bool:
         """True when an embedding model takes part: a rerank, dense or hybrid."""
-        return self.reranked or (self.strategy is not None and self.strategy.first not in ("bm25",))
+        return self.reranked or (self.strategy is not None and "dense" in self.strategy.first.needs)
 
     @property
     def fallback(self) -> str | None:
@@ -208,7 +208,7 @@ def retrieve_rows(env: "StrategyEnv", queries: "list[Query]", strategy: "Strateg
 
     first = strategy.first_stage()
     # Plain BM25 for every query in one vectorised pass; the pipeline then checks, reranks and dedupes each.
-    plain = first.kind == "bm25" and not first.fields
+    plain = first.plain
     hits = batch_search(env.index, [q.text for q in queries], k=strategy.bm25_top) if plain else [None] * len(queries)
     rows = RunRows()
     for q, q_hits in zip(_progress(queries, progress, strategy.name), hits):

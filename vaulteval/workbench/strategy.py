@@ -1,61 +1,45 @@
-"""Retrieval strategies: the parameters one evaluated run is made with.
+"""Retrieval strategies: the first stage, the reranker, the index settings and the depth of one evaluated run.
 
 Usage::
 
-    s = Strategy.parse("bm25:analyzer=english,k1=1.2")
-    s.name            # "bm25-english-k1=1.2"
-    Strategy.from_dict(s.to_dict()) == s
+    s = Strategy.parse("hybrid:cc,alpha=0.3,analyzer=english")
+    s.first, s.reranker, s.index     # Hybrid('hybrid:cc,alpha=0.3'), None, IndexSettings(analyzer='english', ...)
+    s.name                           # "hybrid-cc-english-alpha=0.3"
+    Strategy.parse(s.text()) == s and Strategy.from_dict(s.to_dict()) == s
 
-Grammar of a strategy string (``--strategy`` on the command line)::
-
-    KIND[:OPTION,KEY=VALUE,...]
-    KIND     bm25 | rerank | dense | hybrid
-    OPTION   rerank: the backend: ollama (default) | st | sentence-transformers
-             hybrid: the fusion: rrf (default) | cc
-    KEY      name, analyzer (default|english), stemmer (snowball|porter|none) and
-             stopwords (seed|lucene|none) with analyzer=english, k1, b, target, overlap,
-             hard_max, prefix (provisioned|synthetic), bm25_top (also the dense depth), top,
-             field weights w_title, w_aliases, w_headings, w_code (0) and w_body (1),
-             hybrid: k (60), w_bm25, w_dense (1) for rrf, alpha (0.5) for cc,
-             and for rerank: model, host, timeout, batch_size
-             (a non-local host also needs --allow-remote-ollama on the command)
-
-Examples: ``bm25``, ``bm25:analyzer=english,k1=1.2,b=0.6``, ``bm25:target=800,overlap=100``,
-``rerank:st``, ``rerank:ollama,model=nomic-embed-text-v2-moe,bm25_top=20``, ``dense``,
-``hybrid:rrf,analyzer=english``, ``hybrid:cc,alpha=0.3``, ``bm25:w_title=2,w_aliases=2``.
-Dense and hybrid use the vault's stored embeddings (``provision --embed``) and
-embed each query with the store's model.
-
-Evaluation depth defaults to ``bm25_top=100, top=100`` so @10 and @100 measures
-see a full list; ``bm25:bm25_top=20,top=5`` measures exactly what ``vaulteval
-retrieve`` hands an agent by default. ``prefix=provisioned`` uses the chunks the
-index was built from (synthetic ones when a variant is built in the cache);
-``prefix=synthetic`` insists on synthetic prefixes.
+A strategy string is ``KIND[:ITEM,...]``: KIND names a first stage or a
+reranker of the stage registry (``vaulteval.pipeline.stages``); the items are
+that stage's option and keys, and the strategy's own keys (``STRATEGY_PARAMS``:
+name, index settings, depth). A reranker's string also takes the keys of the
+first stage it reranks. docs/strategies.md and ``eval run --help`` are made
+from the same schemas (``vaulteval.workbench.strategydoc``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from vaulteval.index import bm25
-from vaulteval.chunks import chunking
 from vaulteval.errors import UsageError
-from vaulteval.index.params import check_bm25_params, check_chunk_params
-from vaulteval.index.analyzers import english_analyzer_name
+from vaulteval.pipeline.stages import registry
+from vaulteval.pipeline.stages.params import Param
+from vaulteval.workbench.indexsettings import INDEX_PARAMS, PREFIXES, IndexSettings  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from vaulteval.chunks.store import ChunkParams
-    from vaulteval.pipeline.firststage import FirstStage
-    from vaulteval.rerank.stage import RerankConfig
+    from vaulteval.pipeline.stages.registry import FirstStage, Reranker
+    from vaulteval.rerank.config import RerankConfig
 
-PREFIXES = ("provisioned", "synthetic")
-KINDS = ("bm25", "rerank", "dense", "hybrid")
-FIRST_STAGES = ("bm25", "dense", "hybrid:rrf", "hybrid:cc")
-_BACKENDS = {"st": "sentence-transformers", "sentence-transformers": "sentence-transformers", "ollama": "ollama"}
-# No allow_remote key: a remote Ollama is allowed only by the --allow-remote-ollama flag.
-_RERANK_KEYS = {"model": str, "host": str, "timeout": float, "batch_size": int}
+FORMAT = 2  # of to_dict(); format 1 (vaulteval 0.1) was one flat record of 23 fields, still read
+DEPTH_PARAMS = (
+    Param("bm25_top", int, 100, "first-stage candidate chunks per query (also the dense depth)", low=1, high=1000),
+    Param("top", int, 100, "pages kept per query after dedupe (the depth of the run)", low=1, high=1000),
+)
+NAME_PARAM = Param("name", str, "", "label of the run in every table, and its TREC file name `<name>.trec`",
+                   default_text="generated, see [Names](#names)", note="letters, digits, `. _ = + -`")
+STRATEGY_PARAMS = (NAME_PARAM, *INDEX_PARAMS, *DEPTH_PARAMS)
+_SCHEMA = {p.name: p for p in STRATEGY_PARAMS}
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._=+-]+")
 
 
@@ -63,62 +47,40 @@ class StrategyError(UsageError):
     """A strategy string or field is not valid."""
 
 
+def _checked(params: tuple[Param, ...], values: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return {p.name: p.check(values[p.name]) for p in params}
+    except UsageError as exc:
+        raise StrategyError(str(exc)) from None
+
+
+def _default_first() -> "FirstStage":
+    return registry.stage("bm25")()
+
+
 @dataclass(frozen=True)
 class Strategy:
     """Everything that decides a ranking; frozen and hashable (``key`` ignores the display name)."""
 
-    name: str = ""
-    analyzer: str = "default"
-    k1: float = bm25.K1
-    b: float = bm25.B
-    target: int = chunking.TARGET_CHARS
-    overlap: int = chunking.OVERLAP_CHARS
-    hard_max: int = chunking.HARD_MAX_CHARS
-    prefix: str = "provisioned"
+    first: "FirstStage" = field(default_factory=_default_first)
+    reranker: "Reranker | None" = None
+    index: IndexSettings = IndexSettings()
     bm25_top: int = 100
     top: int = 100
-    rerank: "RerankConfig | None" = None
-    first: str = "bm25"  # bm25 | dense | hybrid:rrf | hybrid:cc (see vaulteval.pipeline.firststage)
-    rrf_k: float = 60.0
-    w_bm25: float = 1.0
-    w_dense: float = 1.0
-    alpha: float = 0.5
-    w_title: float = 0.0
-    w_aliases: float = 0.0
-    w_headings: float = 0.0
-    w_code: float = 0.0
-    w_body: float = 1.0
-    stemmer: str = "snowball"
-    stopwords: str = "seed"
+    name: str = ""
 
     def __post_init__(self) -> None:
-        if self.analyzer not in ("default", "english"):
-            raise StrategyError(f"analyzer must be default or english, got {self.analyzer!r}")
-        if (self.stemmer, self.stopwords) != ("snowball", "seed") and self.analyzer != "english":
-            raise StrategyError("stemmer= and stopwords= need analyzer=english")
-        if self.first not in FIRST_STAGES:
-            raise StrategyError(f"first stage must be one of {', '.join(FIRST_STAGES)}, got {self.first!r}")
-        if self.rerank is not None and self.first != "bm25":
-            raise StrategyError("rerank runs over BM25 candidates; it cannot be combined with dense or hybrid")
-        try:
-            self.first_stage()
-            if self.analyzer == "english":
-                english_analyzer_name(self.stemmer, self.stopwords)
-        except (UsageError, ValueError) as exc:
-            raise StrategyError(str(exc)) from None
-        if self.prefix not in PREFIXES:
-            raise StrategyError(f"prefix must be one of {', '.join(PREFIXES)}, got {self.prefix!r}")
-        try:
-            check_bm25_params(self.k1, self.b)
-            check_chunk_params(self.target, self.overlap, self.hard_max)
-        except UsageError as exc:
-            raise StrategyError(f"strategy: {exc}") from None
-        for label, value in (("bm25_top", self.bm25_top), ("top", self.top)):
-            if not 1 <= value <= 1000:
-                raise StrategyError(f"{label} must be from 1 to 1000, got {value}")
+        if getattr(self.first, "role", None) != "first":
+            raise StrategyError(f"the first stage must be one of {', '.join(registry.kinds())}, got {self.first!r}")
+        if self.reranker is not None and (self.reranker.role != "rerank" or self.first.name != self.reranker.over):
+            raise StrategyError(f"{self.reranker.name} runs over {self.reranker.over} candidates; it cannot be "
+                                f"combined with {self.first.text()}")
+        depth = _checked(DEPTH_PARAMS, {"bm25_top": self.bm25_top, "top": self.top})
+        object.__setattr__(self, "bm25_top", depth["bm25_top"])
+        object.__setattr__(self, "top", depth["top"])
         if not self.name:
             object.__setattr__(self, "name", self.default_name())
-        if _SAFE_NAME.search(self.name):
+        if not isinstance(self.name, str) or _SAFE_NAME.search(self.name):
             raise StrategyError(f"strategy name {self.name!r} may hold only letters, digits and . _ = + -")
 
     # -- identity -------------------------------------------------------------
@@ -128,153 +90,184 @@ class Strategy:
         return tuple(getattr(self, f.name) for f in fields(self) if f.name != "name")
 
     @property
-    def build_key(self) -> str:
-        """What a chunk set + index depends on (k1/b are applied to an index without a rebuild)."""
-        return f"{self.index_analyzer}-t{self.target}-o{self.overlap}-h{self.hard_max}-{self.prefix}"
+    def kind(self) -> str:
+        return self.reranker.name if self.reranker is not None else self.first.head()
+
+    @property
+    def rerank(self) -> "RerankConfig | None":
+        """The reranker's settings as the pipeline's rerank step takes them (None: no rerank)."""
+        return None if self.reranker is None else self.reranker.config()
 
     @property
     def index_analyzer(self) -> str:
-        """The analyzer the index must be built with: ``english:stemmer=porter`` etc. for the english options."""
-        if self.analyzer != "english":
-            return self.analyzer
-        return english_analyzer_name(self.stemmer, self.stopwords)
+        return self.index.index_analyzer
 
-    def first_stage(self) -> "FirstStage":
-        """The pipeline's first stage for this strategy (BM25, field-weighted BM25, dense or hybrid)."""
-        from vaulteval.pipeline.firststage import FirstStage, field_weights
-
-        kind, _, fusion = self.first.partition(":")
-        weights = {"title": self.w_title, "aliases": self.w_aliases, "headings": self.w_headings,
-                   "code": self.w_code, "body": self.w_body}
-        return FirstStage(kind=kind, fusion=fusion or "rrf", rrf_k=self.rrf_k, w_bm25=self.w_bm25,
-                          w_dense=self.w_dense, alpha=self.alpha, fields=field_weights(weights))
+    @property
+    def build_key(self) -> str:
+        return self.index.build_key
 
     @property
     def chunk_params(self) -> "ChunkParams":
-        from vaulteval.chunks.store import ChunkParams
+        return self.index.chunk_params
 
-        return ChunkParams(self.target, self.overlap, self.hard_max)
-
-    @property
-    def kind(self) -> str:
-        return "rerank" if self.rerank is not None else self.first.partition(":")[0]
-
-    def default_name(self) -> str:
-        parts = [self.first.replace(":", "-") if self.rerank is None else self.kind]
-        if self.rerank is not None:
-            parts.append("st" if self.rerank.backend == "sentence-transformers" else self.rerank.backend)
-            if self.rerank.model:
-                parts.append(_SAFE_NAME.sub("-", self.rerank.model.rsplit("/", 1)[-1]))
-        for f in fields(self):
-            if f.name in ("name", "rerank", "first") or getattr(self, f.name) == f.default:
-                continue
-            value = getattr(self, f.name)
-            parts.append(str(value) if f.name in ("analyzer", "prefix") else f"{f.name}={_fmt(value)}")
-        return "-".join(parts)
-
-    # -- (de)serialisation ----------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "rerank"}
-        out["rerank"] = asdict(self.rerank) if self.rerank is not None else None
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Strategy":
-        data = dict(data)
-        rerank = data.pop("rerank", None)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise StrategyError(f"unknown strategy field(s) {', '.join(unknown)}")
-        try:
-            if rerank is not None:
-                from vaulteval.rerank.stage import RerankConfig
-
-                rerank = RerankConfig(**rerank)
-            return cls(**data, rerank=rerank)
-        except (TypeError, ValueError) as exc:
-            raise StrategyError(f"strategy settings are malformed: {exc}") from None
-
-    @classmethod
-    def parse(cls, text: str) -> "Strategy":
-        """Usage: ``Strategy.parse("rerank:st,bm25_top=20")``; see the module docstring for the grammar."""
-        kind, _, rest = text.strip().partition(":")
-        if kind not in KINDS:
-            raise StrategyError(f"strategy {text!r} must start with {', '.join(KINDS)} (e.g. bm25:analyzer=english)")
-        values: dict[str, Any] = {}
-        if kind in ("dense", "hybrid"):
-            values["first"] = "dense" if kind == "dense" else "hybrid:rrf"
-        rerank: dict[str, Any] = {}
-        for i, item in enumerate(p.strip() for p in rest.split(",") if p.strip()):
-            key, eq, value = item.partition("=")
-            key = key.strip()
-            if not eq:
-                if kind == "rerank" and i == 0 and key in _BACKENDS:
-                    rerank["backend"] = _BACKENDS[key]
-                    continue
-                if kind == "hybrid" and i == 0 and key in ("rrf", "cc"):
-                    values["first"] = f"hybrid:{key}"
-                    continue
-                raise StrategyError(f"{text!r}: expected KEY=VALUE, got {item!r}")
-            if kind == "rerank" and key in _RERANK_KEYS:
-                rerank[key] = _convert(text, key, value.strip(), _RERANK_KEYS[key])
-            elif key in _FIELD_TYPES:
-                values[_RENAMED.get(key, key)] = _convert(text, key, value.strip(), _FIELD_TYPES[key])
-            else:
-                raise StrategyError(f"{text!r}: unknown key {key!r}; see vaulteval eval run --help")
-        if kind == "rerank":
-            from vaulteval.rerank.stage import RerankConfig
-
-            values["rerank"] = RerankConfig(**rerank)
-        return cls(**values)
+    def first_stage(self) -> "FirstStage":
+        return self.first
 
     def retrieve_text(self) -> str:
         """Usage: ``s.retrieve_text()`` -> the ``retrieve --strategy`` string of this first stage."""
-        items = []
-        for key, value, default in (("k", self.rrf_k, 60.0), ("w_bm25", self.w_bm25, 1.0),
-                                    ("w_dense", self.w_dense, 1.0), ("alpha", self.alpha, 0.5),
-                                    ("w_title", self.w_title, 0.0), ("w_aliases", self.w_aliases, 0.0),
-                                    ("w_headings", self.w_headings, 0.0), ("w_code", self.w_code, 0.0),
-                                    ("w_body", self.w_body, 1.0)):
-            if value != default:
-                items.append(f"{key}={_fmt(value)}")
-        if not items:
-            return self.first
-        return f"{self.first}{',' if ':' in self.first else ':'}{','.join(items)}"
+        return self.first.text()
 
     def index_settings(self) -> dict[str, Any]:
         """Usage: ``s.index_settings()`` -> what the vault's own index must be built with to rank as ``s``."""
-        return {"analyzer": self.index_analyzer, "k1": self.k1, "b": self.b, "target": self.target,
-                "overlap": self.overlap, "hard_max": self.hard_max}
+        return self.index.settings()
+
+    def default_name(self) -> str:
+        """``kind[-option][-model]``, then every key off its default (stemmer and stopwords last)."""
+        if self.reranker is not None:
+            parts = [self.reranker.name, self.reranker.text().partition(":")[2].split(",")[0]]
+            if self.reranker.values.get("model"):
+                parts.append(_SAFE_NAME.sub("-", self.reranker["model"].rsplit("/", 1)[-1]))
+        else:
+            parts = [self.first.label.split("+")[0].replace(":", "-")]
+        last = []
+        for p in INDEX_PARAMS:
+            value = getattr(self.index, p.name)
+            if value != p.default:
+                text = p.text(value) if p.name in ("analyzer", "prefix") else f"{p.name}={p.text(value)}"
+                (last if p.name in ("stemmer", "stopwords") else parts).append(text)
+        parts += [f"{p.name}={getattr(self, p.name)}" for p in DEPTH_PARAMS if getattr(self, p.name) != p.default]
+        return "-".join(parts + self.first.items() + last)
+
+    def value(self, key: str) -> Any:
+        """Usage: ``s.value("k1")``: any key of the strategy string (index, depth, name or first-stage key)."""
+        if key in _SCHEMA:
+            return getattr(self.index, key) if hasattr(self.index, key) else getattr(self, key)
+        return self.first[key]
+
+    @classmethod
+    def of(cls, kind: str = "bm25", **keys: Any) -> "Strategy":
+        """Usage: ``Strategy.of(analyzer="english", k1=1.2, w_title=2)``: a first stage's strategy from values."""
+        own = {k: v for k, v in keys.items() if k in _SCHEMA}
+        try:
+            first = registry.stage(kind)(**{k: v for k, v in keys.items() if k not in _SCHEMA})
+            index = IndexSettings(**{p.name: own[p.name] for p in INDEX_PARAMS if p.name in own})
+        except UsageError as exc:
+            raise StrategyError(str(exc)) from None
+        return cls(first=first, index=index, **{k: v for k, v in own.items() if not hasattr(IndexSettings, k)})
+
+    # -- text and (de)serialisation -------------------------------------------
+    def text(self) -> str:
+        """The strategy string that parses back to this strategy."""
+        head = self.reranker.text() if self.reranker is not None else self.first.text()
+        items = self.first.items() if self.reranker is not None else []
+        items += [f"{p.name}={p.text(getattr(self.index, p.name))}" for p in INDEX_PARAMS
+                  if getattr(self.index, p.name) != p.default]
+        items += [f"{p.name}={getattr(self, p.name)}" for p in DEPTH_PARAMS if getattr(self, p.name) != p.default]
+        if self.name != self.default_name():
+            items.append(f"name={self.name}")
+        return ",".join([head, *items]) if ":" in head or not items else f"{head}:{','.join(items)}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Strategy":
+        """Usage: ``Strategy.parse("rerank:st,bm25_top=20")``; the grammar is in docs/strategies.md."""
+        kind, _, rest = text.strip().partition(":")
+        try:
+            stage, left = registry.build(kind.strip(), registry.split_items(rest), text)
+            own = {k: _SCHEMA[k].read(v, f"{text!r}: ") for k, v in left.items() if k in _SCHEMA}
+            first, reranker = (stage, None) if stage.role == "first" else (None, stage)
+            if reranker is not None:
+                items = [f"{k}={v}" for k, v in left.items() if k not in _SCHEMA]
+                first, left = registry.build(reranker.over, items, text)
+            unknown = [k for k in left if k not in _SCHEMA]
+            if unknown:
+                raise StrategyError(f"{text!r}: unknown key {unknown[0]!r}; see vaulteval eval run --help")
+            index = IndexSettings(**{p.name: own[p.name] for p in INDEX_PARAMS if p.name in own})
+        except StrategyError:
+            raise
+        except UsageError as exc:
+            raise StrategyError(str(exc)) from None
+        return cls(first=first, reranker=reranker, index=index, name=own.get("name", ""),
+                   **{p.name: own[p.name] for p in DEPTH_PARAMS if p.name in own})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "name": self.name, "first": self.first.to_dict(),
+                "rerank": self.reranker.to_dict() if self.reranker is not None else None,
+                "index": asdict(self.index), "bm25_top": self.bm25_top, "top": self.top}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Strategy":
+        """A strategy from ``to_dict()``, of this format or of format 1 (the flat record of vaulteval 0.1)."""
+        from vaulteval.workbench.strategy_v1 import to_current
+
+        if not isinstance(data, dict):
+            raise StrategyError(f"a strategy must be a JSON object, got {type(data).__name__}")
+        if "format" not in data:
+            try:
+                data = to_current(data)
+            except UsageError as exc:
+                raise StrategyError(str(exc)) from None
+        if data["format"] != FORMAT:
+            raise StrategyError(f"strategy format {data['format']!r} is not one this vaulteval reads "
+                                f"(format {FORMAT}, and 1 of vaulteval 0.1)")
+        unknown = sorted(set(data) - {"format", "name", "first", "rerank", "index", "bm25_top", "top"})
+        if unknown:
+            raise StrategyError(f"unknown strategy field(s) {', '.join(unknown)}")
+        try:
+            reranker = None if data.get("rerank") is None else stage_from_dict(data["rerank"])
+            return cls(first=stage_from_dict(data.get("first")), reranker=reranker,
+                       index=IndexSettings(**data.get("index", {})), bm25_top=data.get("bm25_top", 100),
+                       top=data.get("top", 100), name=data.get("name", ""))
+        except StrategyError:
+            raise
+        except (UsageError, TypeError, ValueError, AttributeError) as exc:
+            raise StrategyError(f"strategy settings are malformed: {exc}") from None
 
     def with_name(self, name: str) -> "Strategy":
         return replace(self, name=name)
 
     def with_remote_ollama(self, allowed: bool) -> "Strategy":
         """The same strategy with the user's --allow-remote-ollama decision applied to its reranker."""
-        if self.rerank is None or self.rerank.allow_remote == allowed:
+        if self.reranker is None or getattr(self.reranker, "allow_remote", allowed) == allowed:
             return self
-        return replace(self, rerank=replace(self.rerank, allow_remote=allowed))
+        return replace(self, reranker=self.reranker.with_allow_remote(allowed))
+
+    def with_rerank_host(self, host: str) -> "Strategy":
+        """The same strategy with its reranker's host filled in (a Dask worker's own environment must not pick it)."""
+        return replace(self, reranker=self.reranker.replace(host=host))
 
 
-_FIELD_TYPES: dict[str, type] = {"name": str, "analyzer": str, "k1": float, "b": float, "target": int,
-                                 "overlap": int, "hard_max": int, "prefix": str, "bm25_top": int, "top": int,
-                                 "k": float, "w_bm25": float, "w_dense": float, "alpha": float,
-                                 "w_title": float, "w_aliases": float, "w_headings": float, "w_code": float,
-                                 "w_body": float, "stemmer": str, "stopwords": str}
-_RENAMED = {"k": "rrf_k"}
-
-
-def _convert(text: str, key: str, value: str, kind: type) -> Any:
+def stage_from_dict(data: Any) -> Any:
+    """A registered stage from ``stage.to_dict()``: ``{"stage": NAME, KEY: VALUE, ...}``."""
+    if not isinstance(data, dict) or not isinstance(data.get("stage"), str):
+        raise StrategyError(f"a stage must be an object with a \"stage\" name, got {data!r}")
+    values = {k: v for k, v in data.items() if k != "stage"}
+    allow_remote = values.pop("allow_remote", None)
     try:
-        if kind is bool:
-            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError(value)
-            return value.lower() in ("true", "1", "yes")
-        return kind(value)
-    except ValueError:
-        raise StrategyError(f"{text!r}: {key}={value!r} is not a valid {kind.__name__}") from None
+        stage = registry.stage(data["stage"])(**values)
+    except UsageError as exc:
+        raise StrategyError(str(exc)) from None
+    if allow_remote is not None:
+        stage = stage.with_allow_remote(bool(allow_remote))
+    return stage
 
 
-def _fmt(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+# Index variants `tune` tries with plain BM25 (the stages' own settings come from their ``tune_grid``).
+INDEX_GRID = ("bm25:analyzer=english", "bm25:analyzer=english,stemmer=porter", "bm25:analyzer=english,stopwords=lucene",
+              "bm25:analyzer=english,k1=1.2,b=0.75", "bm25:analyzer=english,k1=0.9,b=0.4")
+
+
+def tune_grid(available: frozenset[str] = frozenset({"bm25"})) -> list[str]:
+    """Usage: ``tune_grid(frozenset({"bm25", "dense"}))``: the strategies ``tune`` searches by default.
+
+    The index variants above, then each registered first stage's ``tune_grid`` points (on the
+    english analyzer when the stage ranks with the BM25 index), for the stages whose ``needs``
+    are ``available``.
+    """
+    out = list(INDEX_GRID)
+    for cls in registry.first_stages():
+        if not cls.needs <= available:
+            continue
+        for point in cls.tune_grid:
+            items = [i for i in (point, "analyzer=english" if "bm25" in cls.needs else "") if i]
+            out.append(Strategy.parse(f"{cls.head()}:{','.join(items)}" if items else cls.head()).text())
+    return list(dict.fromkeys(out))

@@ -72,7 +72,7 @@ class Grid:
         out = []
         for k1, b, target, prefix, top in itertools.product(self.k1, self.b, self.target, self.prefix, self.bm25_top):
             overlap = min(chunking.OVERLAP_CHARS, int(target) // 2)
-            out.append(Strategy(analyzer=self.analyzer, k1=float(k1), b=float(b), target=int(target), overlap=overlap,
+            out.append(Strategy.of(analyzer=self.analyzer, k1=float(k1), b=float(b), target=int(target), overlap=overlap,
                                 hard_max=max(chunking.HARD_MAX_CHARS, int(target)), prefix=prefix, bm25_top=int(top)))
         return out
 
@@ -169,7 +169,7 @@ def sweep(vault: "Vault", qs: "QuerySet", grid: Grid, *, measure: str = "nDCG@10
 
     (m,) = [str(x) for x in parse_measures([measure])]
     settings = grid.strategies(allow_egress)
-    default = Strategy(analyzer=grid.analyzer, name="default")
+    default = Strategy.of(analyzer=grid.analyzer, name="default")
     tune, held = split_queries(qs, seed, tune_fraction)
     ws = Workspace(vault, cache_dir)
     scores: dict[str, pd.Series] = {}
@@ -182,7 +182,7 @@ def sweep(vault: "Vault", qs: "QuerySet", grid: Grid, *, measure: str = "nDCG@10
     for s, run in zip(unique.values(), runs):
         pq = per_query(run, qs, [m]).set_index("query_id").value
         scores[s.name] = pq
-        rows.append({"setting": s.name, **{p: getattr(s, p) for p in PARAMS}, "is_default": s is default,
+        rows.append({"setting": s.name, **{p: s.value(p) for p in PARAMS}, "is_default": s is default,
                      "tune": pq[tune].mean(), "heldout": pq[held].mean(), "all": pq.mean()})
     table = pd.DataFrame(rows)
     by_name = {s.name: s for s in [default, *settings]}

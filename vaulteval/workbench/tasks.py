@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,7 +108,7 @@ def _with_host(strategy: "Strategy", ctx: TaskContext) -> "Strategy":
     """The strategy with the client's Ollama host filled in, so a worker's own environment cannot change it."""
     if strategy.rerank is None or strategy.rerank.backend != "ollama" or strategy.rerank.host is not None:
         return strategy
-    return replace(strategy, rerank=replace(strategy.rerank, host=ctx.ollama_host))
+    return strategy.with_rerank_host(ctx.ollama_host)
 
 
 def worker_name() -> str:

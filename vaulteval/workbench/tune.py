@@ -94,42 +94,22 @@ def own_split(queryset: "QuerySet", test_fraction: float, seed: int) -> tuple[li
 
 def current_default(vault: "Vault") -> str:
     """The strategy ``retrieve`` uses today, as a workbench strategy string on the vault's own index settings."""
-    from vaulteval.index.analyzers import parse_analyzer_name
+    from vaulteval.pipeline.stages.registry import parse_first_stage
     from vaulteval.pipeline.tuned import built_index_settings, tuned_strategy
-    from vaulteval.workbench.strategy import Strategy
+    from vaulteval.workbench.strategy import IndexSettings, Strategy
 
     tuned = tuned_strategy(vault)
-    first = tuned["strategy"] if tuned else "bm25"
-    built = built_index_settings(vault)
-    analyzer = built.get("analyzer") or "default"
-    keys = []
-    if analyzer == "english":
-        keys.append("analyzer=english")
-    elif str(analyzer).startswith("english:"):
-        stemmer, stopwords = parse_analyzer_name(analyzer)
-        keys += ["analyzer=english", f"stemmer={stemmer}", f"stopwords={stopwords}"]
-    defaults = Strategy()
-    for key in ("k1", "b", "target", "overlap", "hard_max"):
-        value = built.get(key)
-        if isinstance(value, (int, float)) and value != getattr(defaults, key):
-            keys.append(f"{key}={value:g}")
-    sep = "," if ":" in first else ":"
-    return f"{first}{sep}{','.join(keys)}" if keys else first
+    first = {"first": parse_first_stage(tuned["strategy"])} if tuned else {}
+    return Strategy(**first, index=IndexSettings.from_settings(built_index_settings(vault))).text()
 
 
 def default_grid(vault: "Vault", baseline: str) -> list[str]:
-    """Usage: ``default_grid(vault, "bm25")``: BM25 variants, field weights, and dense/hybrid when embedded."""
+    """Usage: ``default_grid(vault, "bm25")``: the registry's grid (``strategy.tune_grid``); dense stages when embedded."""
     from vaulteval.rerank.store import store_path
+    from vaulteval.workbench.strategy import tune_grid
 
-    grid = [baseline, "bm25:analyzer=english", "bm25:analyzer=english,stemmer=porter",
-            "bm25:analyzer=english,stopwords=lucene", "bm25:analyzer=english,k1=1.2,b=0.75",
-            "bm25:analyzer=english,k1=0.9,b=0.4", "bm25:analyzer=english,w_title=1,w_aliases=1",
-            "bm25:analyzer=english,w_title=2,w_aliases=2,w_headings=1"]
-    if store_path(vault.meta_dir).exists():
-        grid += ["dense", "hybrid:rrf,analyzer=english", "hybrid:rrf,analyzer=english,w_dense=0.5",
-                 "hybrid:cc,analyzer=english,alpha=0.3", "hybrid:cc,analyzer=english,alpha=0.5",
-                 "hybrid:cc,analyzer=english,alpha=0.7"]
-    return list(dict.fromkeys(grid))
+    available = frozenset({"bm25", "dense"} if store_path(vault.meta_dir).exists() else {"bm25"})
+    return list(dict.fromkeys([baseline, *tune_grid(available)]))
 
 
 def parse_grid(spec: str) -> list[str]:

@@ -99,8 +99,8 @@ class Workspace:
         if base is None:
             base = self._bases[key] = self._open_base(strategy, key)
         index = base.index()
-        if (index.k1, index.b) != (strategy.k1, strategy.b):
-            index = index.with_params(strategy.k1, strategy.b)
+        if (index.k1, index.b) != (strategy.index.k1, strategy.index.b):
+            index = index.with_params(strategy.index.k1, strategy.index.b)
         meta_dir = base.vault.meta_dir
         view = self.vault.with_meta(meta_dir)
         # One index and one integrity checker per meta dir, whatever the k1/b.
@@ -127,7 +127,8 @@ class Workspace:
             self._bases["vault"] = self.own
             return "vault"
         # The chunker version keeps a cache built by another vaulteval (other chunk text) from being reused.
-        return (f"{strategy.index_analyzer}-t{strategy.target}-o{strategy.overlap}-h{strategy.hard_max}"
+        settings = strategy.index
+        return (f"{settings.index_analyzer}-t{settings.target}-o{settings.overlap}-h{settings.hard_max}"
                 f"-c{CHUNKER_VERSION}")
 
     def _vault_usable(self) -> bool:
@@ -142,11 +143,11 @@ class Workspace:
 
     def _fits(self, base: Retriever, strategy: "Strategy") -> bool:
         header = base.index().header
-        if header.get("analyzer") != strategy.index_analyzer:
+        if header.get("analyzer") != strategy.index.index_analyzer:
             return False
-        if header.get("chunk_params") != asdict(strategy.chunk_params):
+        if header.get("chunk_params") != asdict(strategy.index.chunk_params):
             return False
-        return strategy.prefix != "synthetic" or _all_synthetic(base)
+        return strategy.index.prefix != "synthetic" or _all_synthetic(base)
 
     def _open_base(self, strategy: "Strategy", key: str) -> Retriever:
         if key == "vault":
@@ -165,7 +166,7 @@ class Workspace:
             except NotProvisioned:
                 pass
             log.info("building %s in %s", key, meta)
-            provision(variant, analyzer=strategy.index_analyzer, params=strategy.chunk_params)
+            provision(variant, analyzer=strategy.index.index_analyzer, params=strategy.index.chunk_params)
         retriever = Retriever(variant)
         retriever.index()
         return retriever

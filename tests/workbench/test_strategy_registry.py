@@ -1,0 +1,159 @@
+"""The stage registry drives the strategy grammar, its text form, the docs, `eval run --help` and tune's grid."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from vaulteval.pipeline.stages import registry
+from vaulteval.workbench.strategy import STRATEGY_PARAMS, Strategy, StrategyError, tune_grid
+from vaulteval.workbench.strategydoc import END, generated_part, key_tables, strategy_help
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _sample_value(param):
+    """A value of ``param`` other than its default, inside its range."""
+    if param.choices:
+        return next(c for c in param.choices if c != param.default)
+    if param.type is str:
+        return "x"
+    if param.high is not None:
+        value = param.high if param.high != param.default else param.low
+        return value if not param.high_open else (param.low + param.high) / 2
+    return param.type((param.low or 0) + 2)
+
+
+def test_the_docs_key_tables_are_the_registrys() -> None:
+    text = (REPO / "docs" / "strategies.md").read_text(encoding="utf-8")
+    assert END in text and generated_part(text) == key_tables().strip(), \
+        "run: python -m vaulteval.workbench.strategydoc docs/strategies.md"
+    for cls in registry.stages():
+        for param in cls.schema().values():
+            assert f"| `{param.name}` |" in text
+
+
+def test_eval_run_help_names_every_stage_and_key(capsys) -> None:
+    from vaulteval.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["eval", "run", "--help"])
+    out = capsys.readouterr().out
+    assert strategy_help().splitlines()[0] in out
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", out))
+    for cls in registry.stages():
+        assert cls.name in words or cls.head() in words
+        assert {p.name for p in cls.schema().values()} <= words
+    assert {p.name for p in STRATEGY_PARAMS} <= words
+
+
+def test_retrieve_help_names_every_first_stage(capsys) -> None:
+    from vaulteval.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["retrieve", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for cls in registry.first_stages():
+        assert registry.written(cls) in out
+    assert set(registry.FIRST_STAGE_MODULES) == {registry.written(c) for c in registry.first_stages()}
+    assert set(registry.RERANKER_MODULES) == {registry.written(c) for c in registry.rerankers()}
+
+
+@pytest.mark.parametrize("cls", registry.stages(), ids=lambda c: c.name)
+def test_every_key_of_every_stage_round_trips(cls) -> None:
+    for param in cls.schema().values():
+        if param.name in ("host", "model"):
+            continue  # checked when the first query runs, not here
+        kind = cls.over if cls.role == "rerank" else cls.head()
+        first = registry.stage(kind)() if cls.role == "rerank" else None
+        stage = cls(**{param.name: _sample_value(param)})
+        s = Strategy(first=first, reranker=stage) if first is not None else Strategy(first=stage)
+        again = Strategy.parse(s.text())
+        assert again == s and again.name == s.name and Strategy.from_dict(s.to_dict()) == s
+        assert s.value(param.name) == stage[param.name] if cls.role == "first" else True
+
+
+@pytest.mark.parametrize("param", STRATEGY_PARAMS, ids=lambda p: p.name)
+def test_every_strategy_key_round_trips(param) -> None:
+    values = {"name": "mine", "stemmer": "porter", "stopwords": "lucene", "target": 800, "overlap": 100,
+              "hard_max": 5000}
+    text = f"bm25:{param.name}={values.get(param.name, _sample_value(param))}"
+    if param.name in ("stemmer", "stopwords"):
+        text += ",analyzer=english"
+    s = Strategy.parse(text)
+    assert s.value(param.name) != param.default
+    assert Strategy.parse(s.text()) == s and Strategy.from_dict(s.to_dict()) == s
+
+
+def test_stopwords_seed_is_the_old_name_of_short() -> None:
+    old = Strategy.parse("bm25:analyzer=english,stopwords=seed")
+    assert old == Strategy.parse("bm25:analyzer=english") and old.index.stopwords == "short"
+    assert old.index_analyzer == "english"
+
+
+FORMAT_1 = {"name": "hybrid-rrf-english-rrf_k=20", "analyzer": "english", "k1": 1.5, "b": 0.75, "target": 2000,
+            "overlap": 200, "hard_max": 4000, "prefix": "provisioned", "bm25_top": 100, "top": 100, "rerank": None,
+            "first": "hybrid:rrf", "rrf_k": 20.0, "w_bm25": 1.0, "w_dense": 1.0, "alpha": 0.5, "w_title": 0.0,
+            "w_aliases": 0.0, "w_headings": 0.0, "w_code": 0.0, "w_body": 1.0, "stemmer": "snowball",
+            "stopwords": "seed"}
+
+
+def test_a_format_1_record_is_the_same_strategy() -> None:
+    s = Strategy.from_dict(FORMAT_1)
+    assert s.key == Strategy.parse("hybrid:rrf,k=20,analyzer=english").key and s.name == FORMAT_1["name"]
+    rerank = {**FORMAT_1, "first": "bm25", "rrf_k": 60.0, "name": "rr", "w_title": 2.0,
+              "rerank": {"backend": "sentence-transformers", "model": None, "host": None, "allow_remote": True,
+                         "timeout": 30.0, "batch_size": 64}}
+    rr = Strategy.from_dict(rerank)
+    assert rr.key == Strategy.parse("rerank:st,w_title=2,analyzer=english").with_remote_ollama(True).key
+
+
+@pytest.mark.parametrize("edit", [{"alpha": 0.3, "first": "bm25"}, {"w_title": 2.0, "first": "dense"}])
+def test_a_format_1_record_without_an_equivalent_is_refused_naming_the_version(edit) -> None:
+    with pytest.raises(StrategyError) as info:
+        Strategy.from_dict({**FORMAT_1, **edit})
+    message = str(info.value)
+    assert "format-1" in message and "vaulteval 0.1" in message and "\n" not in message
+
+
+def test_an_unknown_format_is_refused() -> None:
+    with pytest.raises(StrategyError, match="format 3"):
+        Strategy.from_dict({**Strategy.parse("bm25").to_dict(), "format": 3})
+
+
+def test_stages_say_what_they_need() -> None:
+    needs = {cls.name: cls.needs for cls in registry.first_stages()}
+    assert "dense" in needs["dense"] and "dense" in needs["hybrid"]
+    assert "dense" not in needs["bm25"] and all(n <= {"bm25", "dense"} for n in needs.values())
+    assert registry.parse_first_stage("bm25:w_title=2").plain is False and registry.parse_first_stage("bm25").plain
+
+
+def test_the_tune_grid_comes_from_the_registry() -> None:
+    lexical, embedded = tune_grid(frozenset({"bm25"})), tune_grid(frozenset({"bm25", "dense"}))
+    assert set(lexical) < set(embedded)
+    for text in embedded:
+        s = Strategy.parse(text)
+        assert s.first.needs <= {"bm25", "dense"}
+        assert ("dense" in s.first.needs) == (text not in lexical)
+    for cls in registry.first_stages():
+        for point in cls.tune_grid:
+            assert any(Strategy.parse(t).first == registry.build(cls.head(), registry.split_items(point), point)[0]
+                       for t in embedded)
+
+
+def test_reading_a_first_stage_imports_no_numpy_typing_or_dataclasses() -> None:
+    """``retrieve --strategy bm25`` (or a tuned ``bm25``) keeps the lean start of a plain query."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys; from vaulteval.pipeline.stages.registry import parse_first_stage; "
+            "assert parse_first_stage('bm25').plain and parse_first_stage('hybrid:cc,alpha=0.3'); "
+            "print(json.dumps(sorted(sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    loaded = set(json.loads(proc.stdout))
+    assert "vaulteval.pipeline.stages.prf" in loaded  # every stage module was read
+    assert not {"numpy", "typing", "dataclasses"} & loaded

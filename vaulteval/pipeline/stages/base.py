@@ -1,0 +1,174 @@
+"""The stage protocols: ``Stage`` (a name, a parameter schema and values), ``FirstStage`` and ``Reranker``.
+
+Usage::
+
+    @register
+    class Dense(FirstStage):
+        name = "dense"
+        needs = frozenset({"dense"})
+        def run(self, retriever, query, depth, cache_path): ...
+
+Each stage is one class in one module of this folder, listed in
+``registry.FIRST_STAGE_MODULES`` or ``registry.RERANKER_MODULES``; ``register``
+adds it under its name. A stage names
+itself (``name``), says what it needs (``needs``: ``"bm25"`` for the index,
+``"dense"`` for the stored embeddings), proposes settings for ``tune``
+(``tune_grid``), may take one bare leading item (``option``, e.g. hybrid's
+fusion) and ``params``. A stage that ``refines`` another is written under the
+other's name and chosen by its first parameter: ``bm25:prf=10``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from vaulteval.errors import UsageError
+from vaulteval.pipeline.stages.params import Param
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: retrieve --strategy reads this module on its lean start
+if TYPE_CHECKING:
+    from typing import Any
+
+STAGES: dict[str, type] = {}  # name -> stage class, filled by register()
+
+
+class Stage:
+    """A registered stage with its parameter values (read-only); equal and hashable by (name, values)."""
+
+    name = ""
+    role = "first"  # "first" (a FirstStage) or "rerank" (a Reranker)
+    summary = ""
+    option: Param | None = None  # one bare leading item: hybrid's fusion, the reranker's backend
+    params: tuple[Param, ...] = ()
+    needs: frozenset[str] = frozenset()  # "bm25": the BM25 index; "dense": the stored embeddings (provision --embed)
+    tune_grid: tuple[str, ...] = ()  # items of the settings `tune` tries by default ("" = the defaults)
+    refines = ""  # the stage whose name this one is written under (bm25:prf=K); its first param selects it
+
+    def __init__(self, **values: Any):
+        schema = self.schema()
+        self.values: dict[str, Any] = {p.name: p.default for p in schema.values()}
+        for key, value in values.items():
+            param = schema.get(key)
+            if param is None:
+                raise UsageError(f"{self.head()}: unknown key {key!r}")
+            self.values[key] = param.check(value)
+
+    @classmethod
+    def schema(cls) -> dict[str, Param]:
+        return {p.name: p for p in ((cls.option,) if cls.option else ()) + cls.params}
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def replace(self, **values: Any) -> "Stage":
+        """A copy with other values; settings that are not parameters (``embed``, ``allow_remote``) carry over."""
+        other = type(self)(**{**self.values, **values})
+        other.__dict__.update((k, v) for k, v in self.__dict__.items() if k != "values")
+        return other
+
+    @classmethod
+    def head(cls) -> str:
+        return cls.refines or cls.name
+
+    def items(self) -> list[str]:
+        """``KEY=VALUE`` for every value that differs from its default (a refining stage's selector always)."""
+        out = []
+        for i, p in enumerate(self.params):
+            value = self.values[p.name]
+            if value != p.default or (self.refines and i == 0):
+                out.append(f"{p.name}={p.text(value)}")
+        return out
+
+    def text(self) -> str:
+        """The stage as a strategy string: ``hybrid:rrf,k=20``, ``bm25:prf=10``, ``rerank:st``."""
+        items = ([self.values[self.option.name]] if self.option else []) + self.items()
+        return f"{self.head()}:{','.join(items)}" if items else self.head()
+
+    @property
+    def label(self) -> str:
+        """The stage as results name it (``hybrid:rrf``, ``bm25+prf``)."""
+        return self.head() if not self.option else f"{self.head()}:{self.values[self.option.name]}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stage": self.name, **self.values}
+
+    def _key(self) -> tuple:
+        return (self.name, tuple(sorted(self.values.items(), key=lambda kv: kv[0])))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stage) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.text()!r})"
+
+
+class FirstStage(Stage):
+    """Protocol of a first stage: ``run`` ranks candidate documents for a query.
+
+    ``run(retriever, query, depth, cache_path)`` returns ``(ranked, info)``:
+    ranked is ``[(doc, {component: value})]`` best first, holding the
+    components that exist (``bm25``, ``dense``, ``fused``, ``prf``, or a new
+    stage's own); info holds ``ranked_by`` (the component of its order) and
+    may hold ``timings_ms`` (per stage: ``bm25``, ``dense``, ``fusion``),
+    ``embedding_model`` and ``fallback`` (why the stage fell back to BM25
+    order, then ranked by ``bm25``).
+    """
+
+    role = "first"
+    embed: Any = None  # the query embedder's host/timeout (a RerankConfig); a command setting, not a parameter
+
+    @property
+    def plain(self) -> bool:
+        """True when the index's own BM25 top-k is this stage's answer (the batch and lean paths)."""
+        return False
+
+    @property
+    def fields(self) -> tuple[tuple[str, float], ...]:
+        """Field weights in normal form; () for body-only BM25 or a stage without them."""
+        return ()
+
+    def without_fields(self) -> "FirstStage":
+        """The same stage on the body only (when the field index is missing)."""
+        return self
+
+    def with_embed(self, config: Any) -> "FirstStage":
+        other = self.replace()
+        other.embed = config
+        return other
+
+    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> tuple[list, dict]:
+        raise NotImplementedError
+
+
+class Reranker(Stage):
+    """Protocol of a reranker: ``rerank`` scores the first stage's candidate texts for a query.
+
+    ``rerank(query, texts, cache_path, cache_anchor=None, store=None)``
+    returns an outcome with ``scores`` in input order, or ``scores=None`` and
+    ``fallback_reason`` (the caller keeps the first stage's order).
+    """
+
+    role = "rerank"
+    over = "bm25"  # the first stage whose candidates it reranks
+
+    def rerank(self, query: str, texts: list[str], cache_path: Any, cache_anchor: Any = None,
+               store: Any = None) -> Any:
+        raise NotImplementedError
+
+
+def ms_since(started: float) -> float:
+    """Milliseconds since ``time.perf_counter()`` read ``started`` (a stage's own timing)."""
+    return round((time.perf_counter() - started) * 1000.0, 3)
+
+
+def register(cls: type) -> type:
+    """Class decorator: add a stage to the registry under ``cls.name``."""
+    if not cls.name or cls.name in STAGES and STAGES[cls.name] is not cls:
+        raise ValueError(f"stage name {cls.name!r} is empty or taken")
+    STAGES[cls.name] = cls
+    return cls
+
+

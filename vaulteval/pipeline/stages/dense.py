@@ -1,0 +1,78 @@
+"""The dense first stage: exact cosine between the query and the vault's stored chunk vectors.
+
+Usage: ``Dense().run(retriever, query, depth, cache_path)``. The query is embedded with the
+store's backend and model (``provision --embed`` made the store); when it cannot be (backend
+down, model changed, a script the model does not read), ``dense_top`` says why and the caller
+falls back to BM25 order.
+"""
+
+from __future__ import annotations
+
+import time
+
+from vaulteval.pipeline.stages.bm25 import bm25_scores, matched, ranked_bm25
+from vaulteval.pipeline.stages.base import FirstStage, ms_since, register
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+if TYPE_CHECKING:
+    from typing import Any
+
+MODEL_CHANGED = "model-changed"
+
+
+def dense_top(retriever: Any, query: str, embed: Any, depth: int, cache_path: Any) -> tuple[list | None, dict]:
+    """The dense top ``depth`` as [(doc, cosine)], or None with ``fallback`` (the reason) in the info.
+
+    The info holds ``embedding_model`` and ``timings_ms["dense"]`` (query embedding and cosine search).
+    """
+    from dataclasses import replace
+
+    from vaulteval.rerank.config import RerankConfig
+    from vaulteval.rerank.stage import embed_query
+
+    started = time.perf_counter()
+    store = retriever.store()
+    config = replace(embed or RerankConfig(), backend=store.backend, model=store.model)
+    qv = embed_query(query, config, cache_path)
+    info: dict[str, Any] = {"embedding_model": qv.model, "timings_ms": {}}
+    if qv.vector is None:
+        info["timings_ms"]["dense"] = ms_since(started)
+        return None, {**info, "fallback": qv.fallback_reason}
+    if (qv.source, qv.model_key, qv.scheme) != (store.backend, store.model_key, store.scheme):
+        info["timings_ms"]["dense"] = ms_since(started)
+        return None, {**info, "fallback": MODEL_CHANGED}
+    rows, cos = store.top(qv.vector, depth)
+    docs = retriever.store_docs()
+    out = []
+    for row, c in zip(rows.tolist(), cos.tolist()):
+        doc = docs[row]
+        if doc >= 0:
+            out.append((doc, round(float(c), 6)))
+    info["timings_ms"]["dense"] = ms_since(started)
+    return out, info
+
+
+def bm25_fallback(retriever: Any, query: str, fields: tuple, depth: int, info: dict) -> tuple[list, dict]:
+    """BM25 order in the first-stage shape, for a stage whose query could not be embedded (``info`` says why)."""
+    started = time.perf_counter()
+    tokens = retriever.index().analyze(query)
+    ranked = [(d, {"bm25": v}) for d, v in ranked_bm25(bm25_scores(retriever, tokens, fields), depth)]
+    info["timings_ms"]["bm25"] = ms_since(started)
+    return ranked, {**info, "ranked_by": "bm25"}
+
+
+@register
+class Dense(FirstStage):
+    name = "dense"
+    summary = "exact cosine between the query and the stored chunk vectors (provision --embed)"
+    needs = frozenset({"dense"})
+    tune_grid = ("",)
+
+    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> tuple[list, dict]:
+        dense, info = dense_top(retriever, query, self.embed, depth, cache_path)
+        if dense is None:
+            return bm25_fallback(retriever, query, (), depth, info)
+        started = time.perf_counter()
+        scores = bm25_scores(retriever, retriever.index().analyze(query), ())
+        info["timings_ms"]["bm25"] = ms_since(started)
+        return [(d, matched(scores[d], dense=c)) for d, c in dense], {**info, "ranked_by": "dense"}

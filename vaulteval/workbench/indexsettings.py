@@ -1,0 +1,113 @@
+"""The index settings of a strategy: analyzer, BM25 parameters, chunking and prefixes, with their schema.
+
+Usage::
+
+    settings = IndexSettings(analyzer="english", stemmer="porter", k1=1.2)
+    settings.index_analyzer      # "english:stemmer=porter", the name the index is built with
+    settings.build_key           # what a chunk set and index depend on (k1 and b need no rebuild)
+    IndexSettings.from_settings(built_index_settings(vault))   # a built index's own settings
+
+``INDEX_PARAMS`` are the strategy keys these settings are written with
+(``vaulteval.workbench.strategy``); one validator (``vaulteval.index.params``)
+checks BM25 and chunk sizes everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.chunks import chunking
+from vaulteval.errors import UsageError
+from vaulteval.index import bm25
+from vaulteval.index.analyzers import OLD_STOPLIST_NAMES, STEMMERS, STOPLISTS, english_analyzer_name
+from vaulteval.index.params import MAX_K1, check_bm25_params, check_chunk_params, max_hard_max
+from vaulteval.pipeline.stages.params import Param
+
+if TYPE_CHECKING:
+    from vaulteval.chunks.store import ChunkParams
+
+PREFIXES = ("provisioned", "synthetic")
+_CHUNKS = f"`0 ≤ overlap < target ≤ hard_max`, `50 ≤ target`, `hard_max ≤ {max_hard_max()}`"
+INDEX_PARAMS = (
+    Param("analyzer", str, "default", "[analyzer](index-format.md#analyzers)", choices=("default", "english")),
+    Param("stemmer", str, "snowball", "the English stemmer (both from PyStemmer)", choices=STEMMERS,
+          note="only with `analyzer=english`"),
+    Param("stopwords", str, "short", "the default analyzer's short list, or the English stop set of Apache "
+          "Lucene's `EnglishAnalyzer` (33 words); `seed` is the old name of `short`", choices=STOPLISTS,
+          aliases=OLD_STOPLIST_NAMES, note="only with `analyzer=english`"),
+    Param("k1", float, bm25.K1, "BM25 term-frequency saturation", low=0.0, high=MAX_K1),
+    Param("b", float, bm25.B, "BM25 length normalisation", low=0.0, high=1.0),
+    Param("target", int, chunking.TARGET_CHARS, "chunk size to aim for, in characters", note=_CHUNKS),
+    Param("overlap", int, chunking.OVERLAP_CHARS, "characters repeated from the previous chunk", note="(same rule)"),
+    Param("hard_max", int, chunking.HARD_MAX_CHARS, "longest chunk", note="(same rule)"),
+    Param("prefix", str, "provisioned", "which contextual prefixes, see below", choices=PREFIXES),
+)
+
+
+class IndexSettingsError(UsageError):
+    """An index setting is out of range, or two do not fit together."""
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """What the index a strategy runs on is built and scored with."""
+
+    analyzer: str = "default"
+    stemmer: str = "snowball"
+    stopwords: str = "short"
+    k1: float = bm25.K1
+    b: float = bm25.B
+    target: int = chunking.TARGET_CHARS
+    overlap: int = chunking.OVERLAP_CHARS
+    hard_max: int = chunking.HARD_MAX_CHARS
+    prefix: str = "provisioned"
+
+    def __post_init__(self) -> None:
+        try:
+            check_bm25_params(self.k1, self.b)
+            check_chunk_params(self.target, self.overlap, self.hard_max)
+        except UsageError as exc:
+            raise IndexSettingsError(f"strategy: {exc}") from None
+        try:
+            normal = {p.name: p.check(getattr(self, p.name)) for p in INDEX_PARAMS}
+        except UsageError as exc:
+            raise IndexSettingsError(str(exc)) from None
+        for key, value in normal.items():
+            object.__setattr__(self, key, value)  # normal types and names (stopwords=seed is short)
+        if (self.stemmer, self.stopwords) != ("snowball", "short") and self.analyzer != "english":
+            raise IndexSettingsError("stemmer= and stopwords= need analyzer=english")
+
+    @property
+    def index_analyzer(self) -> str:
+        """The analyzer the index must be built with: ``english:stemmer=porter`` etc. for the english options."""
+        return self.analyzer if self.analyzer != "english" else english_analyzer_name(self.stemmer, self.stopwords)
+
+    @property
+    def build_key(self) -> str:
+        """What a chunk set + index depends on (k1/b are applied to an index without a rebuild)."""
+        return f"{self.index_analyzer}-t{self.target}-o{self.overlap}-h{self.hard_max}-{self.prefix}"
+
+    @property
+    def chunk_params(self) -> "ChunkParams":
+        from vaulteval.chunks.store import ChunkParams
+
+        return ChunkParams(self.target, self.overlap, self.hard_max)
+
+    def settings(self) -> dict[str, Any]:
+        """What the vault's own index must be built with to rank like this."""
+        return {"analyzer": self.index_analyzer, "k1": self.k1, "b": self.b, "target": self.target,
+                "overlap": self.overlap, "hard_max": self.hard_max}
+
+    @classmethod
+    def from_settings(cls, built: dict[str, Any]) -> "IndexSettings":
+        """The settings of a built index (``analyzer`` is an index analyzer name such as ``english:stemmer=porter``)."""
+        from vaulteval.index.analyzers import parse_analyzer_name
+
+        values = {k: built[k] for k in ("k1", "b", "target", "overlap", "hard_max")
+                  if isinstance(built.get(k), (int, float))}
+        analyzer = str(built.get("analyzer") or "default")
+        if analyzer.startswith("english:"):
+            values["stemmer"], values["stopwords"] = parse_analyzer_name(analyzer)
+            analyzer = "english"
+        return cls(analyzer=analyzer, **values)
