@@ -74,6 +74,8 @@ def main() -> int:
         label, vault, real = item[:3]
         split = item[3] if len(item) == 4 else None
         report["sets"].append(agreement(label, Path(vault), Path(real), split, out, args, given.get(label)))
+        (out / f"{label}.json").write_text(json.dumps(report["sets"][-1], indent=2, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
     if report["sets"]:
         print_agreement(report["sets"])
     if args.languages:
@@ -82,6 +84,10 @@ def main() -> int:
     (out / "agreement.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"\nwritten: {out / 'agreement.json'}")
     return 0
+
+
+_GENERATED: dict = {}  # (vault, generated file) -> (path, summary, set, evaluation), shared by the sets over it
+_REAL: dict = {}  # (vault, real set, split) -> (set, evaluation)
 
 
 def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, out: Path,
@@ -97,18 +103,25 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
     vault = Vault(vault_dir)
     if not store_path(vault.meta_dir).exists():
         sys.exit(f"{vault_dir} has no stored embeddings; run: vaulteval provision --vault {vault_dir} --embed --embedder st")
-    gen_path = Path(generated) if generated else out / label / "generated.yaml"
-    summary = None
-    if not generated:
-        gen_path.parent.mkdir(parents=True, exist_ok=True)
-        summary = generate_queryset(vault, gen_path, n=args.n, seed=args.seed)
-    real = load_queryset(real_path, vault)
-    if split:
-        real = dataclasses.replace(real, queries=[q for q in real.queries if q.split == split])
-    gen = load_queryset(gen_path, vault)
+    cache = out / "cache" / vault_dir.resolve().as_posix().strip("/").replace("/", "_")
+    key = (str(vault_dir.resolve()), generated)  # two real sets over one vault share the generated set's evaluation
+    if key not in _GENERATED:
+        gen_path = Path(generated) if generated else out / label / "generated.yaml"
+        summary = None
+        if not generated:
+            gen_path.parent.mkdir(parents=True, exist_ok=True)
+            summary = generate_queryset(vault, gen_path, n=args.n, seed=args.seed)
+        gen = load_queryset(gen_path, vault)
+        _GENERATED[key] = (gen_path, summary, gen, _evaluate(vault, gen, cache))
+    gen_path, summary, gen, gen_ev = _GENERATED[key]
+    real_key = (str(vault_dir.resolve()), str(real_path.resolve()), split)
+    if real_key not in _REAL:
+        real = load_queryset(real_path, vault)
+        if split:
+            real = dataclasses.replace(real, queries=[q for q in real.queries if q.split == split])
+        _REAL[real_key] = (real, _evaluate(vault, real, cache))
+    real, real_ev = _REAL[real_key]
     names = [Strategy.parse(s).name for s in STRATEGIES]
-    real_ev = _evaluate(vault, real, out / "cache" / label)
-    gen_ev = _evaluate(vault, gen, out / "cache" / label)
     real_scores = _overall(real_ev).reindex(names)
     gen_scores = _overall(gen_ev).reindex(names)
     tau = stats.kendalltau(gen_scores.to_numpy(), real_scores.to_numpy())
@@ -129,7 +142,7 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
             "tau": _num(tau.statistic), "p": _num(tau.pvalue),
             "pick": pick, "pick_real": float(real_scores[pick]), "best": best, "best_real": float(real_scores[best]),
             "scores": {n: {"generated": float(gen_scores[n]), "real": float(real_scores[n])} for n in names},
-            "slices": slices}
+            "min_slice": args.min_slice, "slices": slices}
 
 
 def languages(root: Path, langs: list[str], out: Path) -> list[dict]:
@@ -187,8 +200,7 @@ def print_agreement(sets: list[dict]) -> None:
         for name, v in s["scores"].items():
             print(f"| `{name}` | {v['generated']:.3f} | {v['real']:.3f} |")
         if s["slices"]:
-            print(f"\nTau of each generated slice against the real order (slices of {min(x['n'] for x in s['slices'])}+ "
-                  "queries):\n")
+            print(f"\nTau of each generated slice against the real order (slices of {s['min_slice']}+ queries):\n")
             print("| slice | n | tau (p) | its pick |")
             print("|---|---|---|---|")
             for x in s["slices"]:
