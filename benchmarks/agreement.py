@@ -59,10 +59,13 @@ def main() -> int:
                     help="use this generated set for LABEL instead of generating one")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--without", action="append", default=[], metavar="KIND",
+                    help="leave out the strategies of this kind (e.g. rerank: it embeds every candidate itself)")
     ap.add_argument("--min-slice", type=int, default=10, help="smallest generated slice to report a tau for")
     ap.add_argument("--languages", help="folder holding one plain vault per language (the help vault)")
     ap.add_argument("--langs", default="es,de,zh,ja,ru")
     args = ap.parse_args()
+    STRATEGIES[:] = [s for s in STRATEGIES if s.split(":")[0] not in args.without]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     given = dict(args.set_generated)
