@@ -10,15 +10,16 @@ MiniLM vectors, ``vaulteval provision --vault V --embed --embedder st``):
         --n 200 --seed 7 --languages /tmp/help --langs es,de,zh,ja,ru
 
 For each ``--set LABEL VAULT REAL [SPLIT]`` it generates a set from the vault
-(``queryset generate --n N --seed S``; ``--generated FILE`` per set instead with
-``--set-generated LABEL FILE``), evaluates every strategy on the generated set
+(``queryset generate --n N --seed S``; or give one with ``--set-generated LABEL
+FILE``), evaluates every strategy on the generated set
 and on the real questions (only the queries with ``split: SPLIT`` when given),
 and reports Kendall's tau (``scipy.stats.kendalltau``, tau-b) between the two
 orders of the strategies by nDCG@10, the generated set's pick (its best
-strategy; the first in grid order on a tie) with that pick's nDCG@10 on the real
+strategy; the first in list order on a tie) with that pick's nDCG@10 on the real
 questions, and the best strategy on the real questions. Tau per generated
 slice (kind, and any other slice with at least --min-slice queries) is listed
-too. ``--languages DIR`` adds BM25 nDCG@10 with the default and the english
+too. ``--without rerank`` leaves the rerank strategies out (they embed every
+candidate themselves in an evaluation). ``--languages DIR`` adds BM25 nDCG@10 with the default and the english
 analyzer on each ``DIR/<lang>`` against ``querysets/obsidian-help-<lang>.yaml``.
 
 Prints Markdown tables and writes ``OUT/agreement.json``. No timings.
