@@ -1,6 +1,7 @@
 """Evaluate strategies on a query set and keep everything needed to reproduce the numbers.
 
-Usage::
+``evaluate`` is ``vaulteval.run`` then ``vaulteval.compare`` (``workbench.api``) plus
+the tables a run directory keeps. Usage::
 
     ev = evaluate(vault, queryset, ["bm25", "bm25:analyzer=english"], measures=["nDCG@10", "RR"], k=10)
     ev.metrics            # run, measure, value, n, ci_low, ci_high   (IR measures, pool recall, negatives)
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -114,29 +114,19 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
     import pandas as pd
 
     from vaulteval.workbench import measures as M
+    from vaulteval.workbench.api import parse_strategies, run
     from vaulteval.workbench.compare import compare
     from vaulteval.workbench.misses import find_misses
-    from vaulteval.workbench.executor import make_executor, run_strategies
-    from vaulteval.workbench.strategy import Strategy
-    from vaulteval.workbench.workspace import Workspace
 
     if not 1 <= k <= 1000:
         raise UsageError(f"--k must be from 1 to 1000, got {k}")
-    parsed = [(s if isinstance(s, Strategy) else Strategy.parse(s)).with_remote_ollama(allow_remote_ollama)
-              for s in strategies]
-    if not parsed:
-        raise UsageError("name at least one strategy, e.g. --strategy bm25")
-    names = [s.name for s in parsed]
-    if len(set(names)) != len(names):
-        raise UsageError(f"two strategies share a name ({names}); add name=... to one of them")
+    parsed = parse_strategies(strategies, allow_remote_ollama)
     ms = [str(m) for m in M.parse_measures(measures, k)]
     started, t0 = _now(), time.perf_counter()
-    # Connect first: an unreachable scheduler fails before any page is read.
-    with (nullcontext(executor) if executor is not None
-          else make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress)) as ex:
-        ws = Workspace(vault, cache_dir, use_vault_index=use_vault_index)
-        runs = run_strategies(vault, queryset, parsed, workspace=ws, executor=ex, shards=shards)
-        executor = ex.describe()
+    made = run(queryset, parsed, vault=vault, cache_dir=cache_dir, use_vault_index=use_vault_index,
+               allow_remote_ollama=allow_remote_ollama, progress=progress, scheduler=scheduler,
+               allow_remote_workers=allow_remote_workers, shards=shards, executor=executor)
+    runs, ws, executor = list(made), made.workspace, made.executor
     per_query = pd.concat([M.per_query(r, queryset, ms) for r in runs], ignore_index=True)
     negatives = pd.concat([M.negatives(r, queryset) for r in runs], ignore_index=True)
     from vaulteval.workbench.abstention import COLUMNS, abstention_curve
