@@ -12,7 +12,7 @@ stays cheap and the retrieve path never pulls in pandas)::
     runs = run(qs, ["bm25", "bm25:analyzer=english"])   # Runs: one Run per strategy (runs["bm25"], runs.save(dir))
     Run.from_trec("old/bm25.trec")                      # a Run from a TREC file (run.save("x.trec") writes one)
     report = compare(qs, runs, ["nDCG@10", "RR"], baseline="bm25")  # Report: CIs, deltas, p, MDE; .save(dir)
-    ev = evaluate(vault, qs, ["bm25", "rerank:st"])     # EvalRun: run + compare + misses, slices; ev.save("runs/")
+    ev = evaluate(qs, ["bm25", "rerank:st"])            # EvalRun: run + compare + misses, slices; ev.save("runs/")
     Strategy.parse("bm25:analyzer=english,k1=1.2")       # a strategy from its string form
     read_note(vault, "[[Descaling#How often]]")         # one note: text, headings, links, backlinks
     search_notes(vault, "descale")                      # text search of every note, no index needed

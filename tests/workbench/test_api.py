@@ -29,7 +29,7 @@ def sample_runs(tmp_path_factory: pytest.TempPathFactory):
     cache = tmp_path_factory.mktemp("api-cache")
     qs = load_queryset(QUERYSET, Vault(BUNDLED_SAMPLE))
     runs = vaulteval.run(qs, STRATEGIES, cache_dir=cache)
-    ev = evaluate(Vault(BUNDLED_SAMPLE), qs, STRATEGIES, measures=MEASURES, cache_dir=cache)
+    ev = evaluate(qs, STRATEGIES, measures=MEASURES, cache_dir=cache)  # the vault is the set's
     return qs, runs, ev
 
 
@@ -99,6 +99,8 @@ def test_run_refuses_a_vault_other_than_the_query_sets(tmp_path: Path) -> None:
                        Vault(root))
     with pytest.raises(UsageError, match="was loaded against"):
         vaulteval.run(qs, "bm25", vault=Vault(other))
+    with pytest.raises(UsageError, match="was loaded against"):
+        evaluate(Vault(other), qs, ["bm25"])
     runs = vaulteval.run(qs, "bm25", use_vault_index=False)  # no vault= : the set's own
     assert runs["bm25"].ranking("q1") == ["wiki/a.md"]
 

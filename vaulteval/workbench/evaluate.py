@@ -3,7 +3,8 @@
 ``evaluate`` is ``vaulteval.run`` then ``vaulteval.compare`` (``workbench.api``) plus
 the tables a run directory keeps. Usage::
 
-    ev = evaluate(vault, queryset, ["bm25", "bm25:analyzer=english"], measures=["nDCG@10", "RR"], k=10)
+    ev = evaluate(queryset, ["bm25", "bm25:analyzer=english"], measures=["nDCG@10", "RR"], k=10)  # qs.vault
+    ev = evaluate(vault, queryset, ["bm25"])  # the same with the vault named (it must be the set's)
     ev.metrics            # run, measure, value, n, ci_low, ci_high   (IR measures, pool recall, negatives)
     ev.report             # compare() against the first strategy
     ev.save("runs/")      # runs/<id>/ with metrics.csv, per_query.csv, misses.csv, *.trec, manifest.json
@@ -99,7 +100,8 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | str]", *,
+def evaluate(vault: "Vault | QuerySet", queryset: "QuerySet | list[Strategy | str]",
+             strategies: "list[Strategy | str] | None" = None, *,
              measures: list[Any] | str | None = None, k: int = 10, baseline: str | None = None,
              cache_dir: str | os.PathLike[str] | None = None, use_vault_index: bool = True, seed: int = 0,
              progress: bool = False, allow_remote_ollama: bool = False, condensed: bool = False,
@@ -110,6 +112,7 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
     ``scheduler`` (``"local:2"``, ``"tcp://127.0.0.1:8786"``) runs the strategies as Dask tasks
     (``vaulteval.workbench.executor``); the result is the same as without it. An open
     ``executor`` (from ``make_executor``) is used as given and left open.
+    ``evaluate(qs, strategies)`` runs on the query set's own vault (``qs.vault``).
     """
     import pandas as pd
 
@@ -118,6 +121,15 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
     from vaulteval.workbench.compare import compare
     from vaulteval.workbench.misses import find_misses
 
+    from vaulteval.querysets.queryset import QuerySet
+    from vaulteval.workbench.api import vault_of
+
+    if isinstance(vault, QuerySet):  # evaluate(qs, strategies): the set knows its vault
+        if strategies is not None:
+            raise UsageError("evaluate(queryset, strategies) or evaluate(vault, queryset, strategies), not both")
+        vault, queryset, strategies = vault_of(vault), vault, queryset
+    if strategies is None:
+        raise UsageError("name at least one strategy, e.g. evaluate(qs, [\"bm25\"])")
     if not 1 <= k <= 1000:
         raise UsageError(f"--k must be from 1 to 1000, got {k}")
     parsed = parse_strategies(strategies, allow_remote_ollama)
