@@ -81,6 +81,13 @@ def test_report_shows_means_intervals_deltas_p_and_mde(sample_runs) -> None:
     assert "Latency per query" in text and report.notes[0] in text
 
 
+def test_report_saved_to_a_file_without_extension_is_one_clear_error(sample_runs, tmp_path: Path) -> None:
+    qs, runs, _ = sample_runs
+    (tmp_path / "report").write_text("x", encoding="utf-8")
+    with pytest.raises(UsageError, match="is a file, not a folder"):
+        vaulteval.compare(qs, runs, ["RR"]).save(tmp_path / "report")
+
+
 def test_compare_refuses_a_run_of_another_query_set(sample_runs) -> None:
     import pandas as pd
 

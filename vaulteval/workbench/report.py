@@ -220,6 +220,10 @@ class Report:
         """``folder/report.json`` (every number, as data) and ``folder/report.md`` rendered from it, as in a
         run directory; machine timings (TIMED) are left out so re-runs give the same bytes. Returns the folder."""
         target = Path(folder)
+        if target.exists() and not target.is_dir():
+            from vaulteval.errors import UsageError
+
+            raise UsageError(f"{target} is a file, not a folder; save the report to a folder or a .md/.json path")
         target.mkdir(parents=True, exist_ok=True)
         data = json.loads(json.dumps(self.to_data(), ensure_ascii=False))
         for key in TIMED:
