@@ -144,10 +144,12 @@ class Run:
 
         A file that is not a TREC run raises one UsageError naming the file, the line and the fix.
         """
+        import pandas as pd
+
         from vaulteval.workbench.trec import read_trec
 
         rows, found = read_trec(Path(path))
-        return cls(name or found or Path(path).stem, rows)
+        return cls(name or found or Path(path).stem, pd.DataFrame(rows, columns=RUN_COLUMNS))
 
 
 _ENCODE = re.compile(r"[%\s\x00-\x1f\x7f]")

@@ -1,6 +1,6 @@
 """Read TREC run files (``qid Q0 doc rank score name``), distrusting every byte.
 
-Usage: ``df, name = read_trec(Path("bm25.trec"))`` -> (query_id, doc_id, score, rank) rows and the run name.
+Usage: ``rows, name = read_trec(Path("bm25.trec"))`` -> (query_id, doc_id, score, rank) tuples and the run name.
 Each problem is one UsageError naming the file, the line and what a line must look like.
 """
 
@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from vaulteval.errors import UsageError
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 FORMAT = "'qid Q0 doc rank score name' (six fields separated by spaces)"
 
@@ -32,15 +28,11 @@ def _text(path: Path) -> str:
         raise UsageError(f"cannot read run file {path}: {exc.strerror or exc}") from None
 
 
-def read_trec(path: Path) -> "tuple[pd.DataFrame, str | None]":
-    """The run's rows (doc ids percent-decoded) and the name in its last column.
+def read_trec(path: Path) -> tuple[list[tuple[str, str, float, int]], str | None]:
+    """The run's (query_id, doc_id, score, rank) rows (doc ids percent-decoded) and the name in its last column.
 
     An empty file is an empty run (a strategy may return nothing), named by the caller.
     """
-    import pandas as pd
-
-    from vaulteval.workbench.runs import RUN_COLUMNS
-
     rows: list[tuple[str, str, float, int]] = []
     seen: dict[tuple[str, str], int] = {}
     name = None
@@ -71,4 +63,4 @@ def read_trec(path: Path) -> "tuple[pd.DataFrame, str | None]":
         seen[(qid, doc_id)] = number
         rows.append((qid, doc_id, score, rank))
         name = name or tag
-    return pd.DataFrame(rows, columns=RUN_COLUMNS), name
+    return rows, name
