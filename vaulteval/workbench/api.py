@@ -115,13 +115,14 @@ def run(queryset: "QuerySet", strategies: "Iterable[Strategy | str] | Strategy |
         vault: "Vault | str | os.PathLike[str] | None" = None, cache_dir: str | os.PathLike[str] | None = None,
         use_vault_index: bool = True, allow_remote_ollama: bool = False, progress: bool = False,
         scheduler: str | None = None, allow_remote_workers: bool = False, shards: int | None = None,
-        executor: Any = None) -> Runs:
+        executor: Any = None, workspace: "Workspace | None" = None) -> Runs:
     """Retrieve every query of ``queryset`` with each strategy -> Runs (pools, labels and timings included).
 
     The vault is the query set's (``load_queryset`` records it). ``scheduler``
     (``"local:2"``, a Dask address) or an open ``executor`` spreads the work;
     the runs are the same either way. Nothing is written to the vault: indexes
-    a strategy needs beyond the vault's own are built in ``cache_dir``.
+    a strategy needs beyond the vault's own are built in ``cache_dir`` (or in
+    an open ``workspace``, which ``evaluate`` checks for a stale index first).
     """
     from vaulteval.workbench.executor import make_executor, run_strategies
     from vaulteval.workbench.workspace import Workspace
@@ -131,7 +132,7 @@ def run(queryset: "QuerySet", strategies: "Iterable[Strategy | str] | Strategy |
     # Connect first: an unreachable scheduler fails before any page is read.
     with (nullcontext(executor) if executor is not None
           else make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress)) as ex:
-        ws = Workspace(chosen, cache_dir, use_vault_index=use_vault_index)
+        ws = workspace or Workspace(chosen, cache_dir, use_vault_index=use_vault_index)
         runs = run_strategies(chosen, queryset, parsed, workspace=ws, executor=ex, shards=shards)
         described = ex.describe()
     return Runs(runs, workspace=ws, executor=described)
