@@ -221,7 +221,7 @@ def _run(
     (the default), dense, or a hybrid; ``bm25_top`` is its depth.
 
     ``embed_cache`` is where rerank embeddings are cached: ``"default"`` is the
-    vault's ``.vault-meta/embeddings.sqlite``; evaluation passes its own cache
+    vault's ``.vault-meta/vaulteval/embeddings.sqlite``; evaluation passes its own cache
     file so it never writes the vault; ``None`` disables caching. ``bm25_hits``
     are this query's BM25 hits when a batch scorer already computed them.
     Without rerank and explain, ``pool`` ends at the hit that completed the
@@ -255,7 +255,7 @@ def _run(
     checker = retriever.integrity()
     pool: list[Candidate] = []
     texts: list[str] = []
-    stale = 0
+    stale = orphaned = 0
     # Without rerank or explain, the answer is the first `top` current pages in first-stage order: each
     # is verified before it is served, and hits past them (or of a page already served) are not read.
     served_only = rerank is None and not explain
@@ -267,6 +267,8 @@ def _run(
         rec = checker.current_record(doc)
         if rec is None:
             stale += 1
+            if checker.record(doc) is None:
+                orphaned += 1  # the chunk record itself is gone or rewritten, not just its page edited
             continue
         raw = rec["raw_text"]
         pool.append(Candidate(
@@ -286,6 +288,12 @@ def _run(
             pages.add(doc.page_path)
             if len(pages) == top:
                 break
+    if orphaned and not pool:
+        # An index whose chunk records are gone (deleted by another tool or by hand) must not look like
+        # "no such notes": the answer would be an empty success for every query.
+        raise NotProvisioned(f"the index names chunk records that are missing or were rewritten ({orphaned} of "
+                             f"{len(hits)} candidates, under {vault.meta_dir / 'chunks'})",
+                             rebuild=vault.rebuild_command())
     t3 = time.perf_counter()
 
     base = "bm25" if stage_info["label"] == "bm25" else stage_info["label"]

@@ -29,10 +29,13 @@ if TYPE_CHECKING:
 
 from vaulteval.errors import UnsafeMetaPath
 
-META_NAME = ".vault-meta"
+META_NAME = ".vault-meta"  # the folder vaulteval shares with claude-obsidian (and other tools)
+OWN_NAME = "vaulteval"  # vaulteval's namespace inside it: every file vaulteval writes lives below
+META_REL = f"{META_NAME}/{OWN_NAME}"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-# Folders and files of derived state that must never be symlinks (checked before any change).
+# Folders and files of derived state (relative to vaulteval's namespace) that must never be symlinks
+# (checked before any change).
 KNOWN_DIRS = ("chunks", "bm25")
 KNOWN_FILES = (".lock", "chunk-catalog.json", "embeddings.sqlite", "embeddings.sqlite-wal", "embeddings.sqlite-shm",
                "bm25/index.vti", "bm25/index.vti.stale")
@@ -100,6 +103,8 @@ class MetaDir:
     def __init__(self, fd: int, path: Path):
         self.fd = fd
         self.path = path
+        # The shared .vault-meta folder while vault_lock holds claude-obsidian's lock (None otherwise).
+        self.shared: MetaDir | None = None
 
     @classmethod
     def open(cls, vault: Any, *, create: bool = False) -> "MetaDir":
