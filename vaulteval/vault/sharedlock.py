@@ -45,6 +45,7 @@ OWNER_FILE = "owner.json"
 OWNER_SCHEMA = "claude-obsidian.mutation-lock.v1"  # the fields claude-obsidian reads to judge a stale lock
 MAX_OWNER_BYTES = 64 * 1024
 POLL_SECONDS = 0.05
+REUSE_MARGIN_SECONDS = 60.0
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -146,8 +147,9 @@ def owner_is_dead(owner: dict | None) -> bool:
     if _process_state(pid) == b"Z":
         return True
     begun = _process_start(pid)
+    # A generous margin: /proc start times follow wall-clock steps, and a reused pid starts much later.
     return (isinstance(started, (int, float)) and not isinstance(started, bool) and begun is not None
-            and begun > float(started) + 2.0)  # /proc start times are rounded to clock ticks
+            and begun > float(started) + REUSE_MARGIN_SECONDS)
 
 
 def _same_dir(parent_fd: int, name: str, fd: int) -> bool:
