@@ -114,7 +114,8 @@ def _count_records(shared: "MetaDir") -> int:
         for entry in chunks.scandir():
             if entry.is_dir(follow_symlinks=False):
                 with chunks.sub(entry.name) as folder:
-                    total += sum(1 for e in folder.scandir() if e.name.startswith("chunk-") and e.name.endswith(".json"))
+                    total += sum(1 for e in folder.scandir()
+                                 if e.name.startswith("chunk-") and e.name.endswith(".json"))
     return total
 
 
