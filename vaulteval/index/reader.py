@@ -144,7 +144,7 @@ class BM25Index:
                 or np.any(np.diff(s["doc_offsets"]) < 0)):
             raise self.malformed()
         self.post_docs  # noqa: B018 - the property checks every document number
-        return {"path": str(self.path), "size_bytes": self.path.stat().st_size, **report}
+        return {"path": str(self.path), "size_bytes": self._s.file_size, **report}
 
     @property
     def post_docs(self) -> "np.ndarray":

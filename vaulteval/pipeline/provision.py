@@ -89,9 +89,10 @@ def _build_fields(vault: "Vault", meta: Any, docs: list | None = None) -> None:
     """The title/aliases/headings/code postings beside the index just built (field-weighted BM25);
     ``docs`` are its rows when the build just made them (else they are read from the index)."""
     from vaulteval.index.fieldbuild import build_fields
-    from vaulteval.index.reader import BM25Index, index_path
+    from vaulteval.index.reader import BM25Index, index_path, open_index_file
 
-    build_fields(vault, BM25Index(index_path(vault.meta_dir)), meta, docs)
+    # Through the folder pinned when the lock was taken, never the path again (it may now lead elsewhere).
+    build_fields(vault, BM25Index(index_path(vault.meta_dir), open_index_file(meta)), meta, docs)
 
 
 def provision(

@@ -22,7 +22,7 @@ from typing import Any
 
 from vaulteval.errors import UnsafeMetaPath, VaultBusy
 from vaulteval.vault.metadir import OWN_NAME, MetaDir
-from vaulteval.vault.sharedlock import lock_wait, shared_lock
+from vaulteval.vault.sharedlock import lock_wait, replaced, same_object, shared_lock
 from vaulteval.vault.testhooks import pause_point
 
 LOCK_NAME = ".lock"
@@ -45,9 +45,15 @@ def vault_lock(vault: Any) -> Iterator[MetaDir]:
             yield meta
         return
     with shared_lock(vault.root, wait=lock_wait()) as held:
-        with held.meta.sub(OWN_NAME, create=True) as meta, _own_lock(meta):
-            meta.shared = held.meta
-            yield meta
+        with held.meta.sub(OWN_NAME, create=True) as meta:
+            def guard() -> None:
+                held.check_root()
+                if not same_object(OWN_NAME, held.meta.fd, meta.fd):
+                    raise replaced(vault.root)
+
+            meta.guard, meta.shared = guard, held.meta
+            with _own_lock(meta):
+                yield meta
 
 
 @contextlib.contextmanager

@@ -18,10 +18,11 @@ regular files are read, so a FIFO can neither hang nor be followed.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing (~13 ms)
 if TYPE_CHECKING:
@@ -105,6 +106,8 @@ class MetaDir:
         self.path = path
         # The shared .vault-meta folder while vault_lock holds claude-obsidian's lock (None otherwise).
         self.shared: MetaDir | None = None
+        # Called before every change (write, rename, delete): raises when the vault was replaced meanwhile.
+        self.guard: Callable[[], None] | None = None
 
     @classmethod
     def open(cls, vault: Any, *, create: bool = False) -> "MetaDir":
@@ -150,7 +153,13 @@ class MetaDir:
             raise
         for f in opened[:-1]:
             os.close(f)
-        return MetaDir(fd, path)
+        child = MetaDir(fd, path)
+        child.guard = self.guard
+        return child
+
+    def _check(self) -> None:
+        if self.guard is not None:
+            self.guard()
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -216,6 +225,7 @@ class MetaDir:
     # -- writing --------------------------------------------------------------
     def write_bytes(self, name: str, data: bytes, *, durable: bool = False) -> None:
         """Write a temporary sibling, then rename it over ``name``: readers never see a partial file."""
+        self._check()
         tmp = f".{name}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
                      0o644, dir_fd=self.fd)
@@ -228,18 +238,22 @@ class MetaDir:
                     os.fsync(fd)
             finally:
                 os.close(fd)
+            self._check()  # the publishing rename, too, only into the vault the run started in
             os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
         except BaseException:
-            self.unlink(tmp)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=self.fd)  # this run's own temporary file
             raise
         if durable:
             os.fsync(self.fd)
 
     def replace(self, src: str, dst: str) -> None:
+        self._check()
         os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
 
     def unlink(self, name: str) -> bool:
         """Remove a file (a symlink itself, never its target); False when it was not there."""
+        self._check()
         try:
             os.unlink(name, dir_fd=self.fd)
             return True
@@ -248,6 +262,7 @@ class MetaDir:
 
     def rmtree(self, name: str) -> None:
         """Remove a child folder and everything in it, by descriptor (symlinks inside are unlinked)."""
+        self._check()
         st = self.lstat(name)
         if st is None:
             return

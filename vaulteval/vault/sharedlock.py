@@ -20,7 +20,9 @@ record are never removed: the caller waits, then fails closed. Release removes
 the folder only when it is still the one this process made, with its token.
 
 Everything below the vault root is reached through the root descriptor pinned
-here, never through the path again.
+here, never through the path again; ``HeldLock.check_root`` (every change made
+through the opened folders calls it first) stops a run whose vault folder or
+``.vault-meta`` was moved, replaced or swapped for a symlink meanwhile.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from vaulteval.errors import UnsafeMetaPath, VaultBusy
+from vaulteval.errors import UnsafeMetaPath, VaultBusy, VaultReplaced
 from vaulteval.vault.metadir import META_NAME, MetaDir, open_dir
 
 LOCK_DIR = "mutation.lock"
@@ -52,9 +54,31 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEX
 class HeldLock:
     """The locks while held: the pinned vault root and its ``.vault-meta`` folder (a MetaDir)."""
 
-    def __init__(self, root_fd: int, meta: MetaDir):
-        self.root_fd = root_fd
-        self.meta = meta
+    def __init__(self, root: Path, root_fd: int, meta: MetaDir):
+        self.root, self.root_fd, self.meta = root, root_fd, meta
+
+    def check_root(self) -> None:
+        """Raise VaultReplaced unless the vault's path still names the pinned root folder and ``.vault-meta``
+        in it is still the pinned folder (not moved, replaced, or swapped for a symlink)."""
+        if not (same_object(str(self.root), None, self.root_fd, follow=True)
+                and same_object(META_NAME, self.root_fd, self.meta.fd)):
+            raise replaced(self.root)
+
+
+def replaced(root: Path) -> VaultReplaced:
+    return VaultReplaced(f"the vault folder {root} or its {META_NAME} was moved, replaced or swapped for a symlink "
+                         "while vaulteval was writing; it stopped before its next change and wrote nothing through "
+                         "the new path (run provision again)")
+
+
+def same_object(name: str, dir_fd: int | None, fd: int, *, follow: bool = False) -> bool:
+    """True when ``name`` (relative to ``dir_fd``) is still the very folder opened as ``fd``."""
+    try:
+        entry = os.stat(name, dir_fd=dir_fd, follow_symlinks=follow)
+        pinned = os.fstat(fd)
+    except OSError:
+        return False
+    return stat.S_ISDIR(entry.st_mode) and (entry.st_dev, entry.st_ino) == (pinned.st_dev, pinned.st_ino)
 
 
 def lock_wait() -> float:
@@ -265,11 +289,15 @@ def shared_lock(root: Path, *, wait: float) -> Iterator[HeldLock]:
     try:
         _flock_root(root_fd, root, deadline)
         try:
+            if not same_object(str(root), None, root_fd, follow=True):
+                raise replaced(root)  # while waiting for the lock
             meta_fd = open_dir(root_fd, META_NAME, str(root / META_NAME), create=True)
             with MetaDir(meta_fd, root / META_NAME) as meta:
                 lock_fd, token = _make_lock_dir(meta.fd, root, deadline)
                 try:
-                    yield HeldLock(root_fd, meta)
+                    held = HeldLock(root, root_fd, meta)
+                    meta.guard = held.check_root
+                    yield held
                 finally:
                     try:
                         _release(meta.fd, lock_fd, token)
