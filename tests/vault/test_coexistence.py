@@ -249,3 +249,20 @@ def test_the_old_layout_migrates_with_one_provision(fresh_vault: Path) -> None:
     assert DESCALING_NOTE in vaulteval_finds(root) and len(chunk_records(root)) == 54
     again = provision(root)
     assert again.returncode == 0 and "migrated" not in again.stderr
+
+
+def test_the_other_tools_lock_left_by_a_dead_writer_is_removed(unprovisioned_vault: Path) -> None:
+    root = unprovisioned_vault
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(timeout=TIMEOUT)
+    (root / LOCK).mkdir(parents=True)
+    record = {"schema": "claude-obsidian.mutation-lock.v1", "pid": gone.pid, "host": socket.gethostname(),
+              "started_epoch": time.time(), "token": "t"}
+    (root / LOCK / "owner.json").write_text(json.dumps(record))
+    assert provision(root, VAULTEVAL_LOCK_WAIT="0").returncode == 0
+    assert not (root / LOCK).exists() and not list((root / ".vault-meta").glob("mutation.lock*"))
+
+
+def test_a_bad_lock_wait_is_a_usage_error(unprovisioned_vault: Path) -> None:
+    line = assert_one_line_error(provision(unprovisioned_vault, VAULTEVAL_LOCK_WAIT="soon"), 2)
+    assert "VAULTEVAL_LOCK_WAIT" in line and not (unprovisioned_vault / ".vault-meta").exists()

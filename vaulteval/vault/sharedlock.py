@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from vaulteval.errors import UnsafeMetaPath, VaultBusy, VaultReplaced
+from vaulteval.errors import UnsafeMetaPath, UsageError, VaultBusy, VaultReplaced
 from vaulteval.vault.metadir import META_NAME, MetaDir, open_dir
 
 LOCK_DIR = "mutation.lock"
@@ -91,8 +91,6 @@ def lock_wait() -> float:
     except ValueError:
         value = -1.0
     if not 0.0 <= value <= 3600.0:  # also refuses nan and inf
-        from vaulteval.errors import UsageError
-
         raise UsageError(f"VAULTEVAL_LOCK_WAIT must be a number of seconds from 0 to 3600, got {raw!r}")
     return value
 
@@ -176,22 +174,13 @@ def owner_is_dead(owner: dict | None) -> bool:
             and begun > float(started) + REUSE_MARGIN_SECONDS)
 
 
-def _same_dir(parent_fd: int, name: str, fd: int) -> bool:
-    try:
-        entry = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
-        pinned = os.fstat(fd)
-    except OSError:
-        return False
-    return stat.S_ISDIR(entry.st_mode) and (entry.st_dev, entry.st_ino) == (pinned.st_dev, pinned.st_ino)
-
-
 def _remove_lock_dir(parent_fd: int, name: str, lock_fd: int) -> bool:
     """Remove the pinned lock folder ``name`` (owner record, then the folder); False when it was replaced."""
-    if not _same_dir(parent_fd, name, lock_fd):
+    if not same_object(name, parent_fd, lock_fd):
         return False
     with contextlib.suppress(FileNotFoundError):
         os.unlink(OWNER_FILE, dir_fd=lock_fd)
-    if not _same_dir(parent_fd, name, lock_fd):
+    if not same_object(name, parent_fd, lock_fd):
         return False
     try:
         os.rmdir(name, dir_fd=parent_fd)
@@ -214,7 +203,7 @@ def _reap_if_dead(parent_fd: int) -> tuple[bool, dict | None]:
             return False, owner
         # Renamed aside first, so a writer that takes the lock meanwhile never loses its folder.
         aside = f"{LOCK_DIR}.reaping-{os.getpid()}-{secrets.token_hex(8)}"
-        if not _same_dir(parent_fd, LOCK_DIR, lock_fd):
+        if not same_object(LOCK_DIR, parent_fd, lock_fd):
             return False, owner
         os.rename(LOCK_DIR, aside, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
         _remove_lock_dir(parent_fd, aside, lock_fd)
@@ -258,7 +247,7 @@ def _make_lock_dir(parent_fd: int, root: Path, deadline: float) -> tuple[int, st
     owner = {"schema": OWNER_SCHEMA, "tool": "vaulteval", "pid": os.getpid(), "token": token,
              "host": socket.gethostname(), "started_epoch": time.time()}
     try:
-        if not _same_dir(parent_fd, LOCK_DIR, lock_fd):
+        if not same_object(LOCK_DIR, parent_fd, lock_fd):
             raise _busy(root, "another writer")
         _write_owner(lock_fd, owner)
     except BaseException:
