@@ -235,6 +235,8 @@ def test_the_old_layout_migrates_with_one_provision(fresh_vault: Path) -> None:
     assert len(records) == 54
     doctor = json.loads(run_cli("doctor", "--vault", root, "--json", timeout=TIMEOUT).stdout)
     assert any("old layout" in p for p in doctor["problems"])
+    line = assert_one_line_error(run_cli("retrieve", "--vault", root, "descaling", "--no-rerank", timeout=TIMEOUT), 10)
+    assert "old layout" in line and "vaulteval provision" in line
 
     proc = provision(root)
     assert proc.returncode == 0

@@ -359,6 +359,11 @@ def open_index(vault: "Vault") -> BM25Index:
         with MetaDir.open(vault) as meta:
             fh = open_index_file(meta)
     except FileNotFoundError:
+        old = Path(vault.root) / ".vault-meta" / INDEX_DIR / INDEX_NAME
+        if not vault.meta_is_external and old.is_file():  # an index written before vaulteval had its namespace
+            raise NotProvisioned(f"index file is missing ({path}); vaulteval's files are still in the old layout "
+                                 "directly in .vault-meta/, which provision migrates", rebuild=vault.rebuild_command()
+                                 ) from None
         raise NotProvisioned(f"index file is missing ({path})", rebuild=vault.rebuild_command()) from None
     except IndexFileError as exc:
         reason = "index is being rebuilt or was invalidated" if "missing" in str(exc) and stale_index_present(vault) else str(exc)
