@@ -52,7 +52,6 @@ class DoctorReport:
     embeddings: dict[str, Any] | None = None
     coexistence: str | None = None  # one line when claude-obsidian's state shares .vault-meta/
 
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
