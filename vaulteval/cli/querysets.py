@@ -41,9 +41,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     vault = select_vault(args)
     llm = LlmSettings(model=args.llm_model, host=args.llm_host, allow_egress=args.allow_egress,
-                      timeout=args.llm_timeout)
+                      timeout=args.llm_timeout, per_note=args.llm_questions)
     summary = generate_queryset(vault, args.out, kinds=args.kinds, n=args.n, seed=args.seed, llm=llm,
-                                progress=_progress(not args.quiet))
+                                max_overlap=args.max_overlap, progress=_progress(not args.quiet))
+    if not summary["judges_semantic_strategies"]:
+        sys.stderr.write(f"vaulteval: {summary['high_overlap_share']:.0%} of these queries share most of their words "
+                         "with their page (overlap_band: high); the set cannot judge semantic strategies (rerank, "
+                         "dense, hybrid): add --kinds llm, try --max-overlap 0.5, or judge real questions\n")
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return EXIT_OK
 
@@ -128,9 +132,13 @@ def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], N
                    help=f"query kinds: {', '.join(KINDS)} (default: {','.join(DEFAULT_KINDS)})")
     g.add_argument("--n", type=int_arg, default=500, help="number of queries (default 500)")
     g.add_argument("--seed", type=int_arg, default=0, help="sampling seed; the same vault and seed give the same file")
+    g.add_argument("--max-overlap", type=float, metavar="X",
+                   help="keep only queries sharing at most this share (0-1) of their terms with their page")
     g.add_argument("--llm-model", default="llama3.2", help="Ollama generate model for the llm kind (never pulled)")
     g.add_argument("--llm-host", help="Ollama host for the llm kind (default: $OLLAMA_HOST or 127.0.0.1:11434)")
     g.add_argument("--llm-timeout", type=float, default=60.0, help="seconds per llm request")
+    g.add_argument("--llm-questions", type=int_arg, default=2, choices=(1, 2),
+                   help="questions the model writes per sampled note (default 2)")
     g.add_argument("--allow-egress", action="store_true", help="allow a non-local Ollama host for llm (sends note text)")
     g.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_vault(g)

@@ -115,7 +115,7 @@ class FirstStage:
 
 
 def field_weights(weights: dict[str, float]) -> tuple[tuple[str, float], ...]:
-    """Normal form of field weights: () when they equal the seed's body-only BM25."""
+    """Normal form of field weights: () when they equal plain body-only BM25 (claude-obsidian's ranking)."""
     full = {"body": 1.0, **weights}
     if all(w == 0 for name, w in full.items() if name != "body") and full["body"] == 1.0:
         return ()

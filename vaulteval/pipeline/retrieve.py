@@ -21,7 +21,7 @@ from vaulteval.index.reader import BM25Index, Hit, open_index
 from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import check_length
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing (~13 ms)
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
     from typing import Any
 
@@ -49,7 +49,7 @@ class Candidate:
         self.dense_score = dense_score  # cosine from the stored embeddings (dense and hybrid only)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field; ``dense_score`` only when there is one (BM25-only results keep the seed's fields)."""
+        """Every field; ``dense_score`` only when there is one (BM25-only results keep claude-obsidian's fields)."""
         out = {name: getattr(self, name) for name in self.__slots__}
         if out["dense_score"] is None:
             del out["dense_score"]

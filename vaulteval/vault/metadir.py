@@ -24,11 +24,12 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing (~13 ms)
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
     from typing import Any
 
 from vaulteval.errors import UnsafeMetaPath
+from vaulteval.vault.atomic import write_atomic
 
 META_NAME = ".vault-meta"  # the folder vaulteval shares with claude-obsidian (and other tools)
 OWN_NAME = "vaulteval"  # vaulteval's namespace inside it: every file vaulteval writes lives below
@@ -226,26 +227,8 @@ class MetaDir:
     def write_bytes(self, name: str, data: bytes, *, durable: bool = False) -> None:
         """Write a temporary sibling, then rename it over ``name``: readers never see a partial file."""
         self._check()
-        tmp = f".{name}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                     0o644, dir_fd=self.fd)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                if durable:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            self._check()  # the publishing rename, too, only into the vault the run started in
-            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp, dir_fd=self.fd)  # this run's own temporary file
-            raise
-        if durable:
-            os.fsync(self.fd)
+        # The publishing rename, too, goes only into the vault the run started in.
+        write_atomic(name, data, dir_fd=self.fd, durable=durable, before_publish=self._check)
 
     def replace(self, src: str, dst: str) -> None:
         self._check()

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
-from vaulteval.workbench.measures import negatives, negatives_summary, parse_measures, per_query, pool_recall
+from vaulteval.workbench.measures import fmean, negatives, negatives_summary, parse_measures, per_query, pool_recall
 from vaulteval.workbench.report import Report
 from vaulteval.workbench.intervals import mean_ci
 from vaulteval.workbench.stats import holm, paired_test
@@ -40,6 +40,8 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
             n_resamples: int = 9999, per_query_df: "pd.DataFrame | None" = None) -> Report:
     """Usage: ``compare(runs, queryset, baseline="bm25")`` -> Report (the first run is the default baseline)."""
     import pandas as pd
+
+    from vaulteval.querysets.bands import semantic_note
 
     run_list = list(runs.values()) if isinstance(runs, dict) else list(runs)
     if not run_list:
@@ -63,8 +65,8 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
             run = by_name[name]
             status = "baseline" if name == base_name else (run.fallback or "ok")
             low, high = mean_ci(block[name].to_numpy(), seed=seed)
-            row = {"run": name, "measure": measure, "value": float(block[name].mean()), "ci_low": low,
-                   "ci_high": high, "baseline_value": float(base.mean()), "status": status}
+            row = {"run": name, "measure": measure, "value": fmean(block[name].dropna().tolist()), "ci_low": low,
+                   "ci_high": high, "baseline_value": fmean(base.dropna().tolist()), "status": status}
             if name != base_name and not run.fully_fell_back:
                 t = paired_test(block[name].to_numpy(), base.to_numpy(), seed=seed, n_resamples=n_resamples)
                 row.update(delta=t.mean_delta, wins=t.wins, ties=t.ties, losses=t.losses,
@@ -86,6 +88,7 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
     notes = [f"WARNING {r.name}: {r.fallback}; its numbers are BM25's, not the reranker's"
              for r in run_list if r.fallback]
     notes += noise_notes(summary, len(wide.loc[ms[0]]) if len(ms) else 0)
+    notes += [n for n in [semantic_note(queryset)] if n]
     tables = {
         "summary": summary,
         "rerank": _rerank_table(run_list, by_name[base_name], queryset, k),
