@@ -4,7 +4,7 @@ The public API, one line each (names load on first use, so ``import vaulteval``
 stays cheap and the retrieve path never pulls in pandas)::
 
     vault = Vault("path/to/vault")                      # select a vault (or Vault.select())
-    provision(vault)                                    # chunks + BM25 index in .vault-meta/
+    provision(vault)                                    # chunks + BM25 index in .vault-meta/vaulteval/
     retrieve(vault, "descale the espresso machine")     # one query -> RetrievalResult (.to_json())
     Retriever(vault).retrieve("query", top=5)           # reuse one opened index for many queries
     doctor(vault).state                                 # 'verified' | 'configured' | 'available' | 'degraded'

@@ -20,6 +20,7 @@ from vaulteval.errors import NotProvisioned
 from vaulteval.index.file import IndexCorrupt, IndexFileError, verify_file
 from vaulteval.index.reader import index_path
 from vaulteval.pipeline.embed import embed_command
+from vaulteval.pipeline.migrate import coexistence_line, shared_state
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.store import store_path
 
@@ -50,6 +51,7 @@ class DoctorReport:
     bad_block: int | None = None
     rebuild: str | None = None
     embeddings: dict[str, Any] | None = None
+    coexistence: str | None = None  # one line when claude-obsidian's state shares .vault-meta/
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,6 +91,11 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
                           index_present=path.is_file(), index_readable=False, deep=deep)
     pages = list(vault.iter_pages())
     report.pages_in_vault = len(pages)
+    shared = shared_state(vault)
+    report.coexistence = coexistence_line(shared)
+    if shared["old_layout_files"]:
+        report.problems.append(f"{len(shared['old_layout_files'])} vaulteval file(s) of the old layout are in "
+                               ".vault-meta/; provision moves vaulteval to .vault-meta/vaulteval/ and removes them")
     if not report.index_present:
         report.problems.append("no index: the vault is not provisioned")
         report.rebuild = vault.rebuild_command()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from vaulteval.errors import PageMissing, UsageError, VaultSelectionError
 from vaulteval.vault.layout import IgnoreRules, hidden, notes_root
+from vaulteval.vault.metadir import META_NAME, OWN_NAME
 from vaulteval.vault.paths import confine, is_inside
 
 MARKERS = (".vaulteval.json", ".claude-obsidian.json")
@@ -45,7 +46,11 @@ class Page(namedtuple("_PageFields", "rel abspath")):
 
 
 class Vault:
-    """A folder with notes (``wiki/``, or the root of a plain Obsidian vault) and ``.vault-meta/`` (derived state).
+    """A folder with notes (``wiki/``, or the root of a plain Obsidian vault) and derived state.
+
+    vaulteval's derived state lives in ``.vault-meta/vaulteval/`` (``meta_dir``), a namespace of its own inside
+    the ``.vault-meta/`` folder it shares with claude-obsidian (``shared_meta_dir``), whose chunk records and
+    index sit directly in ``.vault-meta/`` and are never touched.
 
     ``notes_dir`` names the notes folder relative to the root ("" or "." for the
     root itself) and wins over ``.vaulteval.json`` and the layout's own signs.
@@ -66,8 +71,9 @@ class Vault:
         self.notes_dir = self.root.joinpath(*self.notes_rel.split("/")) if self.notes_rel else self.root
         self.wiki_dir = self.notes_dir  # the older name, kept for callers written before plain vaults
         self.ignore = IgnoreRules.from_vault(self.root)
+        self.shared_meta_dir = self.root / META_NAME
         # meta_dir may point outside the vault: evaluation builds variants in a cache.
-        self.meta_dir = Path(meta_dir).resolve() if meta_dir else self.root / ".vault-meta"
+        self.meta_dir = Path(meta_dir).resolve() if meta_dir else self.shared_meta_dir / OWN_NAME
 
     # -- selection -------------------------------------------------------
     @classmethod
@@ -146,7 +152,7 @@ class Vault:
         return path
 
     def meta_path(self, rel: str) -> Path:
-        """Usage: ``vault.meta_path("chunks/c-1/chunk-000.json")``: a confined path under .vault-meta."""
+        """Usage: ``vault.meta_path("chunks/c-1/chunk-000.json")``: a confined path under ``meta_dir``."""
         return confine(self.meta_dir, rel)
 
     def iter_pages(self) -> Iterator[Page]:
