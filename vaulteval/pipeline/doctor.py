@@ -22,6 +22,7 @@ from vaulteval.index.reader import index_path
 from vaulteval.pipeline.embed import embed_command
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.store import store_path
+from vaulteval.vault.notefiles import read_note_file, unreadable_notes
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -49,6 +50,8 @@ class DoctorReport:
     bad_block: int | None = None
     rebuild: str | None = None
     embeddings: dict[str, Any] | None = None
+    # Notes skipped because they cannot be named, opened or read: {"page_path", "reason"}.
+    skipped_notes: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,6 +91,7 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
                           index_present=path.is_file(), index_readable=False, deep=deep)
     pages = list(vault.iter_pages())
     report.pages_in_vault = len(pages)
+    report.skipped_notes = [{"page_path": rel, "reason": why} for rel, why in unreadable_notes(vault)]
     if not report.index_present:
         report.problems.append("no index: the vault is not provisioned")
         report.rebuild = vault.rebuild_command()
@@ -194,7 +198,7 @@ def _has_text(path) -> bool:
     from vaulteval.chunks.chunking import decode_page, split_frontmatter
 
     try:
-        body = split_frontmatter(decode_page(path.read_bytes()))[1]
-    except OSError:
+        body = split_frontmatter(decode_page(read_note_file(path)))[1]
+    except OSError:  # a FIFO or device is refused before any read (it would block), as is an unreadable file
         return False
     return bool(body.strip())
