@@ -210,3 +210,25 @@ def test_a_manifest_path_holding_nul_is_refused() -> None:
     manifest["vault"]["root"] = "/v"
     manifest["queryset"]["qrels"] = "q\0rels"
     assert "NUL" in (_manifest_problem(manifest) or "")
+
+
+def test_no_reader_of_notes_blocks_on_a_fifo(hostile_vault: Path) -> None:
+    """The fingerprint, alias lookup and query-set page facts skip the FIFO instead of blocking on it."""
+    import faulthandler
+
+    from vaulteval.chunks.links import LinkResolver
+    from vaulteval.querysets.generate.pages import read_pages
+    from vaulteval.vault.vault import Vault
+    from vaulteval.workbench.fingerprint import vault_fingerprint
+
+    vault = Vault(hostile_vault)
+    faulthandler.dump_traceback_later(TIMEOUT, exit=True)  # a blocking read ends the run with a traceback
+    try:
+        fingerprint = vault_fingerprint(vault)
+        assert "wiki/hostile/x.md" not in fingerprint.pages and "wiki/howto/Descaling.md" in fingerprint.pages
+        resolver = LinkResolver.from_vault(vault)
+        resolver.aliases()  # reads every note's frontmatter, the FIFO included
+        facts = read_pages(vault)
+        assert "wiki/hostile/x.md" not in {f.rel for f in facts}
+    finally:
+        faulthandler.cancel_dump_traceback_later()
