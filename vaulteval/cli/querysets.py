@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -78,8 +79,12 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def abstention_lines(metrics: Any) -> list[str]:
-    """``eval run``'s suggested --min-score per run, from the metrics table's abstain_* rows."""
+def abstention_lines(metrics: Any, strategies: dict[str, Any] | None = None) -> list[str]:
+    """``eval run``'s suggested --min-score per run, from the metrics table's abstain_* rows.
+
+    A threshold is on its own strategy's score scale, so the suggested command
+    names the strategy's flags when ``strategies`` (run name -> Strategy) are given.
+    """
     rows = metrics[metrics.measure.str.startswith("abstain_")]
     out = []
     for run, grp in rows.groupby("run", sort=False):
@@ -87,9 +92,25 @@ def abstention_lines(metrics: Any) -> list[str]:
         score = next((v for m, v in values.items() if m.startswith("abstain_min_score")), None)
         kept = next((v for m, v in values.items() if m.startswith("abstain_recall_kept")), None)
         if score is not None and kept is not None:
-            out.append(f"{run}: retrieve --min-score {score:.4g} keeps {kept:.0%} of the relevant pages found "
+            strategy = (strategies or {}).get(run)
+            flags = _retrieve_flags(strategy) + " " if strategy is not None else ""
+            out.append(f"{run}: retrieve {flags}--min-score {score:.4g} keeps {kept:.0%} of the relevant pages found "
                        "with false positives at or below 10% of the negative queries")
     return out
+
+
+def _retrieve_flags(strategy: Any) -> str:
+    """The ``retrieve`` flags that rank as ``strategy`` does on the vault's own index."""
+    first = strategy.retrieve_text()
+    flags = [] if first == "bm25" else [f"--strategy {first}"]
+    if strategy.rerank is None:
+        flags.append("--no-rerank")
+    else:
+        if strategy.rerank.backend == "sentence-transformers":
+            flags.append("--embedder st")
+        if strategy.rerank.model:
+            flags.append(f"--model {shlex.quote(str(strategy.rerank.model))}")
+    return " ".join(flags)
 
 
 def fix_dangling(args: argparse.Namespace, dangling: list, vault_root: Any = None) -> int:

@@ -152,9 +152,7 @@ def _rerank_table(runs: list["Run"], base: "Run", queryset: "QuerySet", k: int) 
             continue
         reference = run.bm25_rankings() if run.pool is not None else base.rankings()
         rescued, lost = rescued_and_lost(run, queryset, k, reference)
-        labels = run.labels
-        reranked = sum(n for lbl, n in labels.items() if lbl.startswith("bm25+rerank:"))
-        rows.append({"run": run.name, "status": run.fallback or "ok", "queries_reranked": reranked,
+        rows.append({"run": run.name, "status": run.fallback or "ok", "queries_reranked": len(run.reranked_queries),
                      f"rescued@{k}": len(rescued), f"lost@{k}": len(lost), "net": len(rescued) - len(lost),
                      "rescued_pages": _examples(rescued), "lost_pages": _examples(lost)})
     return pd.DataFrame(rows)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
 from vaulteval.vault.paths import path_text_problem
+from vaulteval.workbench.report import REPORT_DATA
 
 if TYPE_CHECKING:
     from vaulteval.workbench.runs import Run
@@ -40,9 +41,11 @@ if TYPE_CHECKING:
 # module to save itself, so the type is not imported back here.
 EvalRun = Any
 
-SCHEMA = 1
+# 2: every result records the score it was ranked by (TREC scores of hybrid runs are fused scores, not
+# 1/rank) and queries.csv has the columns reranked and fallback. Schema 1 directories are still read.
+SCHEMA = 2
+READABLE = (1, 2)
 MANIFEST = "manifest.json"
-REPORT_DATA = "report.json"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]{0,127}$")
 PAGES_FILE = "vault-pages.txt"
 PACKAGES = ("vaulteval", "numpy", "pandas", "scipy", "ir-measures", "pytrec-eval-terrier", "PyYAML", "PyStemmer")
@@ -118,7 +121,8 @@ def build_manifest(ev: "EvalRun", run_id: str) -> dict[str, Any]:
         "parameters": ev.params,
         "vault": {"root": str(ev.vault.root), "fingerprint": ev.workspace.fingerprint.digest,
                   "pages": len(ev.workspace.fingerprint.pages), "bundled": ev.vault.is_bundled,
-                  "notes_dir": ev.vault.notes_rel},
+                  "notes_dir": ev.vault.notes_rel, "stale_pages": ev.stale.pages,
+                  "stale_judged_pages": ev.stale.judged},
         "queryset": {**qs.summary(), "path": str(Path(qs.path).resolve()), "split": qs.extra.get("split"),
                      "qrels": qs.extra.get("qrels")},
         "cache_dir": str(ev.workspace.cache_dir),
@@ -176,14 +180,7 @@ def write_run_dir(ev: "EvalRun", out: Path, run_id: str | None = None) -> Path:
         .to_csv(target / "pool.csv", index=False)
     for run in ev.runs:
         run.to_trec(target / f"{run.name}.trec")
-    # report.md is rendered from report.json, so every number it shows is stored as data and verifiable.
-    from vaulteval.workbench.report import TIMED
-
-    data = json.loads(json.dumps(ev.report.to_data(), ensure_ascii=False))
-    for key in TIMED:  # machine timings: the report files stay the same bytes on every re-run and executor
-        data["tables"].pop(key, None)
-    (target / REPORT_DATA).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    render_report(data).save(target / "report.md")
+    ev.report.save_dir(target)  # report.json and report.md rendered from it, without machine timings
     (target / PAGES_FILE).write_text(ev.workspace.fingerprint.lines(), encoding="utf-8")
     manifest = build_manifest(ev, run_id)
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -205,9 +202,10 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         raise NotARunDir(f"{path} is not a run directory (no readable {MANIFEST}); pass runs/<id>") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+    if not isinstance(data, dict) or data.get("schema") not in READABLE:
         schema = data.get("schema") if isinstance(data, dict) else None
-        raise NotARunDir(f"{file} has schema {schema!r}; this vaulteval reads schema {SCHEMA}")
+        raise NotARunDir(f"{file} has schema {schema!r}; this vaulteval reads schema "
+                         f"{' or '.join(map(str, READABLE))}")
     problem = _manifest_problem(data)
     if problem:
         raise NotARunDir(f"{file} is malformed: {problem}")
@@ -259,6 +257,8 @@ def load_run_dir(path: str | Path) -> RunDir:
     manifest = read_manifest(folder)
     pool = pd.read_csv(folder / "pool.csv", dtype={"query_id": str})
     queries = pd.read_csv(folder / "queries.csv", dtype={"query_id": str})
+    if "reranked" not in queries.columns:
+        queries = _schema_1_queries(queries)
     runs = []
     for entry in manifest["strategies"]:
         run = Run.from_trec(folder / entry["trec"], name=entry["name"])
@@ -268,6 +268,14 @@ def load_run_dir(path: str | Path) -> RunDir:
         run.queries = queries[queries.run == entry["name"]].drop(columns="run").reset_index(drop=True)
         runs.append(run)
     return RunDir(folder, manifest, runs)
+
+
+def _schema_1_queries(queries: "pd.DataFrame") -> "pd.DataFrame":
+    """Schema 1 stored only the label's text: derive ``reranked`` and ``fallback`` from it (old files only)."""
+    text = queries.label.astype(str)
+    reason = text.str.extract(r"\+noop-[a-z]+:([a-z-]+)$", expand=False)
+    return queries.assign(reranked=text.str.contains("+rerank:", regex=False),
+                          fallback=reason.where(reason != "no-candidates"))
 
 
 def compare_run_dirs(paths: list[str | Path], *, baseline: str | None = None, measures: Any = None,

@@ -6,8 +6,8 @@ Usage::
     if not result.ok:
         print("\\n".join(result.diffs))     # e.g. "vault: changed: wiki/howto/Descaling.md"
 
-Fingerprints (vault pages, query set, each index, embedding model digest)
-and every number in metrics.csv, per_query.csv, misses.csv, pool.csv,
+Fingerprints (vault pages, query set, each index, embedding model digest),
+the count of pages the vault's index held stale (``--allow-stale``), and every number in metrics.csv, per_query.csv, misses.csv, pool.csv,
 report.json (the comparison: deltas, wins, p-values, significance, rescued
 and lost pages) and the TREC runs are compared; latencies and timestamps are
 not. report.md must be exactly what report.json renders. Numbers agree when
@@ -93,12 +93,16 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
         strategies = [Strategy.from_dict(s["strategy"]) for s in manifest["strategies"]]
     except (TypeError, ValueError) as exc:  # StrategyError (a UsageError) passes through with its own message
         raise NotARunDir(f"{folder}/manifest.json has an unusable strategy: {exc}") from None
+    _refuse_rescored(folder, manifest, strategies)
     ev = evaluate(v, qs, strategies,
                   measures=params["measures"], k=params["k"], baseline=params.get("baseline"),
                   cache_dir=cache_dir, use_vault_index=params.get("use_vault_index", True),
                   seed=params.get("seed", 0), allow_remote_ollama=allow_remote_ollama,
-                  condensed=params.get("condensed", False))
+                  condensed=params.get("condensed", False), allow_stale=True)
     result.recomputed = ev
+    stored_stale = manifest["vault"].get("stale_pages", 0)
+    if stored_stale != ev.stale.pages:
+        diffs.append(f"vault: stale pages (the vault's index against the notes): {stored_stale} -> {ev.stale.pages}")
     fp = ev.workspace.fingerprint
     if fp.digest != manifest["vault"]["fingerprint"]:
         old = VaultFingerprint.parse_lines((folder / PAGES_FILE).read_text(encoding="utf-8")) \
@@ -116,6 +120,21 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
     if tune_info is not None:
         diffs += verify_tune(tune_info, ev.per_query, str(v.root), str(cache_dir) if cache_dir else None)
     return result
+
+
+def _refuse_rescored(folder: Path, manifest: dict[str, Any], strategies: list[Any]) -> None:
+    """Schema 1 recorded another score for hybrid runs (1/rank) and for reranks over field-weighted BM25
+    (the BM25 score): their TREC files and abstention thresholds cannot be reproduced, so say so."""
+    if manifest.get("schema") != 1:
+        return
+    for entry, strategy in zip(manifest["strategies"], strategies):
+        hybrid = strategy.first.startswith("hybrid")
+        if hybrid or (strategy.rerank is not None and strategy.first_stage().fields):
+            version = (manifest.get("packages") or {}).get("vaulteval") or "an unknown version"
+            was = "1/rank" if hybrid else "the BM25 score"
+            raise NotARunDir(f"{folder} was written by vaulteval {version} (run schema 1), which scored run "
+                             f"{entry['name']} by {was}; this vaulteval (schema 2) records the score each result "
+                             "was ranked by, so it cannot verify it: run `vaulteval eval run` again")
 
 
 # Report tables compared row by row; latency is measured, not reproducible, and only rendered.
