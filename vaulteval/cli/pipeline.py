@@ -227,6 +227,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             print(f"  note: {report.coexistence}")
         for problem in report.problems:
             print(f"  - {problem}")
+        for note in report.skipped_notes:
+            print(f"  skipped: {note['page_path']}: {note['reason']}")
         if report.rebuild:
             print(f"  fix: {report.rebuild}")
     return EXIT_OK if report.state == "verified" else EXIT_FAILED

@@ -23,6 +23,7 @@ from vaulteval.pipeline.embed import embed_command
 from vaulteval.pipeline.migrate import coexistence_line, shared_state
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.store import store_path
+from vaulteval.vault.notefiles import read_note_file, unreadable_notes
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -52,6 +53,8 @@ class DoctorReport:
     rebuild: str | None = None
     embeddings: dict[str, Any] | None = None
     coexistence: str | None = None  # one line when claude-obsidian's state shares .vault-meta/
+    # Notes skipped because they cannot be named, opened or read: {"page_path", "reason"}.
+    skipped_notes: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,6 +99,7 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
     if shared["old_layout_files"]:
         report.problems.append(f"{len(shared['old_layout_files'])} vaulteval file(s) of the old layout are in "
                                ".vault-meta/; provision moves vaulteval to .vault-meta/vaulteval/ and removes them")
+    report.skipped_notes = [{"page_path": rel, "reason": why} for rel, why in unreadable_notes(vault)]
     if not report.index_present:
         report.problems.append("no index: the vault is not provisioned")
         report.rebuild = vault.rebuild_command()
@@ -240,7 +244,7 @@ def _has_text(path) -> bool:
     from vaulteval.chunks.chunking import decode_page, split_frontmatter
 
     try:
-        body = split_frontmatter(decode_page(path.read_bytes()))[1]
-    except OSError:
+        body = split_frontmatter(decode_page(read_note_file(path)))[1]
+    except OSError:  # a FIFO or device is refused before any read (it would block), as is an unreadable file
         return False
     return bool(body.strip())

@@ -167,6 +167,9 @@ def _vault_for(raw: "qformats.RawSet", vault: Any) -> "Vault":
         return Vault(vault)
     if raw.vault_root is not None:
         return Vault(raw.vault_root)
+    unusable = [p for p in raw.problems if p.message.startswith("vault:")]
+    if unusable:  # the file names a vault that cannot be a path: say so rather than pick another vault
+        raise QuerySetInvalid(unusable)
     return Vault.select(None)
 
 

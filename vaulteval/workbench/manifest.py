@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.paths import path_text_problem
 from vaulteval.workbench.report import REPORT_DATA
 
 if TYPE_CHECKING:
@@ -226,6 +227,10 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
     qs = data["queryset"]
     if not isinstance(qs.get("path"), str) or not isinstance(qs.get("sha256"), str):
         return "queryset needs path and sha256"
+    for where, value in (("vault root", data["vault"]["root"]), ("vault notes_dir", data["vault"].get("notes_dir")),
+                         ("queryset path", qs["path"]), ("queryset qrels", qs.get("qrels"))):
+        if value is not None and (not isinstance(value, str) or path_text_problem(value)):
+            return f"{where} {path_text_problem(value) if isinstance(value, str) else 'must be a string'}"
     params = data["parameters"]
     if not isinstance(params.get("measures"), list) or not isinstance(params.get("k"), int):
         return "parameters need measures and k"
