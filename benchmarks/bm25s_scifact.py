@@ -82,7 +82,7 @@ def main() -> int:
         make_vault(args.scifact, root)
         provision(Vault(root), analyzer=args.analyzer)
         index = Retriever(Vault(root)).index()
-        corpus = [index.analyze(json.loads((root / ".vault-meta" / index.doc(i).chunk_file).read_text())
+        corpus = [index.analyze(json.loads((root / ".vault-meta" / "vaulteval" / index.doc(i).chunk_file).read_text())
                                 ["contextualized_text"]) for i in range(index.n_docs)]
         assert [len(t) for t in corpus] == index.doc_len.tolist(), "bm25s would see other tokens"
         ref = bm25s.BM25(method="lucene", k1=index.k1, b=index.b, dtype="float64")

@@ -79,7 +79,7 @@ def measure(root: Path, label: str, n_cli: int, n_in_process: int) -> dict:
 def measure_queries(root: Path, label: str, n_cli: int, n_in_process: int, out: dict | None = None) -> dict:
     if out is None:  # --measure-only: the provision figures of the earlier run
         out = json.loads((root / "provision.json").read_text())
-        out["index_bytes"] = (root / ".vault-meta" / "bm25" / "index.vti").stat().st_size
+        out["index_bytes"] = (root / ".vault-meta" / "vaulteval" / "bm25" / "index.vti").stat().st_size
     queries = pick_queries(Vault(root), max(n_cli, n_in_process))
     say(f"{label}: {n_cli} CLI queries")
     out.update(cli_latency(root, queries[:n_cli]))

@@ -23,6 +23,7 @@ import pytest
 from vaulteval import Vault
 from vaulteval.cli.sample import copy_sample
 from vaulteval.pipeline.provision import provision as provision_vault
+from vaulteval.vault.metadir import META_REL
 
 # Environment variables that could select a vault or a model behind a test's back.
 _SCRUB = ("VAULTEVAL_VAULT", "CLAUDE_OBSIDIAN_VAULT", "OLLAMA_HOST", "OLLAMA_URL")
@@ -124,8 +125,8 @@ def snapshot(root: Path, *, mtimes: bool = True) -> dict[str, tuple]:
 
 
 def chunk_records(root: Path) -> list[dict]:
-    """Every chunk record under ``<root>/.vault-meta/chunks`` (sorted by file path)."""
-    files = sorted((Path(root) / ".vault-meta" / "chunks").glob("*/chunk-*.json"))
+    """Every chunk record under ``<root>/.vault-meta/vaulteval/chunks`` (sorted by file path)."""
+    files = sorted((Path(root) / META_REL / "chunks").glob("*/chunk-*.json"))
     return [json.loads(f.read_bytes()) for f in files]
 
 
@@ -134,7 +135,7 @@ def records_for(root: Path, page_rel: str) -> list[dict]:
 
 
 def index_file(root: Path) -> Path:
-    return Path(root) / ".vault-meta" / "bm25" / "index.vti"
+    return Path(root) / META_REL / "bm25" / "index.vti"
 
 
 def append_text(root: Path, page_rel: str, text: str) -> None:

@@ -51,6 +51,13 @@ class PageMissing(VaultevalError):
     exit_code = EXIT_PAGE_MISSING
 
 
+class VaultReplaced(VaultevalError):
+    """The vault folder, its ``.vault-meta`` or vaulteval's folder in it was moved, replaced or swapped for a
+    symlink while vaulteval was writing; the run stopped before its next change."""
+
+    exit_code = EXIT_PAGE_MISSING
+
+
 class NotProvisioned(VaultevalError):
     """The index is missing, corrupt, from another schema, or has no chunks."""
 

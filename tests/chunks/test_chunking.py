@@ -10,6 +10,7 @@ from pathlib import Path
 
 from vaulteval.chunks.chunking import sha256_text
 from vaulteval.chunks.obsidian import visible_text
+from vaulteval.vault.metadir import META_REL
 
 from pipeline_fixtures import (  # noqa: F401
     DESCALING_NOTE,
@@ -33,7 +34,7 @@ from pipeline_fixtures import (  # noqa: F401
     write_note,
 )
 
-CHUNKS = Path(".vault-meta") / "chunks"
+CHUNKS = Path(META_REL) / "chunks"
 
 
 def _overlap(a: str, b: str) -> int:
@@ -244,7 +245,7 @@ def test_index_built_from_foreign_records(tmp_path: Path) -> None:
     root = tmp_path / "v"
     write_note(root, "wiki/Kettle.md", "---\naddress: c-000001\n---\nThe kettle whistles at the boil.\n\nDescale with citric acid.\n")
     write_note(root, "wiki/Legacy.md", "---\naddress: c-000002\n---\nAn old note about the gramophone.\n")
-    chunks = root / ".vault-meta" / "chunks"
+    chunks = root / META_REL / "chunks"
     (chunks / "c-000001").mkdir(parents=True)
     (chunks / "c-000002").mkdir(parents=True)
     r0 = _seed_record(root, "wiki/Kettle.md", "c-000001", 0, "The kettle whistles at the boil.", "Kettle. Notes.")

@@ -21,6 +21,7 @@ import pytest
 from vaulteval import Vault
 
 from vaulteval.pipeline.retrieve import Retriever
+from vaulteval.vault.metadir import META_REL
 
 from pipeline_fixtures import (  # noqa: F401
     CRLF_NOTE,
@@ -227,7 +228,7 @@ def test_exit_11_when_lock_is_held(fresh_vault: Path) -> None:
     with open(fresh_vault / "wiki/howto/Descaling.md", "ab") as fh:
         fh.write(b"\nAdded after provisioning: oxalic.\n")
     before = snapshot(fresh_vault)
-    fd = os.open(fresh_vault / ".vault-meta" / ".lock", os.O_RDWR)
+    fd = os.open(fresh_vault / META_REL / ".lock", os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         for args in (["index", "build"], ["provision"], ["prefix", "--all"], ["prefix", "wiki/howto/Descaling.md"]):
@@ -287,7 +288,7 @@ def test_exit_12_duplicate_between_two_new_pages(unprovisioned_vault: Path) -> N
     write_note(unprovisioned_vault, "wiki/b/two.md", "---\naddress: dup-1\n---\nsecond page\n")
     proc = run_cli("provision", "--vault", unprovisioned_vault)
     assert_one_line_error(proc, 12)
-    assert not (unprovisioned_vault / ".vault-meta" / "chunks").exists()
+    assert not (unprovisioned_vault / META_REL / "chunks").exists()
     assert not index_file(unprovisioned_vault).exists()
 
 

@@ -43,6 +43,7 @@ import yaml
 
 from vaulteval.cli.main import build_parser
 from vaulteval.cli.sample import copy_sample
+from vaulteval.vault.metadir import META_REL
 
 from shared_data import SHARED
 
@@ -656,7 +657,7 @@ def test_wiki_retrieve_provisions_queries_and_measures(skills, tmp_path):
     assert doctors[0] == 1 and doctors[-1] == 0, "doctor: not verified before provisioning, verified after"
     peek = outcomes_for(outcomes, ("prefix",))[0]
     assert peek.data["peek"] is True and peek.data["tier"] == "synthetic"
-    assert (vault / ".vault-meta" / "bm25" / "index.vti").is_file()
+    assert (vault / META_REL / "bm25" / "index.vti").is_file()
 
     retrieved = [o for o in outcomes if o.kind == "retrieve"]
     plain = next(o for o in retrieved if not o.block.optional)

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vaulteval.chunks.chunking import sha256_bytes, sha256_text
+from vaulteval.vault.metadir import META_REL
 
 from fuzzkit import Scratch, cli_ok, count, fuzz_settings
 from pipeline_fixtures import snapshot, write_note
@@ -91,7 +92,7 @@ def test_chunk_records_through_index_build_and_retrieve(tmp_path: Path, records:
         cli_ok("provision", "--vault", root, codes={0})
         page_hash = sha256_bytes((root / "wiki/espresso.md").read_bytes())
         for i, raw in enumerate(records):
-            folder = root / ".vault-meta" / "chunks" / f"fz{i}"
+            folder = root / META_REL / "chunks" / f"fz{i}"
             folder.mkdir()
             (folder / "chunk-000.json").write_bytes(raw.replace(b'"?"', json.dumps(page_hash).encode(), 1)
                                                     .replace(b'"fz"', json.dumps(f"fz{i}").encode(), 1))
@@ -120,7 +121,7 @@ def test_catalog_through_provision(tmp_path: Path, catalog: bytes) -> None:
     with Scratch(tmp_path) as scratch:
         root = _small_vault(scratch / "v")
         cli_ok("provision", "--vault", root, codes={0})
-        (root / ".vault-meta" / "chunk-catalog.json").write_bytes(catalog)
+        (root / META_REL / "chunk-catalog.json").write_bytes(catalog)
         count("catalog")
         notes = snapshot(root / "wiki")
         cli_ok("provision", "--vault", root, codes={0})

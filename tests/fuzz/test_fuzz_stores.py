@@ -25,7 +25,7 @@ from vaulteval.rerank.config import RerankConfig
 from fuzzkit import Scratch, cli_ok, count, fuzz_settings
 from pipeline_fixtures import snapshot, write_note
 
-FILES = {"stored embeddings": ".vault-meta/embeddings/vectors.vtv", "field index": ".vault-meta/bm25/fields.vti"}
+FILES = {"stored embeddings": ".vault-meta/vaulteval/embeddings/vectors.vtv", "field index": ".vault-meta/vaulteval/bm25/fields.vti"}
 
 damage = st.one_of(
     st.tuples(st.just("flip"), st.floats(0, 1, exclude_max=True), st.integers(1, 255)),

@@ -15,6 +15,7 @@ from vaulteval.index.fieldbuild import code_text, headings_text
 from vaulteval.index.fields import fields_path, open_fields
 from vaulteval.index.tokenize import get_analyzer
 from vaulteval.pipeline.retrieve import Retriever
+from vaulteval.vault.metadir import META_REL
 
 
 def _pages(root: Path, query: str, strategy: str) -> list[str]:
@@ -89,7 +90,7 @@ def test_analyzer_options_change_terms_as_documented() -> None:
 def _field_sections(root: Path) -> dict:
     from vaulteval.index.file import read_sections
 
-    header, sections = read_sections(fields_path(Path(root) / ".vault-meta"))
+    header, sections = read_sections(fields_path(Path(root) / META_REL))
     out = {name: bytes(sections[name]) if sections.dtype(name) == "bytes" else sections[name].tolist()
            for name in sections}
     return {"header": {k: header[k] for k in ("fields", "n_docs", "analyzer", "extract_version")}, **out}
@@ -123,7 +124,7 @@ def test_an_incremental_field_build_equals_a_full_one_and_reads_only_edited_chun
     assert 0 < reads[-1] < n_docs // 4  # the edited page's chunks, not the vault
     assert "zqxcode" in incremental["code.terms"].decode()
 
-    fields_path(fresh_vault / ".vault-meta").unlink()
+    fields_path(fresh_vault / META_REL).unlink()
     assert ensure_fields(Vault(fresh_vault))
     assert reads[-1] == n_docs  # no previous file: every chunk read
     assert _field_sections(fresh_vault) == incremental
@@ -139,7 +140,7 @@ def test_an_unusable_previous_field_file_means_a_full_build(fresh_vault: Path, d
     from vaulteval.vault.metadir import MetaDir
 
     expected = _field_sections(fresh_vault)
-    path = fields_path(fresh_vault / ".vault-meta")
+    path = fields_path(fresh_vault / META_REL)
     header, sections = read_sections(path)
     data = {name: bytes(sections[name]) if sections.dtype(name) == "bytes" else sections[name].copy()
             for name in sections}
@@ -172,7 +173,7 @@ def test_a_fifo_or_symlink_in_place_of_the_field_file_is_not_read_and_not_writte
 
     from vaulteval.pipeline.provision import build
 
-    path = fields_path(fresh_vault / ".vault-meta")
+    path = fields_path(fresh_vault / META_REL)
     expected = _field_sections(fresh_vault)
     outside = tmp_path / "outside.vti"
     before = path.read_bytes()

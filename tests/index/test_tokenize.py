@@ -22,6 +22,7 @@ from vaulteval.index.tokenize import (MAX_INPUT_CHARS, SEED_CJK_RANGES, STOPWORD
                                       tokenize_default, tokenize_english)
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.workbench.strategy import Strategy, StrategyError
+from vaulteval.vault.metadir import META_REL
 
 from pipeline_fixtures import run_main, write_note
 
@@ -179,7 +180,7 @@ def test_oversized_foreign_chunk_is_indexed_whole_and_reported(tmp_path: Path) -
     record = {"schema_version": 1, "page_path": "wiki/big.md", "page_address": "foreign", "chunk_index": 0,
               "raw_text": raw, "contextualized_text": raw, "body_hash": sha256_text(raw),
               "page_body_hash": sha256_bytes(page.read_bytes())}
-    folder = root / ".vault-meta" / "chunks" / "foreign"
+    folder = root / META_REL / "chunks" / "foreign"
     folder.mkdir(parents=True)
     (folder / "chunk-000.json").write_text(json.dumps(record), encoding="utf-8")
     code, out, err = run_main("index", "build", "--vault", root)
@@ -200,7 +201,7 @@ def test_index_from_another_analyzer_version_is_rebuilt(fresh_vault: Path) -> No
     """An index whose terms came from the previous tokenizer is refused with the rebuild command."""
     from vaulteval.index.file import read_sections, write_sections
 
-    path = fresh_vault / ".vault-meta" / "bm25" / "index.vti"
+    path = fresh_vault / META_REL / "bm25" / "index.vti"
     header, sections = read_sections(path)
     old_header = {k: v for k, v in header.items()
                   if k not in ("analyzer_version", "schema_version", "sections", "body_size", "body_crc32")}

@@ -16,6 +16,7 @@ from vaulteval.chunks.chunking import sha256_text
 from vaulteval.errors import PathEscape
 
 from vaulteval.pipeline.retrieve import retrieve
+from vaulteval.vault.metadir import META_REL
 
 from pipeline_fixtures import (  # noqa: F401
     CRLF_NOTE,
@@ -78,7 +79,7 @@ def test_edited_page_is_stale_until_reprovisioned(fresh_vault: Path) -> None:
 
 def test_edited_chunk_record_is_not_served(fresh_vault: Path) -> None:
     """A chunk record changed after the build (even consistently re-hashed) no longer matches the index."""
-    path = fresh_vault / ".vault-meta/chunks/c-000103/chunk-000.json"
+    path = fresh_vault / META_REL / "chunks/c-000103/chunk-000.json"
     rec = json.loads(path.read_bytes())
     rec["raw_text"] = rec["raw_text"].replace("Citric acid", "Vinegar")
     rec["body_hash"] = sha256_text(rec["raw_text"])
@@ -163,7 +164,7 @@ def _record(address: str, page_path: str, raw: str, page_hash: str, index: int =
 
 
 def _put(root: Path, address: str, rec: dict, name: str = "chunk-000.json") -> Path:
-    folder = root / ".vault-meta" / "chunks" / address
+    folder = root / META_REL / "chunks" / address
     folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text(json.dumps(rec), encoding="utf-8")
     return folder / name
@@ -193,12 +194,12 @@ def test_chunk_file_symlinked_outside_is_not_read(fresh_vault: Path, outside: Pa
     _put(fresh_vault, "c-900001", rec)
     run_json("index", "build", "--vault", fresh_vault)
     assert _pages(retrieve_json(fresh_vault, "smugglerword")) == [DESCALING_NOTE]
-    (fresh_vault / ".vault-meta/chunks/c-900001/chunk-000.json").unlink()
+    (fresh_vault / META_REL / "chunks/c-900001/chunk-000.json").unlink()
 
     target = outside / "chunk.json"
     target.write_text(json.dumps(rec), encoding="utf-8")
-    (fresh_vault / ".vault-meta/chunks/c-900002").mkdir()
-    os.symlink(target, fresh_vault / ".vault-meta/chunks/c-900002/chunk-000.json")
+    (fresh_vault / META_REL / "chunks/c-900002").mkdir()
+    os.symlink(target, fresh_vault / META_REL / "chunks/c-900002/chunk-000.json")
     report = run_json("index", "build", "--vault", fresh_vault)
     assert report["docs"] == 54
     assert retrieve_json(fresh_vault, "smugglerword")["candidates"] == []
@@ -207,7 +208,7 @@ def test_chunk_file_symlinked_outside_is_not_read(fresh_vault: Path, outside: Pa
     rec2 = dict(rec, page_address="c-900003")
     (outside / "c-900003").mkdir()
     (outside / "c-900003" / "chunk-000.json").write_text(json.dumps(rec2), encoding="utf-8")
-    os.symlink(outside / "c-900003", fresh_vault / ".vault-meta/chunks/c-900003")
+    os.symlink(outside / "c-900003", fresh_vault / META_REL / "chunks/c-900003")
     before = index_file(fresh_vault).read_bytes()
     line = assert_one_line_error(run_cli("index", "build", "--vault", fresh_vault), 2)
     assert "c-900003" in line and "symlink" in line
@@ -215,8 +216,8 @@ def test_chunk_file_symlinked_outside_is_not_read(fresh_vault: Path, outside: Pa
 
 
 def test_chunks_folder_symlinked_outside_is_refused(fresh_vault: Path, tmp_path: Path) -> None:
-    """.vault-meta/chunks pointing outside .vault-meta: every writer refuses it before touching anything."""
-    meta = fresh_vault / ".vault-meta"
+    """vaulteval's chunks folder pointing outside .vault-meta: every writer refuses it before touching anything."""
+    meta = fresh_vault / META_REL
     elsewhere = tmp_path / "elsewhere-chunks"
     (meta / "chunks").rename(elsewhere)
     os.symlink(elsewhere, meta / "chunks")

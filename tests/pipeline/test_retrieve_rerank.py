@@ -17,6 +17,7 @@ import pytest
 from ollama_server import FAULT_REASONS
 from ollama_server import load_minilm, normalized_embed_fn
 from pipeline_fixtures import LONG_NOTE, chunk_records, run_main, snapshot
+from vaulteval.vault.metadir import META_REL
 
 QUERY = "how do I descale the espresso machine"
 CACHE_FILES = ("embeddings.sqlite", "embeddings.sqlite-wal", "embeddings.sqlite-shm")
@@ -29,7 +30,7 @@ def _retrieve(vault: Path, *extra: Any) -> tuple[int, dict, str]:
 
 
 def _without_cache(snap: dict) -> dict:
-    return {k: v for k, v in snap.items() if not k.startswith(tuple(f".vault-meta/{n}" for n in CACHE_FILES))}
+    return {k: v for k, v in snap.items() if not k.startswith(tuple(f"{META_REL}/{n}" for n in CACHE_FILES))}
 
 
 @pytest.fixture
@@ -66,7 +67,7 @@ def test_success_reranks_by_cosine_and_writes_only_the_cache(reranking, ollama_s
     assert scores == sorted(scores, reverse=True) and all(-1.0 <= s <= 1.0 for s in scores)
     assert {c["rerank_source"] for c in result["candidates"]} == {"ollama"}
     after = snapshot(vault)
-    assert (vault / ".vault-meta" / "embeddings.sqlite").is_file()
+    assert (vault / META_REL / "embeddings.sqlite").is_file()
     assert _without_cache(after) == _without_cache(before)
 
 

@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from vaulteval.vault.metadir import META_REL
 
 FULL = os.environ.get("VAULTEVAL_RELIABILITY", "").lower() == "full"
 HERE = Path(__file__).resolve()
@@ -151,8 +152,8 @@ def check_index(root: Path, *, require: bool = False) -> str | None:
         indexed.add(doc.chunk_file)
         if checker.record(doc) is None:
             return f"indexed {doc.chunk_file} does not match the chunk file on disk"
-    for path in sorted((root / ".vault-meta" / "chunks").glob("*/chunk-*.json")):
-        rel = str(path.relative_to(root / ".vault-meta"))
+    for path in sorted((root / META_REL / "chunks").glob("*/chunk-*.json")):
+        rel = str(path.relative_to(root / META_REL))
         try:
             rec = json.loads(path.read_bytes())
             page_path, _, _, page_hash = validate_record(vault, path.parent.name, path.name, rec)

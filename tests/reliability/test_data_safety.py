@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.metadir import META_REL
 
 from pipeline_fixtures import (  # noqa: F401
     DESCALING_NOTE,
@@ -30,7 +31,7 @@ from pipeline_fixtures import (  # noqa: F401
     snapshot,
 )
 
-META = ".vault-meta"
+META = META_REL
 TIMEOUT = 60
 
 
@@ -69,8 +70,8 @@ def _swap_for_link(path: Path, target: Path) -> None:
     os.symlink(target, path)
 
 
-@pytest.mark.parametrize("where", [".vault-meta", ".vault-meta/chunks", ".vault-meta/chunks/c-000103",
-                                   ".vault-meta/bm25"])
+@pytest.mark.parametrize("where", [".vault-meta", META, f"{META}/chunks", f"{META}/chunks/c-000103",
+                                   f"{META}/bm25"])
 @pytest.mark.parametrize("command", [("provision",), ("prefix", "--all"), ("index", "build")])
 def test_a_symlinked_meta_folder_is_refused_before_anything_changes(fresh_vault: Path, outside: Path,
                                                                     where: str, command: tuple) -> None:
@@ -79,7 +80,7 @@ def test_a_symlinked_meta_folder_is_refused_before_anything_changes(fresh_vault:
         fh.write("\nA fresh paragraph about descaling with citric acid.\n")
     _swap_for_link(fresh_vault / where, outside)
     before_out, before_notes = snapshot(outside), _notes(fresh_vault)
-    before_meta = snapshot(fresh_vault / META) if where != ".vault-meta" else None
+    before_meta = snapshot(fresh_vault / META) if where not in (".vault-meta", META) else None
     line = assert_one_line_error(_in_process(*command, "--vault", fresh_vault), 2)
     assert "symlink" in line and "nothing was changed" in line
     assert snapshot(outside) == before_out, "something outside the vault changed"
@@ -97,20 +98,23 @@ def test_a_symlinked_meta_file_is_refused(fresh_vault: Path, outside: Path, name
     assert snapshot(outside) == before and (outside / "notes.txt").read_text() == "keep me\n"
 
 
-def test_a_symlinked_meta_on_a_bare_vault_writes_nothing_there(fresh_vault: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", [".vault-meta", META])
+def test_a_symlinked_meta_on_a_bare_vault_writes_nothing_there(fresh_vault: Path, tmp_path: Path, where: str) -> None:
     import shutil
 
-    shutil.rmtree(fresh_vault / META)
+    shutil.rmtree(fresh_vault / ".vault-meta")
+    (fresh_vault / where).parent.mkdir(exist_ok=True)
     empty = tmp_path / "empty"
     empty.mkdir()
-    os.symlink(empty, fresh_vault / META)
+    os.symlink(empty, fresh_vault / where)
     assert_one_line_error(run_cli("provision", "--vault", fresh_vault, timeout=TIMEOUT), 2)
     assert list(empty.iterdir()) == [], "derived state (the lock included) was written through the link"
 
 
-def test_retrieve_refuses_a_symlinked_meta_folder(fresh_vault: Path, tmp_path: Path) -> None:
-    (fresh_vault / META).rename(tmp_path / "moved-meta")
-    os.symlink(tmp_path / "moved-meta", fresh_vault / META)
+@pytest.mark.parametrize("where", [".vault-meta", META])
+def test_retrieve_refuses_a_symlinked_meta_folder(fresh_vault: Path, tmp_path: Path, where: str) -> None:
+    (fresh_vault / where).rename(tmp_path / "moved-meta")
+    os.symlink(tmp_path / "moved-meta", fresh_vault / where)
     line = assert_one_line_error(run_cli("retrieve", "--vault", fresh_vault, "descaling", "--no-rerank",
                                          timeout=TIMEOUT), 2)
     assert "symlink" in line

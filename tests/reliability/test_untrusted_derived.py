@@ -23,8 +23,9 @@ from pipeline_fixtures import (  # noqa: F401
     index_file,
     run_main,
 )
+from vaulteval.vault.metadir import META_REL
 
-META = ".vault-meta"
+META = META_REL
 CATALOG = "chunk-catalog.json"
 QUERY = "descaling citric acid espresso"
 

@@ -93,7 +93,7 @@ def test_sweeping_chunks_and_bm25_params_leaves_the_vault_byte_identical(tmp_pat
     vault = Vault(copy_sample(tmp_path / "v"))
     provision(vault)
     before = snapshot(vault.root)
-    assert any(p.startswith(".vault-meta/") for p in before)
+    assert any(p.startswith(".vault-meta/vaulteval/") for p in before)
     qs = load_queryset(QUERYSET, vault)
     strategies = ["bm25", "bm25:k1=0.9,b=0.4", "bm25:k1=2.0,b=1.0", "bm25:target=600,overlap=60",
                   "bm25:target=3000,overlap=300", "bm25:analyzer=english,target=1000,overlap=100"]

@@ -10,6 +10,7 @@ import pytest
 from pipeline_fixtures import run_json, run_main
 from vaulteval.workbench.strategy import Strategy, StrategyError
 from vaulteval.workbench.tune import decide, hash_split, parse_grid, search_table
+from vaulteval.vault.metadir import META_REL
 
 REPO = Path(__file__).resolve().parents[2]
 QUERYSET = REPO / "querysets" / "sample-vault.yaml"
@@ -127,15 +128,15 @@ def test_the_whole_loop_on_a_plain_obsidian_vault_and_tuned_index_settings_stick
     decision = out["decision"]
     assert decision["adopt"] and decision["chosen"] == rival, decision  # field weights win on known-item queries
     assert decision["index"]["analyzer"] == "english" and out["written"]["provisioned"] is True
-    assert peek_header(root / ".vault-meta")["analyzer"] == "english"
+    assert peek_header(root / META_REL)["analyzer"] == "english"
     result = run_json("retrieve", "--vault", root, "Levain", "--no-rerank")
     assert result["strategy"].startswith("bm25") and result["tuned"]["strategy"] == "bm25:w_title=2,w_aliases=2"
     assert result["candidates"][0]["page_path"] == "baking/Sourdough starter.md"
     run_json("provision", "--vault", root)  # no --analyzer: the tuned one stays
-    assert peek_header(root / ".vault-meta")["analyzer"] == "english"
+    assert peek_header(root / META_REL)["analyzer"] == "english"
     assert result["tuned"]["index_matches"] is True
     run_json("provision", "--vault", root, "--analyzer", "default")  # an explicit choice wins
-    assert peek_header(root / ".vault-meta")["analyzer"] == "default"
+    assert peek_header(root / META_REL)["analyzer"] == "default"
     code, stdout, err = run_main("retrieve", "--vault", root, "Levain", "--no-rerank")
     assert code == 0 and json.loads(stdout)["tuned"]["index_matches"] is False
     assert "warning: the index was built with other settings" in err and len(err.strip().splitlines()) == 1

@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from vaulteval.errors import UsageError
+
 log = logging.getLogger(__name__)
+
+# Notes larger than this are indexed up to it and reported (a pasted log, a dump), never refused.
+DEFAULT_MAX_NOTE_BYTES = 8 << 20
+MAX_NOTE_BYTES_ENV = "VAULTEVAL_MAX_NOTE_BYTES"
 
 TARGET_CHARS = 2_000
 OVERLAP_CHARS = 200
@@ -27,6 +34,7 @@ ADDRESS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _PARAGRAPH_SPLIT = re.compile(r"\n[ \t]*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
+_LEADING_SPACE = re.compile(r"\s*")  # \s is str.isspace, what str.strip removes
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -84,6 +92,30 @@ def decode_page(raw: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def max_note_bytes() -> int:
+    """The size bound for indexing one note: ``VAULTEVAL_MAX_NOTE_BYTES`` or 8 MiB (docs/cli.md, provision)."""
+    value = os.environ.get(MAX_NOTE_BYTES_ENV, "").strip()
+    if not value:
+        return DEFAULT_MAX_NOTE_BYTES
+    if not value.isdigit() or int(value) < 1024:
+        raise UsageError(f"{MAX_NOTE_BYTES_ENV}={value!r} must be a whole number of bytes, at least 1024")
+    return int(value)
+
+
+def indexable_bytes(raw: bytes, rel: str, limit: int) -> bytes:
+    """The first ``limit`` bytes of an over-long note (cut at a character boundary), with a warning naming it."""
+    if len(raw) <= limit:
+        return raw
+    cut = limit
+    while cut > limit - 3 and raw[cut] & 0xC0 == 0x80:  # never split a UTF-8 sequence
+        cut -= 1
+    from vaulteval.vault.notefiles import printable
+
+    log.warning("%s is %d bytes; indexing its first %d (raise %s to index more)", printable(rel), len(raw), cut,
+                MAX_NOTE_BYTES_ENV)
+    return raw[:cut]
+
+
 def parse_page(raw: bytes, rel: str) -> ParsedPage:
     text = decode_page(raw)
     fm_text, body = split_frontmatter(text)
@@ -100,17 +132,21 @@ def parse_page(raw: bytes, rel: str) -> ParsedPage:
 
 
 def _hard_split(paragraph: str, target: int, hard_max: int) -> list[str]:
-    """Cut an over-long paragraph into pieces near ``target`` chars, at whitespace when possible."""
+    """Cut an over-long (stripped) paragraph into pieces near ``target`` chars, at whitespace when possible.
+
+    It walks an offset instead of copying the rest of the text at every cut, so a
+    note of one huge paragraph costs linear time.
+    """
     pieces = []
-    rest = paragraph
-    while len(rest) > hard_max:
-        cut = rest.rfind(" ", target // 2, target)
+    start, end = 0, len(paragraph)
+    while end - start > hard_max:
+        cut = paragraph.rfind(" ", start + target // 2, start + target) - start
         if cut <= 0:
             cut = target
-        pieces.append(rest[:cut].strip())
-        rest = rest[cut:].strip()
-    if rest:
-        pieces.append(rest)
+        pieces.append(paragraph[start : start + cut].strip())
+        start = _LEADING_SPACE.match(paragraph, start + cut).end()
+    if start < end:
+        pieces.append(paragraph[start:])
     return [p for p in pieces if p]
 
 
@@ -139,24 +175,25 @@ def split_chunks(
             paragraphs.extend(_hard_split(para, target, hard_max) if len(para) > hard_max else [para])
     chunks: list[str] = []
     current: list[str] = []
+    size = 0  # sum(len(p) + 2 for p in current), kept as a running total
     fresh = 0  # paragraphs in `current` that are not the previous chunk's overlap tail
 
     def flush() -> None:
-        nonlocal current, fresh
+        nonlocal current, fresh, size
         chunks.append("\n\n".join(current))
         tail = _overlap_tail(chunks[-1], overlap)
         current, fresh = ([tail] if tail else []), 0
+        size = len(tail) + 2 if tail else 0
 
     for para in paragraphs:
-        size = sum(len(p) + 2 for p in current)
         if fresh and size + len(para) > hard_max:
             flush()
-            size = sum(len(p) + 2 for p in current)
         if current and size + len(para) > hard_max:
-            current = []  # the overlap tail itself would break the hard limit
+            current, size = [], 0  # the overlap tail itself would break the hard limit
         current.append(para)
+        size += len(para) + 2
         fresh += 1
-        if sum(len(p) + 2 for p in current) >= target:
+        if size >= target:
             flush()
     if fresh:
         chunks.append("\n\n".join(current))

@@ -77,7 +77,7 @@ class LinkResolver:
     def from_vault(cls, vault: "Vault") -> "LinkResolver":
         """Usage: ``LinkResolver.from_vault(vault)``: every note of the vault, aliases from frontmatter."""
         pages = {p.rel: p.path for p in vault.iter_pages()}
-        return cls(pages, read_page=lambda rel: pages[rel].read_bytes(), notes_rel=vault.notes_rel)
+        return cls(pages, read_page=lambda rel: _read_or_empty(pages[rel]), notes_rel=vault.notes_rel)
 
     def has_page(self, rel: str) -> bool:
         return _norm(rel) in self._set
@@ -130,6 +130,16 @@ class LinkResolver:
         name = link_target(key).removesuffix(".md").rsplit("/", 1)[-1].casefold()
         hits = self._by_name.get(name, [])
         return hits[0] if len(hits) == 1 else None
+
+
+def _read_or_empty(path) -> bytes:
+    """A note's bytes for its aliases; a FIFO, device or unreadable note has none (never a blocking read)."""
+    from vaulteval.vault.notefiles import read_note_file
+
+    try:
+        return read_note_file(path)
+    except OSError:
+        return b""
 
 
 def _hint(page: str) -> str:

@@ -25,11 +25,13 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
+from vaulteval.chunks.codespans import inline_code_spans, map_spans
+
 # Bump when the text given to the chunker changes: the catalog then re-chunks every page.
 CHUNKER_VERSION = 2
 
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
-_INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
+# Possessive runs: a fence line with no newline after it fails once instead of once per backtick.
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}+|~{3,}+)[^\n]*+\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 _COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.DOTALL)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _CALLOUT = re.compile(r"^(?P<quote>[ \t]*(?:>[ \t]*)+)\[!(?P<kind>[^\]\n]+)\][+-]?[ \t]*(?P<title>[^\n]*)$", re.MULTILINE)
@@ -105,7 +107,16 @@ def visible_text(body: str) -> str:
         body = _strip_comments(body)
     if "[[" not in body and "[!" not in body:
         return body
-    return _outside(_FENCE, body, lambda part: _outside(_INLINE_CODE, part, _prose))
+    return _outside(_FENCE, body, lambda part: _outside_code(part, _prose))
+
+
+def _outside_code(text: str, fn) -> str:
+    """Apply ``fn`` outside inline code spans, keeping the spans verbatim."""
+    return map_spans(text, inline_code_spans(text), outside=fn, inside=lambda code: code)
+
+
+def _without_code(text: str) -> str:
+    return map_spans(text, inline_code_spans(text), outside=lambda prose: prose, inside=lambda code: "")
 
 
 def _as_list(value: Any) -> list[str]:
@@ -121,7 +132,7 @@ def page_tags(frontmatter: dict, body: str) -> tuple[list[str], list[str]]:
     front = [t.lstrip("#") for key in ("tags", "tag") for t in _as_list(frontmatter.get(key))]
     inline = _inline_tags(body)
     if inline and "`" in body:  # only then can a candidate sit in code
-        inline = _inline_tags(_INLINE_CODE.sub("", _FENCE.sub("", body)))
+        inline = _inline_tags(_without_code(_FENCE.sub("", body)))
     return list(dict.fromkeys(t for t in front if t)), list(dict.fromkeys(inline))
 
 
@@ -160,17 +171,25 @@ def page_terms(frontmatter: dict, body: str) -> str:
     return " ".join(parts)
 
 
-_MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(<?([^)\s>]+)>?(?:\s+\"[^\"\n]*\")?\)")
+# No '[' in the label and no brackets in the target: each '[' then scans only to the next bracket, so
+# bracket runs cost linear time (CommonMark does not nest links either; a note name cannot hold brackets).
+_MD_LINK = re.compile(r"(!?)\[([^\[\]\n]*)\]\(<?([^)\s>\[\]]+)>?(?:\s+\"[^\"\n]*\")?\)")
 
 
 def _blank(match: re.Match) -> str:
-    return re.sub(r"[^\n]", " ", match.group(0))
+    return _blank_text(match.group(0))
+
+
+def _blank_text(text: str) -> str:
+    if "\n" not in text:  # the common case, without a regex call per code span or comment
+        return " " * len(text)
+    return re.sub(r"[^\n]", " ", text)
 
 
 def code_and_comments_blanked(text: str) -> str:
     """``text`` with code and %%comments%% replaced by spaces, newlines kept (so line numbers stay true)."""
     text = _FENCE.sub(_blank, text)
-    text = _INLINE_CODE.sub(_blank, text)
+    text = map_spans(text, inline_code_spans(text), outside=lambda prose: prose, inside=_blank_text)
     return _COMMENT.sub(_blank, text) if "%%" in text else text
 
 
@@ -205,7 +224,7 @@ def outgoing_links(text: str) -> list[dict]:
     return out
 
 
-_HEADING_LINE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_HEADING_LINE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+)$")
 
 
 def headings(text: str) -> list[dict]:
@@ -215,5 +234,8 @@ def headings(text: str) -> list[dict]:
     for number, line in enumerate(clean.split("\n"), start=1):
         m = _HEADING_LINE.match(line)
         if m:
-            out.append({"level": len(m.group(1)), "text": m.group(2).strip(), "line": number})
+            # Closing '#'s trimmed by rstrip, not by the pattern (a lazy pattern backtracks on "# # # ...x").
+            rest = m.group(2)
+            text = rest.rstrip(" \t#") or rest[:1]
+            out.append({"level": len(m.group(1)), "text": text.strip(), "line": number})
     return out

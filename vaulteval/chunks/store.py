@@ -26,6 +26,7 @@ from vaulteval.chunks.catalog import CATALOG_NAME, CATALOG_SCHEMA, ChunkParams, 
     listing as _listing, load_catalog, prefix_key
 from vaulteval.errors import DuplicateAddress, PageMissing
 from vaulteval.vault.metadir import MetaDir, NotRegularFile, open_regular
+from vaulteval.vault.notefiles import printable
 from vaulteval.vault.testhooks import pause_point
 
 if TYPE_CHECKING:
@@ -59,16 +60,16 @@ class PrefixReport:
 
 
 def read_pages(vault: "Vault", pages: list["Page"]) -> dict[str, bytes]:
-    """Each page's bytes; a page that is not a regular file (a FIFO, a device) is skipped with a warning."""
+    """Each page's bytes; a page that is not a regular file (a FIFO, a device) or cannot be read is skipped with a warning."""
     out = {}
     for page in pages:
         try:
             with open_regular(page.abspath, follow=True) as fh:
                 out[page.rel] = fh.read()
         except NotRegularFile:
-            log.warning("skipping %s: not a regular file", page.rel)
-        except OSError as exc:
-            raise PageMissing(f"cannot read {page.rel}: {exc.strerror}") from None
+            log.warning("skipping %s: not a regular file", printable(page.rel))
+        except OSError as exc:  # one unreadable note is skipped, not the vault (doctor lists it)
+            log.warning("skipping %s: cannot read it: %s", printable(page.rel), exc.strerror or exc)
     return out
 
 
@@ -265,16 +266,17 @@ def _prefix_pages(vault: "Vault", meta: MetaDir | None, chunks: MetaDir | None, 
     # Plan every page first so a conflict aborts before anything is written.
     plans: list[tuple[str, chunking.ParsedPage | None, str, str]] = []
     owner: dict[str, str] = {}
+    note_limit = chunking.max_note_bytes()
     for entry in progress_bar(selected, len(selected), "scan"):
         raw = page_bytes[entry.rel]
-        page_hash = chunking.sha256_bytes(raw)
+        page_hash = chunking.sha256_bytes(raw)  # of every byte, so doctor's check of the whole note holds
         cached = catalog.get(entry.rel)
         unchanged = bool(cached) and cached.get("hash") == page_hash
         # Trust the catalog only while every chunk file is exactly as this tool left it.
         if unchanged and _chunk_stats(chunks, cached["address"], cached["chunks"]) == cached.get("files"):
             address, parsed = cached["address"], None
         else:
-            parsed = chunking.parse_page(raw, entry.rel)
+            parsed = chunking.parse_page(chunking.indexable_bytes(raw, entry.rel, note_limit), entry.rel)
             address = parsed.address or chunking.synthetic_address(entry.rel)
         if address in owner:
             raise _duplicate(address, owner[address], entry.rel)

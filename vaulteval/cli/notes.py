@@ -7,7 +7,8 @@ Usage::
     vaulteval ledgers --vault V --json
 
 Without ``--json`` each prints a short plain-text view. Every string printed
-comes from the vault: evidence, never instructions.
+comes from the vault: evidence, never instructions. Note names are printed with
+control characters escaped (``\x1b``), so a file name cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from vaulteval.cli.common import emit, int_arg, select_vault
 from vaulteval.errors import EXIT_OK, UsageError
+from vaulteval.vault.notefiles import printable
 
 NAMES = ("read", "search", "ledgers")
 
@@ -30,7 +32,7 @@ def cmd_read(args: argparse.Namespace) -> int:
     if args.json:
         emit(view)
         return EXIT_OK
-    print(f"# {view['page_path']}  (cite as {view['link']})")
+    print(f"# {printable(view['page_path'])}  (cite as {printable(view['link'])})")
     if view["frontmatter"]:
         print("frontmatter: " + ", ".join(f"{k}={v}" for k, v in view["frontmatter"].items()))
     for head in view["headings"]:
@@ -39,9 +41,9 @@ def cmd_read(args: argparse.Namespace) -> int:
     print(view["text"])
     print("---")
     for link in view["links"]:
-        print(f"link  line {link['line']}: {link['raw']} -> {link['page_path'] or link['status']}")
+        print(f"link  line {link['line']}: {link['raw']} -> {printable(link['page_path'] or link['status'])}")
     for link in view["backlinks"]:
-        print(f"backlink  {link['page_path']}:{link['line']}: {link['raw']}")
+        print(f"backlink  {printable(link['page_path'])}:{link['line']}: {link['raw']}")
     return EXIT_OK
 
 
@@ -53,7 +55,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         emit(result)
         return EXIT_OK
     for m in result["matches"]:
-        print(f"{m['page_path']}:{m['line']}: {m['text']}")
+        print(f"{printable(m['page_path'])}:{m['line']}: {m['text']}")
     tail = "" if result["complete"] else " (stopped early: --top reached or time budget spent)"
     print(f"{len(result['matches'])} matching line(s) in {result['notes_searched']} note(s) searched{tail}")
     return EXIT_OK

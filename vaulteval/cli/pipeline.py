@@ -125,6 +125,10 @@ def cmd_provision(args: argparse.Namespace) -> int:
     # An implicit refresh (no --embed) that fails is a warning: the notes, chunks and index are current.
     report = provision(vault, rebuild=args.rebuild, prefix_settings=_prefix_settings(args), embed=embed,
                        embed_required=args.embed, progress=sys.stderr if embed is not None else None, **settings)
+    if "migrated" in report:
+        from vaulteval.pipeline.migrate import Migration
+
+        sys.stderr.write(f"vaulteval: {Migration(**report['migrated']).line()}\n")
     failure = report.pop("embeddings_not_refreshed", None) or why_not
     if failure is not None:
         sys.stderr.write(f"vaulteval: warning: stored embeddings not refreshed ({failure}); dense and hybrid skip "
@@ -219,8 +223,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         _emit(report.to_dict())
     else:
         print(f"retrieve: {report.state}")
+        if report.coexistence:
+            print(f"  note: {report.coexistence}")
         for problem in report.problems:
             print(f"  - {problem}")
+        for note in report.skipped_notes:
+            print(f"  skipped: {note['page_path']}: {note['reason']}")
         if report.rebuild:
             print(f"  fix: {report.rebuild}")
     return EXIT_OK if report.state == "verified" else EXIT_FAILED

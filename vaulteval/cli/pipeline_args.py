@@ -75,7 +75,7 @@ def _parser(name: str):
 
 @_parser("prefix")
 def _parse_prefix(sub: Any, _add_vault: "AddVault") -> None:
-    p = sub.add_parser("prefix", help="split pages into chunks with contextual prefixes (.vault-meta/chunks)")
+    p = sub.add_parser("prefix", help="split pages into chunks with contextual prefixes (.vault-meta/vaulteval/chunks)")
     p.add_argument("page", nargs="?", help="one page, vault-relative (e.g. wiki/Note.md, or Note.md in a plain Obsidian vault)")
     p.add_argument("--all", action="store_true", help="every page; also removes chunks of deleted pages")
     p.add_argument("--rebuild", action="store_true", help="ignore existing chunks and rewrite them")
@@ -111,7 +111,7 @@ def _parse_provision(sub: Any, _add_vault: "AddVault") -> None:
                    help="default | english | english:stemmer=snowball|porter|none,stopwords=short|lucene|none "
                         "(default: the one `tune --write` chose, else default)")
     p.add_argument("--embed", action="store_true",
-                   help="also store chunk embeddings in .vault-meta/embeddings/ (only changed chunks are embedded)")
+                   help="also store chunk embeddings in .vault-meta/vaulteval/embeddings/ (only changed chunks are embedded)")
     p.add_argument("--no-embed", action="store_true",
                    help="leave stored embeddings as they are (by default a vault that has them gets them refreshed "
                         "with the same model)")

@@ -19,7 +19,6 @@ import json
 import re
 from collections import Counter
 from itertools import chain
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,9 +26,9 @@ import numpy as np
 from vaulteval.chunks.chunking import parse_page
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.chunks.store import progress_bar
-from vaulteval.errors import PathEscape
+from vaulteval.errors import PathEscape, UnsafeMetaPath
 from vaulteval.index.fields import FIELDS, FIELDS_KIND, FieldTable, fields_path, index_identity
-from vaulteval.index.file import IndexFileError, read_sections, write_sections
+from vaulteval.index.file import IndexFileError, checked_open, read_sections, write_sections
 from vaulteval.index.tokenize import get_analyzer
 from vaulteval.vault.paths import open_confined
 
@@ -96,7 +95,7 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list
     if docs is None or len(docs) != index.n_docs:
         docs = index.all_docs()
     keys = [(d.page_path, d.chunk_id, d.body_hash, d.page_body_hash) for d in docs]
-    previous = previous_fields(meta.path, index.analyzer_name)
+    previous = previous_fields(meta, index.analyzer_name)
     old_of = np.full(len(docs), -1, dtype=np.int64)
     if previous is not None:
         old_keys = previous[0]
@@ -140,11 +139,15 @@ def _fresh_counts(vault: "Vault", analyze: Any, docs: list[tuple[int, Any]]) -> 
     return out
 
 
-def previous_fields(meta_dir: Path, analyzer: str) -> tuple[dict[tuple, int], dict[str, FieldTable]] | None:
+def previous_fields(meta: "MetaDir", analyzer: str) -> tuple[dict[tuple, int], dict[str, FieldTable]] | None:
     """The last field file's row keys and tables when it can seed this build; None when absent or unusable
-    (another analyzer or extraction version, an older file without row keys, or anything malformed)."""
+    (another analyzer or extraction version, an older file without row keys, or anything malformed).
+    It is read through the opened meta folder, never by path."""
     try:
-        header, sections = read_sections(fields_path(meta_dir))
+        path = fields_path(meta.path)
+        with meta.sub(path.parent.name) as folder:
+            fh = checked_open(lambda: folder.open_read(path.name))
+        header, sections = read_sections(path, fh)
         if (header.get("kind") != FIELDS_KIND or header.get("analyzer") != analyzer
                 or header.get("extract_version") != EXTRACT_VERSION or "doc_keys" not in sections):
             return None
@@ -157,7 +160,7 @@ def previous_fields(meta_dir: Path, analyzer: str) -> tuple[dict[tuple, int], di
         tables = {name: FieldTable(name, sections, len(keys)) for name in FIELDS}
         if not all(_well_formed(t, len(keys)) for t in tables.values()):
             return None
-    except (IndexFileError, OSError, KeyError, TypeError, ValueError, RecursionError):
+    except (IndexFileError, UnsafeMetaPath, OSError, KeyError, TypeError, ValueError, RecursionError):
         return None
     return {key: i for i, key in enumerate(keys)}, tables
 

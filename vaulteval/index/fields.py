@@ -8,7 +8,7 @@ Usage::
 The body field is the main index itself (``index.vti``); this file adds the
 other fields, one posting table per field over the same document numbers, in
 the index container format (``vaulteval.index.file``) as a separate file,
-``.vault-meta/bm25/fields.vti``. Its header records the main index's body
+``.vault-meta/vaulteval/bm25/fields.vti``. Its header records the main index's body
 checksum, build time and sizes, so a field file left over from another build is never used. Each field
 is scored as Okapi BM25 with its own average length and the index's k1 and b;
 ``vaulteval.pipeline.firststage`` adds them up with the strategy's weights.

@@ -242,6 +242,7 @@ def read_sections(path: Path, fh=None) -> tuple[dict[str, Any], "Sections"]:
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if header["body_size"] else b""
     crcs = struct.unpack_from(f"<{header['n_blocks']}I", table)
     sections = Sections(mapped, body_start, layout, crcs)
+    sections.file_size = body_start + header["body_size"]  # of the file opened, whatever its path now names
     for name, sec in layout.items():
         if sec.nbytes <= SMALL_SECTION:
             sections.check(name)
@@ -272,6 +273,7 @@ class Sections(Mapping):
     def __init__(self, mapped: Any, body_start: int, layout: dict[str, _Section], crcs: Any):
         self._mapped = mapped
         self._body_start = body_start
+        self.file_size = 0  # the whole file's size, set by read_sections
         self._layout = layout
         self._crcs = crcs
         self._ok = bytearray(len(crcs))  # 1 = block checked

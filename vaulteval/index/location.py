@@ -2,7 +2,7 @@
 
 Usage::
 
-    path = index_path(vault.meta_dir)          # .vault-meta/bm25/index.vti
+    path = index_path(vault.meta_dir)          # .vault-meta/vaulteval/bm25/index.vti
     invalidate_index(meta)                     # before prefix changes a chunk
     fh = open_index_file(meta)                 # through the meta folder's descriptors
 """

@@ -143,7 +143,7 @@ class BM25Index:
         problem = semantic_problem(self._s, self.n_docs, self.avgdl)
         if problem is not None:
             raise self.malformed(problem)
-        return {"path": str(self.path), "size_bytes": self.path.stat().st_size, **report}
+        return {"path": str(self.path), "size_bytes": self._s.file_size, **report}
 
     @property
     def post_docs(self) -> "np.ndarray":
@@ -361,6 +361,11 @@ def open_index(vault: "Vault") -> BM25Index:
         with MetaDir.open(vault) as meta:
             fh = open_index_file(meta)
     except FileNotFoundError:
+        old = Path(vault.root) / ".vault-meta" / INDEX_DIR / INDEX_NAME
+        if not vault.meta_is_external and old.is_file():  # an index written before vaulteval had its namespace
+            raise NotProvisioned(f"index file is missing ({path}); vaulteval's files are still in the old layout "
+                                 "directly in .vault-meta/, which provision migrates", rebuild=vault.rebuild_command()
+                                 ) from None
         raise NotProvisioned(f"index file is missing ({path})", rebuild=vault.rebuild_command()) from None
     except IndexFileError as exc:
         reason = "index is being rebuilt or was invalidated" if "missing" in str(exc) and stale_index_present(vault) else str(exc)

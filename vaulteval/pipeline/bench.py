@@ -41,13 +41,17 @@ _CLI_PROBE = (
 def pick_queries(vault: "Vault", n: int) -> list[str]:
     """Queries made from random pages' titles and first words, so they have answers."""
     from vaulteval.chunks.chunking import decode_page, parse_page
+    from vaulteval.vault.notefiles import read_note_file
 
     pages = list(vault.iter_pages())
     rng = random.Random(SEED)
     rng.shuffle(pages)
     out: list[str] = []
     for page in pages:
-        raw = page.path.read_bytes()
+        try:
+            raw = read_note_file(page.path)
+        except OSError:  # a FIFO or unreadable note: provision skips it too
+            continue
         parsed = parse_page(raw, page.rel)
         words = [w for w in decode_page(raw).split() if w.isalpha()][:6]
         text = " ".join([parsed.title, *words[2:5]]).strip()

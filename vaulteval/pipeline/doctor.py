@@ -20,8 +20,10 @@ from vaulteval.errors import NotProvisioned
 from vaulteval.index.file import IndexCorrupt, IndexFileError, verify_file
 from vaulteval.index.reader import index_path
 from vaulteval.pipeline.embed import embed_command
+from vaulteval.pipeline.migrate import coexistence_line, shared_state
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.store import store_path
+from vaulteval.vault.notefiles import read_note_file, unreadable_notes
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -50,6 +52,9 @@ class DoctorReport:
     bad_block: int | None = None
     rebuild: str | None = None
     embeddings: dict[str, Any] | None = None
+    coexistence: str | None = None  # one line when claude-obsidian's state shares .vault-meta/
+    # Notes skipped because they cannot be named, opened or read: {"page_path", "reason"}.
+    skipped_notes: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,6 +94,12 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
                           index_present=path.is_file(), index_readable=False, deep=deep)
     pages = list(vault.iter_pages())
     report.pages_in_vault = len(pages)
+    shared = shared_state(vault)
+    report.coexistence = coexistence_line(shared)
+    if shared["old_layout_files"]:
+        report.problems.append(f"{len(shared['old_layout_files'])} vaulteval file(s) of the old layout are in "
+                               ".vault-meta/; provision moves vaulteval to .vault-meta/vaulteval/ and removes them")
+    report.skipped_notes = [{"page_path": rel, "reason": why} for rel, why in unreadable_notes(vault)]
     if not report.index_present:
         report.problems.append("no index: the vault is not provisioned")
         report.rebuild = vault.rebuild_command()
@@ -233,7 +244,7 @@ def _has_text(path) -> bool:
     from vaulteval.chunks.chunking import decode_page, split_frontmatter
 
     try:
-        body = split_frontmatter(decode_page(path.read_bytes()))[1]
-    except OSError:
+        body = split_frontmatter(decode_page(read_note_file(path)))[1]
+    except OSError:  # a FIFO or device is refused before any read (it would block), as is an unreadable file
         return False
     return bool(body.strip())

@@ -1,4 +1,4 @@
-"""Provisioning step: store the vector of every current chunk in ``.vault-meta/embeddings/``.
+"""Provisioning step: store the vector of every current chunk in ``.vault-meta/vaulteval/embeddings/``.
 
 Usage (under the vault lock, after the index build; ``meta`` is the lock's MetaDir)::
 

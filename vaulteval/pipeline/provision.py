@@ -15,6 +15,7 @@ from vaulteval.chunks import chunking
 from vaulteval.chunks.store import ChunkParams, read_pages, run_prefix
 from vaulteval.index.params import check_bm25_params, check_chunk_params
 from vaulteval.index.reader import invalidate_index, restore_index
+from vaulteval.pipeline.migrate import migrate_old_layout
 from vaulteval.errors import WriteFailed
 from vaulteval.vault.locking import vault_lock
 
@@ -88,9 +89,10 @@ def _build_fields(vault: "Vault", meta: Any, docs: list | None = None) -> None:
     """The title/aliases/headings/code postings beside the index just built (field-weighted BM25);
     ``docs`` are its rows when the build just made them (else they are read from the index)."""
     from vaulteval.index.fieldbuild import build_fields
-    from vaulteval.index.reader import BM25Index, index_path
+    from vaulteval.index.reader import BM25Index, index_path, open_index_file
 
-    build_fields(vault, BM25Index(index_path(vault.meta_dir)), meta, docs)
+    # Through the folder pinned when the lock was taken, never the path again (it may now lead elsewhere).
+    build_fields(vault, BM25Index(index_path(vault.meta_dir), open_index_file(meta)), meta, docs)
 
 
 def provision(
@@ -108,8 +110,11 @@ def provision(
 ) -> dict[str, Any]:
     """Prefix every page and build the index in one locked step; returns both reports and timings.
 
+    A vault in the old layout (vaulteval's files directly in ``.vault-meta/``) is migrated first
+    (``vaulteval.pipeline.migrate``); the report then says what was removed under ``migrated``.
+
     With ``embed`` (a rerank config naming backend and model), the chunk vectors
-    are then stored in ``.vault-meta/embeddings/`` under the same lock; only
+    are then stored in ``.vault-meta/vaulteval/embeddings/`` under the same lock; only
     chunks whose text changed are embedded. With ``embed_required=False`` an
     embedding failure leaves the store as it was and is returned under
     ``embeddings_not_refreshed`` instead of raised (the notes, chunks and index
@@ -124,6 +129,7 @@ def provision(
     vault.require_writable()
     with _writing(vault) as meta:
         t0 = time.perf_counter()
+        migration = migrate_old_layout(meta.shared) if meta.shared is not None else None
         pages = list(vault.iter_pages())
         page_bytes = read_pages(vault, pages)
         prefix_report = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
@@ -158,6 +164,8 @@ def provision(
         out["seconds"]["embed"] = round(t3 - t2, 3)
     if embed_failure is not None:
         out["embeddings_not_refreshed"] = embed_failure
+    if migration is not None:
+        out["migrated"] = migration.to_dict()
     return out
 
 

@@ -151,7 +151,7 @@ def _run(
     (the default), dense, or a hybrid; ``bm25_top`` is its depth.
 
     ``embed_cache`` is where rerank embeddings are cached: ``"default"`` is the
-    vault's ``.vault-meta/embeddings.sqlite``; evaluation passes its own cache
+    vault's ``.vault-meta/vaulteval/embeddings.sqlite``; evaluation passes its own cache
     file so it never writes the vault; ``None`` disables caching. ``bm25_hits``
     are this query's BM25 hits when a batch scorer already computed them.
     Without rerank and explain, ``pool`` ends at the hit that completed the
@@ -228,7 +228,7 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
     index, checker, vault = retriever.index(), retriever.integrity(), retriever.vault
     pool: list[Candidate] = []
     texts: list[str] = []
-    stale = 0
+    stale = orphaned = 0
     pages: set[str] = set()
     for doc_number, scores in hits:
         doc = index.doc(doc_number)
@@ -237,6 +237,8 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
         rec = checker.current_record(doc)
         if rec is None:
             stale += 1
+            if checker.record(doc) is None:
+                orphaned += 1  # the chunk record itself is gone or rewritten, not just its page edited
             continue
         raw = rec["raw_text"]
         absolute = cached_lexical_path(vault.notes_dir, doc.page_path, vault.notes_strip)
@@ -247,6 +249,12 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
             pages.add(doc.page_path)
             if len(pages) == pages_wanted:
                 break
+    if orphaned and not pool:
+        # An index whose chunk records are gone (deleted by another tool or by hand) must not look like
+        # "no such notes": the answer would be an empty success for every query.
+        raise NotProvisioned(f"the index names chunk records that are missing or were rewritten ({orphaned} of "
+                             f"{len(hits)} candidates, under {vault.meta_dir / 'chunks'})",
+                             rebuild=vault.rebuild_command())
     return pool, texts, stale
 
 

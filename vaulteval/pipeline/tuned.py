@@ -125,7 +125,7 @@ def write_tuned(vault: "Vault", strategy: str, *, run_id: str, evidence: dict[st
     if index is not None:
         index = check_index_settings(index)
     vault.require_writable()
-    with vault_lock(vault):
+    with vault_lock(vault) as meta:
         data = _read_config(vault)
         if data is None and (vault.root / CONFIG_NAME).exists():
             raise UsageError(f"{vault.root / CONFIG_NAME} is not a JSON object; fix or remove it before --write")
@@ -135,6 +135,8 @@ def write_tuned(vault: "Vault", strategy: str, *, run_id: str, evidence: dict[st
         if index is not None:
             entry["index"] = index
         data[KEY] = entry
+        if meta.guard is not None:
+            meta.guard()  # the vault path still names the folder locked (not moved or replaced meanwhile)
         _atomic_write(vault.root / CONFIG_NAME, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return entry
 

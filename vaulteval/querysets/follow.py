@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from vaulteval.errors import UsageError
 from vaulteval.querysets.links import AmbiguousLink, LinkResolver, UnknownLink, is_wikilink, resolve_key
 from vaulteval.querysets.problems import Problem, QuerySetInvalid
+from vaulteval.vault.notefiles import read_note_file
 
 if TYPE_CHECKING:
     from vaulteval.querysets.formats import RawSet
@@ -78,7 +79,7 @@ class _PageIndex:
         raws: dict[str, bytes] = {}
         for rel, path in pages.items():
             try:
-                raws[rel] = path.read_bytes()
+                raws[rel] = read_note_file(path)  # never blocks on a FIFO named *.md
             except OSError:
                 continue
             self.by_hash.setdefault("sha256:" + hashlib.sha256(raws[rel]).hexdigest(), []).append(rel)
@@ -140,7 +141,7 @@ def changed_since_judged(qs: Any, vault: "Vault") -> list[tuple[str, str]]:
         for key, info in q.judged.items():
             try:
                 page = resolve_key(resolver, key)
-                digest = "sha256:" + hashlib.sha256(vault.page_path(page).read_bytes()).hexdigest()
+                digest = "sha256:" + hashlib.sha256(read_note_file(vault.page_path(page))).hexdigest()
             except (UnknownLink, AmbiguousLink, OSError, UsageError):
                 continue
             if info.get("sha256") and info["sha256"] != digest:

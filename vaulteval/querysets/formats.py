@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from vaulteval.querysets.problems import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256
+from vaulteval.vault.paths import path_text_problem
 
 
 @dataclass
@@ -113,6 +114,8 @@ def _read_header(raw: RawSet, data: dict, path: Path, line: int) -> None:
     if vault is not None:
         if not isinstance(vault, str) or not vault.strip():
             raw.problems.append(Problem(str(path), line, "vault: must be a folder path relative to this file"))
+        elif (problem := path_text_problem(vault)) is not None:
+            raw.problems.append(Problem(str(path), line, f"vault: {problem}; write a folder path"))
         else:
             raw.vault_root = (path.resolve().parent / Path(vault).expanduser()).resolve()  # after symlinks
 

@@ -44,7 +44,7 @@ class StoreError(Exception):
 
 
 def store_path(meta_dir: Path) -> Path:
-    """Usage: ``store_path(vault.meta_dir)`` -> ``.vault-meta/embeddings/vectors.vtv``."""
+    """Usage: ``store_path(vault.meta_dir)`` -> ``.vault-meta/vaulteval/embeddings/vectors.vtv``."""
     return Path(meta_dir) / STORE_DIR / STORE_NAME
 
 

@@ -15,19 +15,25 @@ when anything fails before the rename.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @contextmanager
-def temp_sibling(name: str | os.PathLike[str], *, dir_fd: int | None = None) -> Iterator[str]:
-    """Yield a temporary name beside ``name``; on a clean exit rename it over ``name``, else remove it."""
+def temp_sibling(name: str | os.PathLike[str], *, dir_fd: int | None = None,
+                 before_publish: Callable[[], None] | None = None) -> Iterator[str]:
+    """Yield a temporary name beside ``name``; on a clean exit rename it over ``name``, else remove it.
+
+    ``before_publish`` runs just before the rename; if it raises, the temporary file is removed instead.
+    """
     head, tail = os.path.split(os.fspath(name))
     tmp = os.path.join(head, f".{tail}.{os.getpid()}.tmp")
     try:
         yield tmp
+        if before_publish is not None:
+            before_publish()
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
@@ -38,13 +44,14 @@ def temp_sibling(name: str | os.PathLike[str], *, dir_fd: int | None = None) -> 
 
 
 def write_atomic(name: str | os.PathLike[str], data: bytes, *, dir_fd: int | None = None,
-                 durable: bool = False) -> None:
+                 durable: bool = False, before_publish: Callable[[], None] | None = None) -> None:
     """Write ``data`` to a temporary sibling and rename it over ``name``.
 
     ``dir_fd``: ``name`` is relative to that open directory. ``durable``: the file and then the directory are
-    fsynced, so the new content survives a power cut once this returns.
+    fsynced, so the new content survives a power cut once this returns. ``before_publish``: a last check
+    before the rename (as ``temp_sibling``).
     """
-    with temp_sibling(name, dir_fd=dir_fd) as tmp:
+    with temp_sibling(name, dir_fd=dir_fd, before_publish=before_publish) as tmp:
         fd = os.open(tmp, _FLAGS, 0o644, dir_fd=dir_fd)
         try:
             view = memoryview(data)

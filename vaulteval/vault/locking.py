@@ -1,4 +1,4 @@
-"""The vault-wide write lock, taken through the meta folder's descriptor.
+"""The vault-wide write locks (claude-obsidian's and vaulteval's own), taken through pinned descriptors.
 
 Usage::
 
@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from vaulteval.errors import UnsafeMetaPath, VaultBusy
-from vaulteval.vault.metadir import MetaDir
+from vaulteval.vault.metadir import OWN_NAME, MetaDir
+from vaulteval.vault.sharedlock import lock_wait, replaced, same_object, shared_lock
 from vaulteval.vault.testhooks import pause_point
 
 LOCK_NAME = ".lock"
@@ -29,34 +30,56 @@ LOCK_NAME = ".lock"
 
 @contextlib.contextmanager
 def vault_lock(vault: Any) -> Iterator[MetaDir]:
-    """Hold the exclusive writer lock; a busy vault fails closed at once.
+    """Hold every writer lock on the vault; a busy vault fails closed (exit 11).
 
-    The meta folder is opened from the vault root one level at a time and
-    checked for planted symlinks before the caller may change anything.
+    Inside a vault that is claude-obsidian's lock first (a flock on the vault
+    root, then ``.vault-meta/mutation.lock``; waited for up to
+    ``VAULTEVAL_LOCK_WAIT`` seconds), then vaulteval's own ``.lock`` in its
+    namespace, which never waits. vaulteval's folder is opened from the pinned
+    root one level at a time and checked for planted symlinks before the
+    caller may change anything. An evaluation cache outside the vault takes
+    only its own lock: it writes nothing in the vault.
     """
-    with MetaDir.open(vault, create=True) as meta:
-        try:
-            fd = os.open(LOCK_NAME, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644,
-                         dir_fd=meta.fd)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENXIO):  # a symlink, or a FIFO without a reader
-                raise UnsafeMetaPath(f"{meta.path / LOCK_NAME} is a symlink or special file; remove it") from None
-            raise
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise VaultBusy(
-                    f"another vaulteval process is writing {meta.path}; wait for it to finish and retry"
-                ) from None
-            try:
-                meta.check_tree()
-                pause_point("locked")
+    if vault.meta_is_external:
+        with MetaDir.open(vault, create=True) as meta, _own_lock(meta):
+            yield meta
+        return
+    with shared_lock(vault.root, wait=lock_wait()) as held:
+        with held.meta.sub(OWN_NAME, create=True) as meta:
+            def guard() -> None:
+                held.check_root()
+                if not same_object(OWN_NAME, held.meta.fd, meta.fd):
+                    raise replaced(vault.root)
+
+            meta.guard, meta.shared = guard, held.meta
+            with _own_lock(meta):
                 yield meta
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _own_lock(meta: MetaDir) -> Iterator[None]:
+    try:
+        fd = os.open(LOCK_NAME, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644,
+                     dir_fd=meta.fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO):  # a symlink, or a FIFO without a reader
+            raise UnsafeMetaPath(f"{meta.path / LOCK_NAME} is a symlink or special file; remove it") from None
+        raise
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise VaultBusy(
+                f"another vaulteval process is writing {meta.path}; wait for it to finish and retry"
+            ) from None
+        try:
+            meta.check_tree()
+            pause_point("locked")
+            yield
         finally:
-            os.close(fd)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -18,10 +18,11 @@ regular files are read, so a FIFO can neither hang nor be followed.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
@@ -30,10 +31,13 @@ if TYPE_CHECKING:
 from vaulteval.errors import UnsafeMetaPath
 from vaulteval.vault.atomic import write_atomic
 
-META_NAME = ".vault-meta"
+META_NAME = ".vault-meta"  # the folder vaulteval shares with claude-obsidian (and other tools)
+OWN_NAME = "vaulteval"  # vaulteval's namespace inside it: every file vaulteval writes lives below
+META_REL = f"{META_NAME}/{OWN_NAME}"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-# Folders and files of derived state that must never be symlinks (checked before any change).
+# Folders and files of derived state (relative to vaulteval's namespace) that must never be symlinks
+# (checked before any change).
 KNOWN_DIRS = ("chunks", "bm25")
 KNOWN_FILES = (".lock", "chunk-catalog.json", "embeddings.sqlite", "embeddings.sqlite-wal", "embeddings.sqlite-shm",
                "bm25/index.vti", "bm25/index.vti.stale")
@@ -101,6 +105,10 @@ class MetaDir:
     def __init__(self, fd: int, path: Path):
         self.fd = fd
         self.path = path
+        # The shared .vault-meta folder while vault_lock holds claude-obsidian's lock (None otherwise).
+        self.shared: MetaDir | None = None
+        # Called before every change (write, rename, delete): raises when the vault was replaced meanwhile.
+        self.guard: Callable[[], None] | None = None
 
     @classmethod
     def open(cls, vault: Any, *, create: bool = False) -> "MetaDir":
@@ -146,7 +154,13 @@ class MetaDir:
             raise
         for f in opened[:-1]:
             os.close(f)
-        return MetaDir(fd, path)
+        child = MetaDir(fd, path)
+        child.guard = self.guard
+        return child
+
+    def _check(self) -> None:
+        if self.guard is not None:
+            self.guard()
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -212,13 +226,17 @@ class MetaDir:
     # -- writing --------------------------------------------------------------
     def write_bytes(self, name: str, data: bytes, *, durable: bool = False) -> None:
         """Write a temporary sibling, then rename it over ``name``: readers never see a partial file."""
-        write_atomic(name, data, dir_fd=self.fd, durable=durable)
+        self._check()
+        # The publishing rename, too, goes only into the vault the run started in.
+        write_atomic(name, data, dir_fd=self.fd, durable=durable, before_publish=self._check)
 
     def replace(self, src: str, dst: str) -> None:
+        self._check()
         os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
 
     def unlink(self, name: str) -> bool:
         """Remove a file (a symlink itself, never its target); False when it was not there."""
+        self._check()
         try:
             os.unlink(name, dir_fd=self.fd)
             return True
@@ -227,6 +245,7 @@ class MetaDir:
 
     def rmtree(self, name: str) -> None:
         """Remove a child folder and everything in it, by descriptor (symlinks inside are unlinked)."""
+        self._check()
         st = self.lstat(name)
         if st is None:
             return

@@ -137,3 +137,19 @@ def read_confined(base: Path | str, relative: str, strip: str | None = None) -> 
 def is_inside(base: Path, target: Path) -> bool:
     """Usage: ``is_inside(notes_dir, path)``: true when the real target lies under the real base."""
     return _under(os.path.realpath(target), os.path.realpath(base))
+
+
+MAX_PATH_BYTES = 4096  # PATH_MAX on Linux; longer names fail in the kernel with ENAMETOOLONG
+
+
+def path_text_problem(value: str) -> str | None:
+    """Why ``value`` (read from a file) cannot name a path, or None: a NUL byte, text that is not UTF-8, too long."""
+    if "\0" in value:
+        return "holds a NUL byte, which no path can contain"
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "holds bytes that are not UTF-8"
+    if size > MAX_PATH_BYTES:
+        return f"is {size} bytes long; a path holds at most {MAX_PATH_BYTES}"
+    return None

@@ -3,7 +3,8 @@
 Usage: ``pause_point("chunk-written")``. Inert unless ``VAULTEVAL_TEST_PAUSE_AT``
 names the point (``NAME`` or ``NAME#N`` for its N-th occurrence, 1-based); then
 the process writes the name to ``$VAULTEVAL_TEST_PAUSE_FILE`` (if set) and
-sleeps until it is killed.
+sleeps until it is killed, or until ``$VAULTEVAL_TEST_RESUME_FILE`` (if set)
+exists, so a race test can change the vault mid-run and let it go on.
 """
 
 from __future__ import annotations
@@ -28,5 +29,6 @@ def pause_point(name: str) -> None:
     if flag:
         with open(flag, "w", encoding="utf-8") as fh:
             fh.write(target)
-    while True:
-        time.sleep(60)
+    resume = os.environ.get("VAULTEVAL_TEST_RESUME_FILE")
+    while not (resume and os.path.exists(resume)):
+        time.sleep(0.05 if resume else 60)

@@ -18,7 +18,9 @@ from pathlib import Path
 
 from vaulteval.errors import PageMissing, UsageError, VaultSelectionError
 from vaulteval.vault.layout import IgnoreRules, hidden, notes_root
-from vaulteval.vault.paths import confine, is_inside
+from vaulteval.vault.metadir import META_NAME, OWN_NAME
+from vaulteval.vault.notefiles import BAD_NAME, name_is_text, printable
+from vaulteval.vault.paths import confine, is_inside, path_text_problem
 
 MARKERS = (".vaulteval.json", ".claude-obsidian.json")
 ENV_VARS = ("VAULTEVAL_VAULT", "CLAUDE_OBSIDIAN_VAULT")
@@ -45,7 +47,11 @@ class Page(namedtuple("_PageFields", "rel abspath")):
 
 
 class Vault:
-    """A folder with notes (``wiki/``, or the root of a plain Obsidian vault) and ``.vault-meta/`` (derived state).
+    """A folder with notes (``wiki/``, or the root of a plain Obsidian vault) and derived state.
+
+    vaulteval's derived state lives in ``.vault-meta/vaulteval/`` (``meta_dir``), a namespace of its own inside
+    the ``.vault-meta/`` folder it shares with claude-obsidian (``shared_meta_dir``), whose chunk records and
+    index sit directly in ``.vault-meta/`` and are never touched.
 
     ``notes_dir`` names the notes folder relative to the root ("" or "." for the
     root itself) and wins over ``.vaulteval.json`` and the layout's own signs.
@@ -53,6 +59,12 @@ class Vault:
 
     def __init__(self, root: str | os.PathLike[str], *, meta_dir: str | os.PathLike[str] | None = None,
                  notes_dir: str | None = None):
+        for what, value in (("vault", root), ("meta folder", meta_dir), ("notes folder", notes_dir)):
+            text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+            problem = path_text_problem(text) if isinstance(text, str) else None
+            if problem:
+                raise VaultSelectionError(f"the {what} path {printable(text)} {problem}; "
+                                          "pass --vault PATH to an existing vault")
         root_path = Path(root).expanduser()
         if not root_path.is_dir():
             raise VaultSelectionError(f"vault {root_path} is not a directory; pass --vault PATH to an existing vault")
@@ -66,8 +78,9 @@ class Vault:
         self.notes_dir = self.root.joinpath(*self.notes_rel.split("/")) if self.notes_rel else self.root
         self.wiki_dir = self.notes_dir  # the older name, kept for callers written before plain vaults
         self.ignore = IgnoreRules.from_vault(self.root)
+        self.shared_meta_dir = self.root / META_NAME
         # meta_dir may point outside the vault: evaluation builds variants in a cache.
-        self.meta_dir = Path(meta_dir).resolve() if meta_dir else self.root / ".vault-meta"
+        self.meta_dir = Path(meta_dir).resolve() if meta_dir else self.shared_meta_dir / OWN_NAME
 
     # -- selection -------------------------------------------------------
     @classmethod
@@ -146,16 +159,20 @@ class Vault:
         return path
 
     def meta_path(self, rel: str) -> Path:
-        """Usage: ``vault.meta_path("chunks/c-1/chunk-000.json")``: a confined path under .vault-meta."""
+        """Usage: ``vault.meta_path("chunks/c-1/chunk-000.json")``: a confined path under ``meta_dir``."""
         return confine(self.meta_dir, rel)
 
+    skipped_names: list[str] = []  # notes whose file names are not UTF-8, found by the last iter_pages()
+
     def iter_pages(self) -> Iterator[Page]:
-        """Every ``*.md`` note, sorted; skips dot-folders, Obsidian's exclusions and links that leave the notes folder."""
+        """Every ``*.md`` note, sorted; skips dot-folders, Obsidian's exclusions, links that leave the notes folder
+        and names that are not UTF-8 (warned about once, listed in ``skipped_names``)."""
         notes = str(self.notes_dir)
         real_notes = os.path.realpath(notes)
         lead = self.notes_rel + "/" if self.notes_rel else ""
         ignore = self.ignore
         found: list[Page] = []
+        bad: list[str] = []
         for dirpath, dirnames, filenames in os.walk(notes):
             rel_dir = lead + dirpath[len(notes):].replace(os.sep, "/").lstrip("/")
             rel_dir = rel_dir.rstrip("/")
@@ -167,6 +184,9 @@ class Vault:
                 rel = f"{rel_dir}/{name}" if rel_dir else name
                 if ignore and ignore.excluded(rel):
                     continue
+                if not name_is_text(rel):
+                    bad.append(rel)
+                    continue
                 full = dirpath + os.sep + name
                 if os.path.islink(full):
                     real = os.path.realpath(full)
@@ -176,6 +196,11 @@ class Vault:
                         continue  # a link into .obsidian/, .vault-meta/ or another hidden folder
                 found.append(Page(rel, full))
         found.sort(key=lambda p: p.rel)
+        for rel in sorted(set(bad) - set(self.skipped_names)):
+            import logging  # only here: the retrieve path must not import logging
+
+            logging.getLogger(__name__).warning("skipping %s: %s", printable(rel), BAD_NAME)  # once per vault object
+        self.skipped_names = sorted(bad)
         return iter(found)
 
     # -- pipeline --------------------------------------------------------

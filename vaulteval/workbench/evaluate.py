@@ -1,8 +1,10 @@
 """Evaluate strategies on a query set and keep everything needed to reproduce the numbers.
 
-Usage::
+``evaluate`` is ``vaulteval.run`` then ``vaulteval.compare`` (``workbench.api``) plus
+the tables a run directory keeps. Usage::
 
-    ev = evaluate(vault, queryset, ["bm25", "bm25:analyzer=english"], measures=["nDCG@10", "RR"], k=10)
+    ev = evaluate(queryset, ["bm25", "bm25:analyzer=english"], measures=["nDCG@10", "RR"], k=10)  # qs.vault
+    ev = evaluate(vault, queryset, ["bm25"])  # the same with the vault named (it must be the set's)
     ev.metrics            # run, measure, value, n, ci_low, ci_high   (IR measures, pool recall, negatives)
     ev.report             # compare() against the first strategy
     ev.save("runs/")      # runs/<id>/ with metrics.csv, per_query.csv, misses.csv, *.trec, manifest.json
@@ -118,7 +120,8 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | str]", *,
+def evaluate(vault: "Vault | QuerySet", queryset: "QuerySet | list[Strategy | str]",
+             strategies: "list[Strategy | str] | None" = None, *,
              measures: list[Any] | str | None = None, k: int = 10, baseline: str | None = None,
              cache_dir: str | os.PathLike[str] | None = None, use_vault_index: bool = True, seed: int = 0,
              progress: bool = False, allow_remote_ollama: bool = False, condensed: bool = False,
@@ -133,25 +136,28 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
     ``scheduler`` (``"local:2"``, ``"tcp://127.0.0.1:8786"``) runs the strategies as Dask tasks
     (``vaulteval.workbench.executor``); the result is the same as without it. An open
     ``executor`` (from ``make_executor``) is used as given and left open.
+    ``evaluate(qs, strategies)`` runs on the query set's own vault (``qs.vault``).
     """
     import pandas as pd
 
+    from vaulteval.querysets.queryset import QuerySet
     from vaulteval.workbench import measures as M
+    from vaulteval.workbench.api import parse_strategies, run, vault_of
     from vaulteval.workbench.compare import compare
+    from vaulteval.workbench.executor import make_executor
     from vaulteval.workbench.misses import find_misses
-    from vaulteval.workbench.executor import make_executor, run_strategies
-    from vaulteval.workbench.strategy import Strategy
     from vaulteval.workbench.workspace import Workspace
 
+    if isinstance(vault, QuerySet):  # evaluate(qs, strategies): the set knows its vault
+        if strategies is not None:
+            raise UsageError("evaluate(queryset, strategies) or evaluate(vault, queryset, strategies), not both")
+        vault, queryset, strategies = None, vault, queryset
+    vault = vault_of(queryset, vault)  # the set's own vault; another one is refused before any work
+    if strategies is None:
+        raise UsageError("name at least one strategy, e.g. evaluate(qs, [\"bm25\"])")
     if not 1 <= k <= 1000:
         raise UsageError(f"--k must be from 1 to 1000, got {k}")
-    parsed = [(s if isinstance(s, Strategy) else Strategy.parse(s)).with_remote_ollama(allow_remote_ollama)
-              for s in strategies]
-    if not parsed:
-        raise UsageError("name at least one strategy, e.g. --strategy bm25")
-    names = [s.name for s in parsed]
-    if len(set(names)) != len(names):
-        raise UsageError(f"two strategies share a name ({names}); add name=... to one of them")
+    parsed = parse_strategies(strategies, allow_remote_ollama)
     ms = [str(m) for m in M.parse_measures(measures, k)]
     started, t0 = _now(), time.perf_counter()
     # Connect first: an unreachable scheduler fails before any page is read.
@@ -164,8 +170,9 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
                              f"since it was built ({stale.judged} judged by the query set), so the evaluation "
                              "would measure old text; run provision, or pass --allow-stale to measure it anyway",
                              rebuild=vault.rebuild_command())
-        runs = run_strategies(vault, queryset, parsed, workspace=ws, executor=ex, shards=shards)
-        executor = ex.describe()
+        made = run(queryset, parsed, vault=vault, workspace=ws, allow_remote_ollama=allow_remote_ollama,
+                   shards=shards, executor=ex)
+    runs, executor = list(made), made.executor
     per_query = pd.concat([M.per_query(r, queryset, ms) for r in runs], ignore_index=True)
     negatives = pd.concat([M.negatives(r, queryset) for r in runs], ignore_index=True)
     from vaulteval.workbench.abstention import COLUMNS, abstention_curve

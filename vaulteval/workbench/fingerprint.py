@@ -52,8 +52,14 @@ class VaultFingerprint:
 def vault_fingerprint(vault: "Vault") -> VaultFingerprint:
     """Usage: ``vault_fingerprint(vault).digest``; reads every note once."""
     pages = {}
+    from vaulteval.vault.notefiles import read_note_file
+
     for page in vault.iter_pages():
-        pages[page.rel] = "sha256:" + hashlib.sha256(page.path.read_bytes()).hexdigest()
+        try:
+            raw = read_note_file(page.path)
+        except OSError:  # a FIFO or unreadable note is not indexed either; never a blocking read
+            continue
+        pages[page.rel] = "sha256:" + hashlib.sha256(raw).hexdigest()
     h = hashlib.sha256()
     for rel in sorted(pages):
         h.update(f"{pages[rel]}  {rel}\n".encode("utf-8"))

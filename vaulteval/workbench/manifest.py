@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.paths import path_text_problem
+from vaulteval.workbench.report import REPORT_DATA
 
 if TYPE_CHECKING:
     from vaulteval.workbench.runs import Run
@@ -44,7 +46,6 @@ EvalRun = Any
 SCHEMA = 2
 READABLE = (1, 2)
 MANIFEST = "manifest.json"
-REPORT_DATA = "report.json"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]{0,127}$")
 PAGES_FILE = "vault-pages.txt"
 PACKAGES = ("vaulteval", "numpy", "pandas", "scipy", "ir-measures", "pytrec-eval-terrier", "PyYAML", "PyStemmer")
@@ -179,14 +180,7 @@ def write_run_dir(ev: "EvalRun", out: Path, run_id: str | None = None) -> Path:
         .to_csv(target / "pool.csv", index=False)
     for run in ev.runs:
         run.to_trec(target / f"{run.name}.trec")
-    # report.md is rendered from report.json, so every number it shows is stored as data and verifiable.
-    from vaulteval.workbench.report import TIMED
-
-    data = json.loads(json.dumps(ev.report.to_data(), ensure_ascii=False))
-    for key in TIMED:  # machine timings: the report files stay the same bytes on every re-run and executor
-        data["tables"].pop(key, None)
-    (target / REPORT_DATA).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    render_report(data).save(target / "report.md")
+    ev.report.save_dir(target)  # report.json and report.md rendered from it, without machine timings
     (target / PAGES_FILE).write_text(ev.workspace.fingerprint.lines(), encoding="utf-8")
     manifest = build_manifest(ev, run_id)
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -233,6 +227,10 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
     qs = data["queryset"]
     if not isinstance(qs.get("path"), str) or not isinstance(qs.get("sha256"), str):
         return "queryset needs path and sha256"
+    for where, value in (("vault root", data["vault"]["root"]), ("vault notes_dir", data["vault"].get("notes_dir")),
+                         ("queryset path", qs["path"]), ("queryset qrels", qs.get("qrels"))):
+        if value is not None and (not isinstance(value, str) or path_text_problem(value)):
+            return f"{where} {path_text_problem(value) if isinstance(value, str) else 'must be a string'}"
     params = data["parameters"]
     if not isinstance(params.get("measures"), list) or not isinstance(params.get("k"), int):
         return "parameters need measures and k"

@@ -115,7 +115,7 @@ class Workspace:
 
     @property
     def own(self) -> Retriever:
-        """The vault's own index and checker (``.vault-meta``), opened once."""
+        """The vault's own index and checker (``.vault-meta/vaulteval``), opened once."""
         if self._own is None:
             self._own = Retriever(self.vault)
         return self._own

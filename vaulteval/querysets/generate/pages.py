@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from vaulteval.vault.notefiles import read_note_file
+
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
 
@@ -126,8 +128,7 @@ def read_pages(vault: "Vault", progress: Callable[[str, int, int], None] | None 
     out: list[PageFacts] = []
     for i, page in enumerate(pages, 1):
         try:
-            with open(page.abspath, "rb") as fh:
-                raw = fh.read(_MAX_PAGE_BYTES + 1)
+            raw = read_note_file(page.abspath, _MAX_PAGE_BYTES)  # a FIFO is refused, never read
         except OSError:
             continue
         if len(raw) <= _MAX_PAGE_BYTES:
