@@ -81,9 +81,9 @@ def hash_split(ids: list[str], test_fraction: float, seed: int) -> tuple[list[st
     return tune_ids, test_ids
 
 
-def own_split(queryset: "QuerySet", test_fraction: float, seed: int) -> tuple[list[str], list[str], str]:
+def tune_test_split(queryset: "QuerySet", test_fraction: float, seed: int) -> tuple[list[str], list[str], str]:
     """Tune and test ids of one query set: its own ``split`` fields when it has both (a generated set
-    assigns them), else a seeded hash of each id."""
+    assigns them), else a seeded hash of each id. The one split of ``tune`` and ``sweep``."""
     marked = {q.split for q in queryset.positive}
     if {"tune", "test"} <= marked:
         return ([q.query_id for q in queryset.positive if q.split == "tune"],
@@ -158,7 +158,7 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
     baseline = current_default(vault)
     grid, parsed = _unique_grid([baseline, *(grid or default_grid(vault, baseline))])  # usage errors first
     if test_queryset is None:
-        tune_ids, test_ids, method = own_split(queryset, test_fraction, seed)
+        tune_ids, test_ids, method = tune_test_split(queryset, test_fraction, seed)
         tune_qs, test_qs = subset(queryset, tune_ids, "tune"), subset(queryset, test_ids, "test")
         splits = {"tune": {"path": str(queryset.path), "split": queryset.extra.get("split") or "test",
                            "ids": tune_ids}, "test_ids": test_ids, "method": method,
