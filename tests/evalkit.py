@@ -79,13 +79,31 @@ def scripted_embed(texts: list[str]) -> np.ndarray:
 # What must be the same bytes whatever the executor (queries.csv holds latencies; the manifest its executor).
 IDENTICAL = ("metrics.csv", "per_query.csv", "misses.csv", "pool.csv", "abstention.csv", "report.json", "report.md",
              "vault-pages.txt")
+TIMING_COLUMNS = ("latency_ms", "rerank_ms")
+
+
+def _comparable(folder: Path, name: str) -> bytes | dict:
+    """A result file as it must match: bytes, except the three files that record the run itself."""
+    import pandas as pd
+
+    path = folder / name
+    if name == "manifest.json":
+        return manifest_without_executor(folder)
+    if name == "queries.csv":  # latencies are machine timings; the labels, pools and stale counts must match
+        return pd.read_csv(path, dtype=str).drop(columns=list(TIMING_COLUMNS)).to_csv(index=False).encode()
+    if name == "tune.json":  # names its own run directory
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data.pop("run_dir")
+        return data
+    return path.read_bytes()
 
 
 def same_bytes(a: Path, b: Path) -> list[str]:
-    """Names of the files that must match and do not (TREC files included)."""
-    names = [*IDENTICAL, *sorted(p.name for p in a.glob("*.trec"))]
-    assert len(names) > len(IDENTICAL)
-    return [n for n in names if (a / n).read_bytes() != (b / n).read_bytes()]
+    """Names of the result files that differ: every file of either folder, byte for byte, but for the
+    latencies of queries.csv and what the manifest and tune.json say about the run itself."""
+    names = sorted({p.name for p in a.iterdir()} | {p.name for p in b.iterdir()})
+    assert set(IDENTICAL) <= set(names) and any(n.endswith(".trec") for n in names), names
+    return [n for n in names if not ((a / n).is_file() and (b / n).is_file()) or _comparable(a, n) != _comparable(b, n)]
 
 
 def manifest_without_executor(path: Path) -> dict:

@@ -111,6 +111,7 @@ def test_rerank_orders_pages_by_their_best_cosine_chunk(reranking) -> None:
     vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     cosine = {h["chunk_id"]: float(v @ vectors[0]) for h, v in zip(pool, vectors[1:])}
     best: dict[str, str] = {}
+    hit_page = {h["chunk_id"]: h["page_path"] for h in pool}
     for hit in pool:
         page, cid = hit["page_path"], hit["chunk_id"]
         if page not in best or cosine[cid] > cosine[best[page]]:
@@ -120,7 +121,11 @@ def test_rerank_orders_pages_by_their_best_cosine_chunk(reranking) -> None:
     code, result, err = _retrieve(vault, "--model", "all-minilm", "--bm25-top", 20, "--top", 1000)
     assert code == 0 and result["strategy"] == "bm25+rerank:ollama", err
     got = [c["chunk_id"] for c in result["candidates"]]
-    assert got == expected
+    # The expected vectors come from one batch of 21, the pipeline's from smaller ones: a last-bit
+    # difference may swap two near-equal cosines, so the order is checked up to that.
+    assert len(got) == len(expected) and {hit_page[c] for c in got} == {hit_page[c] for c in expected}
+    assert all(cosine[c] >= cosine[best[hit_page[c]]] - 1e-6 for c in got)  # each page's best chunk
+    assert all(cosine[a] >= cosine[b] - 1e-6 for a, b in zip(got, got[1:]))  # best first
     for cand in result["candidates"]:
         assert cand["rerank_score"] == pytest.approx(cosine[cand["chunk_id"]], abs=1e-4)
 

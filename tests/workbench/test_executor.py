@@ -110,6 +110,22 @@ def test_a_task_that_sees_another_vault_names_its_worker(tmp_path: Path) -> None
         prepare_task(gone, Strategy(), [])
 
 
+def test_other_processes_and_hash_seeds_write_the_same_files(tmp_path: Path) -> None:
+    """Serial and ``local:2`` runs in two processes whose string hashes differ: every file the same bytes.
+
+    Means taken over a set of query ids added up in hash order, so one run in three or so differed in
+    the last digit of ``Judged@10``; in one process the order never changes and nothing shows it.
+    """
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    base = [sys.executable, "-m", "vaulteval", "eval", "run", "--queryset", str(QUERYSET), "--out", str(tmp_path),
+            "--measures", "nDCG@10,RR", "--strategy", "bm25", "--strategy", "bm25:analyzer=english"]
+    for run_id, seed, extra in (("one", "1", []), ("other", "3", ["--scheduler", "local:2"])):
+        proc = subprocess.run([*base, "--id", run_id, "--cache", str(tmp_path / f"cache-{run_id}"), *extra],
+                              env={**env, "PYTHONHASHSEED": seed}, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert same_bytes(tmp_path / "one", tmp_path / "other") == []
+
+
 def test_local_cluster_gives_the_serial_bytes_and_verifies_serially(tmp_path: Path,
                                                                            capsys: pytest.CaptureFixture) -> None:
     qs = load_queryset(QUERYSET)

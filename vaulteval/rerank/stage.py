@@ -38,6 +38,7 @@ from vaulteval.rerank.embedders import (
     st_available,
 )
 from vaulteval.rerank.languages import model_coverage
+from vaulteval.rerank.vectors import cosines  # re-exported: order-independent cosines
 from vaulteval.rerank.config import (  # re-exported: callers import the whole rerank API from here
     DEFAULT_OLLAMA_MODEL,
     RerankConfig,
@@ -212,16 +213,6 @@ def _checked(batch: list[np.ndarray], dims: set[int], query: bool = False) -> li
         raise EmbedFailure("bad-dimension", f"dimensions {sorted(seen)} in this response, expected {sorted(dims or seen)}")
     dims.update(seen)
     return batch
-
-
-def cosines(query: np.ndarray, docs: list[np.ndarray]) -> list[float]:
-    """Usage: ``cosines(q, [d1, d2])`` -> [cos(q, d1), cos(q, d2)], computed in float64 from float32 inputs."""
-    if not docs:
-        return []
-    q = np.asarray(query, dtype=np.float32).astype(np.float64)
-    m = np.stack([np.asarray(d, dtype=np.float32) for d in docs]).astype(np.float64)
-    out = (m @ q) / (np.linalg.norm(m, axis=1) * np.linalg.norm(q))
-    return [float(min(1.0, max(-1.0, x))) for x in out]
 
 
 # --------------------------------------------------------------------- peek

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from vaulteval.index.file import IndexFileError, read_sections, write_sections
+from vaulteval.rerank.vectors import norm, row_dots
 
 if TYPE_CHECKING:
     from vaulteval.vault.metadir import MetaDir
@@ -115,12 +116,16 @@ class EmbeddingStore:
         return found
 
     def top(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Usage: ``rows, cos = store.top(q, 100)``: exact cosine top-k, best first (ties: lower row first)."""
+        """Usage: ``rows, cos = store.top(q, 100)``: exact cosine top-k (float32), best first (ties: lower row first).
+
+        Equal rows get equal bits (``vaulteval.rerank.vectors``), so ties break by row, never by rounding.
+        """
         q = np.asarray(query, dtype=np.float32)
-        norm = float(np.linalg.norm(q))
-        if q.shape != (self.dim,) or not np.isfinite(norm) or norm == 0.0 or not len(self.rows):
+        length = norm(q) if q.shape == (self.dim,) else 0.0
+        if not np.isfinite(length) or length == 0.0 or not len(self.rows):
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        scores = self.matrix @ (q / norm)
+        # Not ``matrix @ q``: a BLAS product can score two equal rows differently by their position.
+        scores = row_dots(self.matrix, q / np.float32(length), dtype=np.float32)
         k = min(k, scores.size)
         part = np.argpartition(-scores, k - 1)[:k] if k < scores.size else np.arange(scores.size)
         order = np.lexsort((part, -scores[part]))

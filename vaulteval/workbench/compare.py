@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
-from vaulteval.workbench.measures import negatives, negatives_summary, parse_measures, per_query, pool_recall
+from vaulteval.workbench.measures import fmean, negatives, negatives_summary, parse_measures, per_query, pool_recall
 from vaulteval.workbench.report import Report
 from vaulteval.workbench.intervals import mean_ci
 from vaulteval.workbench.stats import holm, paired_test
@@ -63,8 +63,8 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
             run = by_name[name]
             status = "baseline" if name == base_name else (run.fallback or "ok")
             low, high = mean_ci(block[name].to_numpy(), seed=seed)
-            row = {"run": name, "measure": measure, "value": float(block[name].mean()), "ci_low": low,
-                   "ci_high": high, "baseline_value": float(base.mean()), "status": status}
+            row = {"run": name, "measure": measure, "value": fmean(block[name].dropna().tolist()), "ci_low": low,
+                   "ci_high": high, "baseline_value": fmean(base.dropna().tolist()), "status": status}
             if name != base_name and not run.fully_fell_back:
                 t = paired_test(block[name].to_numpy(), base.to_numpy(), seed=seed, n_resamples=n_resamples)
                 row.update(delta=t.mean_delta, wins=t.wins, ties=t.ties, losses=t.losses,

@@ -13,10 +13,14 @@ the run returned nothing for scores 0 on every measure. Negative queries
 (nothing relevant) never enter a mean: they are reported by how many returned
 anything and with what top score. Measures are computed by ir-measures'
 pytrec_eval backend, so nDCG uses the grades as gains, as trec_eval does.
+Every mean is taken with ``math.fsum`` (``fmean``), so it has the same bits
+whatever order the queries arrive in: serial, ``local:N`` and a cluster write
+the same ``metrics.csv``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -78,11 +82,22 @@ def per_query(run: "Run", queryset: "QuerySet", measures: Iterable[Any]) -> "pd.
     return pd.DataFrame(rows, columns=["run", "query_id", "measure", "value"])
 
 
+def fmean(values: Iterable[float]) -> float:
+    """Usage: ``fmean([0.5, 1.0])`` -> the mean through ``math.fsum``: exactly rounded, so the same bits in any
+    order (serial, Dask shards, another hash seed); NaN when empty."""
+    items = list(values)
+    return math.fsum(items) / len(items) if items else math.nan
+
+
 def aggregate(per_query_df: "pd.DataFrame") -> "pd.DataFrame":
-    """Mean of each (run, measure) over its rows, in first-seen order, with the query count ``n``."""
-    grouped = per_query_df.groupby(["run", "measure"], sort=False)["value"]
-    out = grouped.agg(["mean", "count"]).reset_index()
-    return out.rename(columns={"mean": "value", "count": "n"})
+    """Mean of each (run, measure) over its rows (``fmean``; NaN skipped), in first-seen order, with the count ``n``."""
+    import pandas as pd
+
+    rows = []
+    for (run, measure), grp in per_query_df.groupby(["run", "measure"], sort=False):
+        values = grp["value"].dropna().tolist()
+        rows.append((run, measure, fmean(values), len(values)))
+    return pd.DataFrame(rows, columns=["run", "measure", "value", "n"])
 
 
 def with_intervals(agg: "pd.DataFrame", per_query_df: "pd.DataFrame", *, seed: int = 0) -> "pd.DataFrame":
@@ -123,7 +138,7 @@ def negatives_summary(neg: "pd.DataFrame") -> "pd.DataFrame":
     for name, grp in neg.groupby("run", sort=False):
         returned = grp[grp.n_returned > 0]
         rows.append((name, len(grp), len(returned),
-                     float(returned.top_score.mean()) if len(returned) else None,
+                     fmean(returned.top_score.tolist()) if len(returned) else None,
                      float(returned.top_score.max()) if len(returned) else None))
     return pd.DataFrame(rows, columns=["run", "negatives", "returned_any", "mean_top_score", "max_top_score"])
 
@@ -151,7 +166,7 @@ def judged_at(run: "Run", queryset: "QuerySet", k: int) -> float | None:
     scored = [sd for sd in run.scored_docs() if sd.query_id in positive]
     measure = ir_measures.parse_measure(f"Judged@{k}")
     values = {m.query_id: float(m.value) for m in ir_measures.iter_calc([measure], qrels, scored)} if scored else {}
-    return sum(values.get(qid, 0.0) for qid in positive) / len(positive)
+    return fmean(values.get(qid, 0.0) for qid in positive)
 
 
 def pool_recall(run: "Run", queryset: "QuerySet") -> float | None:
@@ -163,4 +178,4 @@ def pool_recall(run: "Run", queryset: "QuerySet") -> float | None:
     for q in queryset.positive:
         rel = {d for d, g in q.relevant.items() if g > 0}
         shares.append(len(rel & set(pools.get(q.query_id, []))) / len(rel))
-    return sum(shares) / len(shares) if shares else None
+    return fmean(shares) if shares else None

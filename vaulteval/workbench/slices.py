@@ -53,6 +53,7 @@ def slice_metrics(per_query: "pd.DataFrame", queryset: "QuerySet", *, seed: int 
     import pandas as pd
 
     from vaulteval.workbench.intervals import mean_ci
+    from vaulteval.workbench.measures import fmean
 
     columns = ["run", "measure", "value", "n", "ci_low", "ci_high", "slice_by", "slice"]
     member = query_slices(queryset)
@@ -62,7 +63,7 @@ def slice_metrics(per_query: "pd.DataFrame", queryset: "QuerySet", *, seed: int 
     rows = []
     for (run, measure, by, name), grp in joined.groupby(["run", "measure", "slice_by", "slice"], sort=False):
         low, high = mean_ci(grp.value.to_numpy(), seed=seed)
-        rows.append((run, measure, float(grp.value.mean()), len(grp), low, high, by, name))
+        rows.append((run, measure, fmean(grp.value.tolist()), len(grp), low, high, by, name))
     out = pd.DataFrame(rows, columns=columns)
     order = {b: i for i, b in enumerate(SLICE_BY)}
     return out.sort_values(["run", "slice_by", "slice", "measure"], key=lambda s: s.map(order) if s.name ==
