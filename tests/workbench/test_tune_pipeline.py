@@ -129,3 +129,17 @@ def test_a_malformed_tuned_pipeline_is_ignored_with_a_warning(fresh_vault: Path,
     assert tuned_strategy(Vault(fresh_vault)) is None and why in caplog.text
     code, stdout, _ = run_main("retrieve", "--vault", fresh_vault, "espresso", "--no-rerank")
     assert code == 0 and "tuned" not in json.loads(stdout)
+
+
+@pytest.mark.parametrize("entry, expected", [
+    ({"strategy": "bm25", "rerank": None}, "bm25"),
+    ({"strategy": "bm25:w_title=2", "rerank": {"backend": "sentence-transformers", "model": None}},
+     "rerank:st,w_title=2"),
+    ({"strategy": "hybrid:cc,alpha=0.3", "rerank": {"backend": "sentence-transformers", "model": None},
+      "bm25_top": 40}, "hybrid:cc,alpha=0.3,rerank=st,bm25_top=40"),
+])
+def test_the_next_tunes_baseline_is_the_tuned_pipeline(fresh_vault: Path, entry: dict, expected: str) -> None:
+    from vaulteval.workbench.tune import current_default
+
+    (fresh_vault / ".vaulteval.json").write_text(json.dumps({"retrieve": entry}))
+    assert Strategy.parse(current_default(Vault(fresh_vault))) == Strategy.parse(expected)

@@ -117,8 +117,9 @@ def current_default(vault: "Vault") -> str:
     if isinstance(rerank, dict):  # tuned_strategy checked it: a backend and maybe a model
         backend = "st" if rerank["backend"] == "sentence-transformers" else "ollama"
         model = [f"model={rerank['model']}"] if rerank.get("model") else []
-        if first == "bm25":
-            first = f"rerank:{','.join([backend, *model])}"
+        kind, _, rest = first.partition(":")
+        if kind == "bm25":  # a reranked BM25 is the rerank kind, with the first stage's keys
+            first = f"rerank:{','.join([backend, *model, *([rest] if rest else [])])}"
         else:
             keys += [f"rerank={backend}", *model]
     depth = (tuned or {}).get("bm25_top")
