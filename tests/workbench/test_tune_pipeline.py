@@ -143,3 +143,16 @@ def test_the_next_tunes_baseline_is_the_tuned_pipeline(fresh_vault: Path, entry:
 
     (fresh_vault / ".vaulteval.json").write_text(json.dumps({"retrieve": entry}))
     assert Strategy.parse(current_default(Vault(fresh_vault))) == Strategy.parse(expected)
+
+
+def test_write_without_force_writes_an_adopted_pipeline(fresh_vault: Path, tmp_path: Path) -> None:
+    from vaulteval.pipeline.tuned import write_tuned
+
+    write_tuned(Vault(fresh_vault), POOR, run_id="poor")
+    code, stdout, err = run_main("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", "bm25",
+                                 "--out", tmp_path / "runs", "--write")
+    out = json.loads(stdout)
+    assert code == 0 and out["decision"]["verdict"] == "adopt" and out["decision"]["ci95"][0] > 0
+    assert "vaulteval: verdict: adopt: bm25 vs bm25:w_body=0,w_code=1" in err
+    stored = json.loads((fresh_vault / ".vaulteval.json").read_text())["retrieve"]
+    assert stored["strategy"] == "bm25" and stored["verdict"] == "adopt" and stored["forced"] is False
