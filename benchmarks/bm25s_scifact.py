@@ -2,8 +2,8 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bm25s_scifact.py                     # analyzer default, 300 test queries
-    .venv/bin/python benchmarks/bm25s_scifact.py --analyzer english --rounds 20
+    .venv/bin/python benchmarks/bm25s_scifact.py --scifact "$SCIFACT"   # analyzer default, 300 test queries
+    .venv/bin/python benchmarks/bm25s_scifact.py --scifact "$SCIFACT" --analyzer english --rounds 20
 
 The SciFact corpus becomes a vault (one note per abstract, title in the
 frontmatter) in a temporary folder and is provisioned. bm25s indexes the
@@ -32,30 +32,30 @@ sys.path.insert(0, str(REPO / "tests"))
 import bm25s  # noqa: E402
 import numpy as np  # noqa: E402
 
-from shared_data import SHARED  # noqa: E402
 from vaulteval import Vault  # noqa: E402
 from vaulteval.pipeline.provision import provision  # noqa: E402
 from vaulteval.pipeline.retrieve import Retriever  # noqa: E402
 from vaulteval.workbench.batch import batch_top_k  # noqa: E402
 
-SCIFACT = SHARED / "data" / "scifact"
 K = 100
 
 
-def make_vault(root: Path) -> None:
+def make_vault(scifact: Path, root: Path) -> None:
     wiki = root / "wiki"
     wiki.mkdir(parents=True)
-    with gzip.open(SCIFACT / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+    packed = scifact / "corpus.jsonl.gz"  # as BEIR ships it, or gzipped
+    with (gzip.open(packed, "rt", encoding="utf-8") if packed.is_file()
+          else open(scifact / "corpus.jsonl", encoding="utf-8")) as fh:
         for line in fh:
             doc = json.loads(line)
             title = json.dumps(doc["title"], ensure_ascii=False)  # a JSON string is a YAML scalar
             (wiki / f"{doc['_id']}.md").write_text(f"---\ntitle: {title}\n---\n{doc['text']}\n", encoding="utf-8")
 
 
-def test_queries() -> list[str]:
-    with open(SCIFACT / "qrels" / "test.tsv", encoding="utf-8") as fh:
+def test_queries(scifact: Path) -> list[str]:
+    with open(scifact / "qrels" / "test.tsv", encoding="utf-8") as fh:
         wanted = list(dict.fromkeys(row[0] for row in list(csv.reader(fh, delimiter="\t"))[1:]))
-    with open(SCIFACT / "queries.jsonl", encoding="utf-8") as fh:
+    with open(scifact / "queries.jsonl", encoding="utf-8") as fh:
         texts = {q["_id"]: q["text"] for q in map(json.loads, fh)}
     return [texts[qid] for qid in wanted]
 
@@ -73,12 +73,13 @@ def best_of(rounds: int, *fns):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scifact", type=Path, required=True, help="a BEIR SciFact folder (see docs/benchmarks.md)")
     ap.add_argument("--analyzer", default="default", choices=["default", "english"])
     ap.add_argument("--rounds", type=int, default=10)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="vaulteval-bm25s-") as tmp:
         root = Path(tmp) / "scifact"
-        make_vault(root)
+        make_vault(args.scifact, root)
         provision(Vault(root), analyzer=args.analyzer)
         index = Retriever(Vault(root)).index()
         corpus = [index.analyze(json.loads((root / ".vault-meta" / index.doc(i).chunk_file).read_text())
@@ -86,7 +87,7 @@ def main() -> int:
         assert [len(t) for t in corpus] == index.doc_len.tolist(), "bm25s would see other tokens"
         ref = bm25s.BM25(method="lucene", k1=index.k1, b=index.b, dtype="float64")
         ref.index(corpus, show_progress=False)
-        queries = [index.analyze(q) for q in test_queries()]
+        queries = [index.analyze(q) for q in test_queries(args.scifact)]
         # bm25s refuses tokens outside its vocabulary; they add nothing on either side.
         known = [[t for t in q if t in ref.vocab_dict] for q in queries]
 

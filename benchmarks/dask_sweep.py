@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/vaulteval import beir ../shared/data/scifact --out /tmp/scifact --split test
+    .venv/bin/vaulteval import beir "$SCIFACT" --out /tmp/scifact --split test
     .venv/bin/python benchmarks/dask_sweep.py --vault /tmp/scifact --scheduler local:2
 
 The grid is k1 in (0.9, 1.2, 1.5) x b in (0.6, 0.75) x target in (1000, 2000)

@@ -2,7 +2,9 @@
 
 Usage (from the repo root, with the venv):
 
-    .venv/bin/python benchmarks/rerank_scifact.py --vault /tmp/scifact-vault --out /tmp/rerank-scifact
+    .venv/bin/python benchmarks/rerank_scifact.py --scifact "$SCIFACT" --vault /tmp/scifact-vault --out /tmp/rerank-scifact
+
+``--scifact`` is a BEIR SciFact folder (docs/benchmarks.md says where to get it).
 
 It imports SciFact into the vault folder if it is empty, provisions it, starts the
 Ollama-compatible loopback test server (real MiniLM embeddings, tests/ollama_server.py),
@@ -26,11 +28,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--scifact", type=Path, required=True, help="a BEIR SciFact folder (see docs/benchmarks.md)")
     ap.add_argument("--vault", default="/tmp/scifact-vault")
     ap.add_argument("--out", default="/tmp/rerank-scifact")
     ap.add_argument("--cache", default=None, help="VAULTEVAL_CACHE for this run (default: a new temp dir)")
@@ -47,7 +47,7 @@ def main() -> int:
 
     vault_dir = Path(args.vault)
     if not (vault_dir / "wiki").is_dir():
-        import_beir(SCIFACT, vault_dir, split="test")
+        import_beir(args.scifact, vault_dir, split="test")
     vault = Vault(vault_dir)
     provision(vault, analyzer="english")
     retriever = Retriever(vault)
@@ -98,7 +98,7 @@ def _latency(retriever, qs, server) -> dict:
             for q in queries:
                 base = retriever.retrieve(q, top=20, bm25_top=20, explain=True)
                 rr = retriever.retrieve(q, top=20, bm25_top=20, rerank=config, explain=True, embed_cache=cache_file)
-                assert rr.strategy.startswith("bm25+rerank:"), rr.strategy
+                assert rr.label.reranked, rr.strategy
                 added.append(rr.explain["timings_ms"]["rerank"])
                 del base
             runs[label] = {"median_ms": round(statistics.median(added), 1),

@@ -2,8 +2,8 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/scale.py --scale 10            # ~384k pages; prints a 1x / 10x table
-    .venv/bin/python benchmarks/scale.py --scale 10 --json     # the numbers as JSON
+    .venv/bin/python benchmarks/scale.py --tldr "$TLDR" --scale 10   # ~384k pages; prints a 1x / 10x table
+    .venv/bin/python benchmarks/scale.py --tldr "$TLDR" --scale 10 --json   # the numbers as JSON
 
 For each size: a fresh vault in a temporary folder (the copies are hard links
 when the file system allows, else real copies; the notes are only read), a full
@@ -30,10 +30,6 @@ sys.path.insert(0, str(REPO))
 from vaulteval import Vault  # noqa: E402
 from vaulteval.pipeline.bench import cli_latency, in_process, pick_queries  # noqa: E402
 from vaulteval.pipeline.provision import provision  # noqa: E402
-
-TLDR = Path("/work/shared/data/tldr-pages.tar.gz")
-if not TLDR.is_file():
-    TLDR = REPO.parent / "shared" / "data" / "tldr-pages.tar.gz"
 
 _T0 = time.perf_counter()
 
@@ -116,7 +112,7 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=20, help="CLI queries per size")
     ap.add_argument("--in-process", type=int, default=1000)
     ap.add_argument("--work-dir", help="where the vaults go (default: a temporary folder, removed)")
-    ap.add_argument("--tldr", default=str(TLDR))
+    ap.add_argument("--tldr", required=True, help="an archive of the tldr pages*/ folders (see docs/benchmarks.md)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--measure-only", action="store_true",
                     help="reuse the provisioned vaults in --work-dir; only time the queries")

@@ -3,7 +3,7 @@
 Usage: ``.venv/bin/python -m pytest tests/test_packaging.py -q``
 
 Installing that wheel into a fresh venv and running ``vaulteval demo`` there is
-the slow half of this check; README "Measured" gives the commands.
+the slow half of this check; docs/benchmarks.md gives the commands.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ querysets, workbench, notebooks, cli (see docs/architecture.md).
 from __future__ import annotations
 
 from importlib import import_module
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing (~13 ms)
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
     from typing import Any
 

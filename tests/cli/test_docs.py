@@ -82,3 +82,48 @@ def test_every_command_group_registers_exactly_the_commands_main_routes_to_it() 
         sub = Parser(prog="vaulteval").add_subparsers(dest="command", parser_class=Parser)
         import_module(module).register(sub, add_vault)  # main builds one command's parser; the group has them all
         assert set(sub.choices) == set(names), f"{module} registers {set(sub.choices)}, main routes {names}"
+
+
+def _readme_block(heading: str) -> list[list[str]]:
+    """The commands of the first shell block under ``heading``, continuation lines joined, comments dropped."""
+    import shlex
+
+    section = README.split(heading, 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    return [shlex.split(line, comments=True) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def test_the_readme_loop_runs_as_written_on_a_copy_of_the_sample_vault(tmp_path):
+    """Every command of "Your own vault: the whole loop", with ~/notes a copy of the sample vault."""
+    commands = _readme_block("## Your own vault: the whole loop")
+    assert [c[:2] for c in commands] == [[".venv/bin/vaulteval", w] for w in
+                                         ("provision", "queryset", "queryset", "eval", "tune", "retrieve")]
+    home = tmp_path / "home"
+    env = dict(os.environ, HOME=str(home), PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    subprocess.run([sys.executable, "-m", "vaulteval", "sample", str(home / "notes")], check=True, env=env,
+                   capture_output=True, timeout=120)
+    outputs = []
+    for command in commands:
+        args = [os.path.expanduser(a).replace(os.path.expanduser("~"), str(home)) if a.startswith("~") else a
+                for a in command[1:]]
+        proc = subprocess.run([sys.executable, "-m", "vaulteval", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, (command, proc.stderr[-2000:])
+        outputs.append(proc.stdout)
+    assert (home / "evals" / "mine.yaml").is_file() and (home / "evals" / "runs").is_dir()
+    import json
+
+    written = json.loads((home / "notes" / ".vaulteval.json").read_text(encoding="utf-8"))["retrieve"]
+    assert json.loads(outputs[-1])["tuned"]["strategy"] == written["strategy"]  # retrieve names what tune wrote
+
+
+@pytest.mark.parametrize("doc", ["README.md", *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))])
+def test_doc_links_stay_inside_the_repository_and_name_no_outside_data(doc):
+    """A person who clones the repository has every file a doc links to, and no `../shared` data folder."""
+    text = (REPO / doc).read_text(encoding="utf-8")
+    assert "../shared" not in text and "/work/shared" not in text
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue  # a URL
+        path = ((REPO / doc).parent / target).resolve()
+        assert path.is_relative_to(REPO) and path.exists(), f"{doc} links to {target}"

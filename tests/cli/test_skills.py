@@ -63,9 +63,9 @@ TRIGGERS = {
 }
 DEPTH_TOP = {"quick": 3, "standard": 5, "deep": 10}
 
-RETRIEVE_KEYS = {"query", "strategy", "top_k", "candidates"}
-CANDIDATE_KEYS = {"chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "bm25_score",
-                  "rerank_score", "rerank_source", "snippet"}
+RETRIEVE_KEYS = {"schema", "query", "strategy", "label", "top_k", "candidates"}
+CANDIDATE_KEYS = {"chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "score", "scores",
+                  "bm25_score", "rerank_score", "rerank_source", "snippet"}
 EXPLAIN_KEYS = {"bm25_candidate_count", "post_rerank_count", "deduped_count", "bm25_top_param", "rerank_model",
                 "stale_candidates_skipped"}
 PRIVACY_FLAGS = ("--allow-egress", "--allow-remote-ollama")
@@ -397,11 +397,13 @@ def check_retrieve(data: object, vault: Path, args: list[str], where: str) -> No
         assert c["chunk_id"] == f"{c['page_address']}:{c['chunk_index']}", where
         assert isinstance(c["snippet"], str) and len(c["snippet"]) <= 200, where
         assert isinstance(c["bm25_score"], (int, float)) and isinstance(c["rerank_score"], (int, float)), where
-        if not data["strategy"].startswith("bm25+rerank:"):  # BM25 order: scores never mixed with cosines
-            assert c["rerank_score"] == c["bm25_score"], where
+        if data["label"]["reranker"] is None:  # BM25 order: scores never mixed with cosines
+            assert c["score"] == c["bm25_score"] == c["rerank_score"] and set(c["scores"]) == {"bm25"}, where
+        else:
+            assert c["score"] == c["scores"]["rerank"] == c["rerank_score"], where
         pages.add(c["page_path"])
     assert len(pages) == len(cands), f"{where}: candidates are not deduplicated by page"
-    scores = [c["rerank_score"] for c in cands]
+    scores = [c["score"] for c in cands]
     assert scores == sorted(scores, reverse=True), f"{where}: candidates out of order"
     if "--no-rerank" in args:
         assert data["strategy"] == "bm25-only", where
@@ -660,7 +662,8 @@ def test_wiki_retrieve_provisions_queries_and_measures(skills, tmp_path):
     plain = next(o for o in retrieved if not o.block.optional)
     assert DESCALING in [c["page_path"] for c in plain.data["candidates"]]
     reranked = next(o for o in retrieved if o.block.optional)
-    assert not reranked.data["strategy"].startswith("bm25+rerank:"), "a dead embedding server must fall back"
+    assert reranked.data["label"]["reranker"] is None, "a dead embedding server must fall back"
+    assert [f["stage"] for f in reranked.data["label"]["fallbacks"]] == ["rerank"]
     assert all(c["rerank_source"] != "skipped" for c in reranked.data["candidates"])
 
     run_dirs = list((tmp_path / "runs").iterdir())

@@ -14,7 +14,6 @@ the suite well under a minute); ``make reliability`` runs it with thousands.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections import Counter
@@ -23,16 +22,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 
+from hypothesis_budget import examples
 from pipeline_fixtures import run_main
 
-DEFAULT_EXAMPLES = 20
 # docs/exit-codes.md: every code a command may end with (130 is Ctrl-C, never expected here).
 DOCUMENTED_CODES = {0, 1, 2, 3, 10, 11, 12}
 FUZZED: Counter[str] = Counter()
-
-
-def examples() -> int:
-    return int(os.environ.get("VAULTEVAL_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
 
 
 def fuzz_settings(scale: float = 1.0):

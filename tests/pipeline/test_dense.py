@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -76,16 +77,54 @@ def test_dense_and_hybrid_find_the_descaling_note_and_say_so(embedded: Path, str
     assert out["explain"]["first_stage"] == label and out["explain"]["first_stage_fallback"] is None
 
 
+RANKED_BY = {"bm25": "bm25", "dense": "dense", "hybrid:cc": "fused", "hybrid:rrf": "fused"}
+
+
+@pytest.mark.parametrize("strategy", list(RANKED_BY))
+def test_candidates_are_sorted_by_score_and_min_score_at_the_median_keeps_those_at_or_above_it(
+        embedded: Path, strategy: str) -> None:
+    query = "how do I remove limescale from the coffee maker"
+    full = _dense(embedded, query, strategy, "--top", "10")
+    cands = full["candidates"]
+    scores = [c["score"] for c in cands]
+    assert len(cands) >= 6 and scores == sorted(scores, reverse=True)
+    assert all(c["score"] == c["scores"][RANKED_BY[strategy]] for c in cands)
+    median = statistics.median(scores)
+    cut = _dense(embedded, query, strategy, "--top", "10", "--min-score", repr(median))
+    kept = [c for c in cands if c["score"] >= median]
+    assert 0 < len(kept) < len(cands)
+    assert cut["candidates"] == kept and cut["dropped_below_min_score"] == len(cands) - len(kept)
+    assert cut["min_score"] == median
+
+
+def test_a_dense_hit_bm25_did_not_match_has_no_bm25_score(embedded: Path) -> None:
+    out = _dense(embedded, "limescale", "dense", "--top", "10")
+    matched = {c["chunk_id"] for c in run_json("index", "query", "--vault", embedded, "limescale", "--top", "50")}
+    assert out["candidates"] and any(c["chunk_id"] not in matched for c in out["candidates"])
+    for c in out["candidates"]:
+        assert ("bm25" in c["scores"]) == (c["chunk_id"] in matched), c
+        assert c["bm25_score"] == c["scores"].get("bm25", 0.0)  # the deprecated field keeps its v1 value
+        assert c["score"] == c["scores"]["dense"] == c["dense_score"]
+    timings = out["explain"]["timings_ms"]
+    assert timings["dense"] > 0 and timings["fusion"] == 0.0 and timings["rerank"] == 0.0
+
+
 @pytest.mark.parametrize("query", [CHINESE_QUERY, JAPANESE_QUERY])
 def test_a_cjk_query_with_minilm_keeps_bm25_order_labelled(embedded: Path, query: str) -> None:
     bm25 = run_json("retrieve", "--vault", embedded, query, "--no-rerank", "--top", "5")
     hybrid = _dense(embedded, query, "hybrid:rrf", "--top", "5")
     assert hybrid["strategy"] == "bm25+noop-hybrid:model-language"
+    assert hybrid["label"] == {"first_stage": "bm25", "reranker": None,
+                               "fallbacks": [{"stage": "hybrid", "reason": "model-language"}]}
     assert hybrid["explain"]["first_stage_fallback"] == "model-language"
+    assert all(c["scores"] == {"bm25": c["score"]} for c in hybrid["candidates"])  # ranked by BM25, said so
     assert [c["chunk_id"] for c in hybrid["candidates"]] == [c["chunk_id"] for c in bm25["candidates"]]
     assert bm25["candidates"], "the sample vault has notes in this language"
     reranked = run_json("retrieve", "--vault", embedded, query, "--embedder", "st", "--top", "5", "--explain")
     assert reranked["strategy"] == "bm25+noop-rerank:model-language"
+    assert reranked["label"]["reranker"] is None
+    assert reranked["label"]["fallbacks"] == [{"stage": "rerank", "reason": "model-language"}]
+    assert all("rerank" not in c["scores"] for c in reranked["candidates"])
     assert [c["chunk_id"] for c in reranked["candidates"]] == [c["chunk_id"] for c in bm25["candidates"]]
     assert {c["rerank_source"] for c in reranked["candidates"]} == {"noop:model-language"}
 

@@ -33,9 +33,10 @@ from pipeline_fixtures import (  # noqa: F401
 )
 
 CANDIDATE_KEYS = {
-    "chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "bm25_score", "rerank_score",
-    "rerank_source", "snippet",
+    "chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "score", "scores", "bm25_score",
+    "rerank_score", "rerank_source", "snippet",
 }
+TIMED_STAGES = {"index_open", "bm25", "dense", "fusion", "integrity", "rerank", "dedupe", "total"}
 EXPLAIN_KEYS = {
     "bm25_candidate_count", "post_rerank_count", "deduped_count", "bm25_top_param", "rerank_model",
     "stale_candidates_skipped", "timings_ms",
@@ -77,9 +78,11 @@ def test_cjk_fullwidth_and_halfwidth_forms_match(provisioned_sample: Path) -> No
 
 def test_explain_json_schema(provisioned_sample: Path) -> None:
     data = retrieve_json(provisioned_sample, "espresso grinder coffee beans", "--top", "50", "--bm25-top", "8")
-    assert set(data) == {"query", "strategy", "top_k", "candidates", "explain"}
+    assert set(data) == {"schema", "query", "strategy", "label", "top_k", "candidates", "explain"}
+    assert data["schema"] == "vaulteval.retrieve.v2"
     assert data["query"] == "espresso grinder coffee beans"
     assert data["strategy"] == "bm25-only"
+    assert data["label"] == {"first_stage": "bm25", "reranker": None, "fallbacks": []}
     assert data["top_k"] == 50
     cands = data["candidates"]
     assert len(cands) >= 5
@@ -91,7 +94,8 @@ def test_explain_json_schema(provisioned_sample: Path) -> None:
         assert c["absolute_path"] == str(provisioned_sample / c["page_path"])
         assert Path(c["absolute_path"]).is_file()
         assert isinstance(c["bm25_score"], float) and c["bm25_score"] > 0
-        assert c["rerank_score"] == c["bm25_score"]
+        assert c["scores"] == {"bm25": c["bm25_score"]} and c["score"] == c["bm25_score"]
+        assert c["rerank_score"] == c["bm25_score"]  # deprecated (schema v1): a copy when nothing was reranked
         assert c["rerank_source"] == "skipped"
         assert isinstance(c["snippet"], str) and 0 < len(c["snippet"]) <= 200
         rec = records_for(provisioned_sample, c["page_path"])[c["chunk_index"]]
@@ -109,7 +113,8 @@ def test_explain_json_schema(provisioned_sample: Path) -> None:
     assert ex["bm25_candidate_count"] == 8  # the query hits 13 chunks: the pool is full
     assert ex["post_rerank_count"] == ex["bm25_candidate_count"] - ex["stale_candidates_skipped"]
     assert ex["deduped_count"] == len(cands)  # --top 50 cuts nothing here
-    assert isinstance(ex["timings_ms"], dict) and ex["timings_ms"]
+    assert isinstance(ex["timings_ms"], dict) and set(ex["timings_ms"]) == TIMED_STAGES
+    assert ex["timings_ms"]["dense"] == ex["timings_ms"]["fusion"] == ex["timings_ms"]["rerank"] == 0.0
     assert all(isinstance(v, (int, float)) and v >= 0 for v in ex["timings_ms"].values())
 
     plain = run_json("retrieve", "--vault", provisioned_sample, "espresso grinder coffee beans", "--no-rerank")

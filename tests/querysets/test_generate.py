@@ -13,12 +13,14 @@ import yaml
 from vaulteval.cli.main import main
 from vaulteval.errors import UsageError
 from vaulteval.querysets.generate.core import generate_queryset
-from vaulteval.querysets.generate.llm import LlmSettings
+from vaulteval.querysets.generate.llm import PROMPT, LlmSettings
+from vaulteval.querysets.generate.script import segments
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.querysets.scripts import script_of
 from vaulteval.vault.vault import BUNDLED_SAMPLE, Vault
 
 from evalkit import make_vault, snapshot
+from fake_llm_servers import EgressGuard, FakeServer, Reply
 
 PAGES = {
     "coffee/Espresso grinder settings.md": "---\naliases: [Burr grinder dial, Grind size]\ntags: [coffee]\n---\n"
@@ -92,15 +94,15 @@ def test_no_title_words_kind_drops_every_title_and_alias_word(vault: Vault, tmp_
     assert any(q["variant"] == "from-heading" and q["query"] == "Repotting in spring" for q in qs) is False
 
 
-def test_script_kind_gives_cjk_substrings_and_mixed_queries(vault: Vault, tmp_path: Path) -> None:
+def test_script_kind_gives_cjk_word_segments_and_mixed_queries(vault: Vault, tmp_path: Path) -> None:
     qs = _generate(vault, tmp_path, ["script"])
-    subs = [q for q in qs if q["variant"].startswith("substring-")]
+    segs = [q for q in qs if q["variant"].startswith("segment-")]
     mixed = [q for q in qs if q["variant"].startswith("mixed-")]
-    assert subs and mixed
-    for q in subs:
-        assert 2 <= len(q["query"]) <= 4
+    assert segs and mixed
+    for q in segs:
         page = q["source"]["page"]
-        assert q["query"] in (vault.root / page).read_text(encoding="utf-8")
+        text = (vault.root / page).read_text(encoding="utf-8")
+        assert q["query"] in segments(text)  # a whole segment of the page, never a cut inside one
         assert q["relevant"][page] == 2
     assert any(q["query"].isascii() is False and any(c.isascii() and c.isalpha() for c in q["query"]) for q in mixed)
     assert {q["variant"].split("-", 1)[1] for q in qs} <= {"Han", "Kana", "Hangul"}
@@ -120,11 +122,44 @@ def test_llm_kind_asks_the_local_generate_model(vault: Vault, tmp_path: Path, ol
     assert len(calls) == 3 and all(c.model == "llama3.2" for c in calls)
     for q in qs:
         assert q["relevant"] == {q["source"]["page"]: 2}
+        assert 0 <= q["overlap"] <= 1 and q["overlap_band"] in ("low", "mid", "high")
 
 
-def test_llm_kind_refuses_a_remote_host_without_allow_egress(vault: Vault, tmp_path: Path) -> None:
+def test_llm_kind_takes_two_questions_per_note_and_names_the_words_to_avoid(tmp_path: Path) -> None:
+    two = Vault(make_vault(tmp_path / "two", {k: PAGES[k] for k in list(PAGES)[:2]}))
+    replies = [Reply(200, {"model": "llama3.2", "done": True, "response": text}) for text in (
+        "1. How often should I clean the boiler?\n2. \"Why does the taste change?\"\n3. A third, not asked for?",
+        "Question: What number do I set for dark beans?\n\n- How much coffee to throw away after adjusting?")]
+    with FakeServer(replies) as srv:
+        qs = _generate(two, tmp_path, ["llm"], n=4, llm=LlmSettings(host=srv.url))
+        prompts = [r.body["prompt"] for r in srv.requests if r.path == "/api/generate"]
+    assert len(prompts) == 2  # two notes, two questions from each: numbering, quotes and labels removed
+    assert sorted(q["query"] for q in qs) == sorted([
+        "How often should I clean the boiler?", "Why does the taste change?",
+        "What number do I set for dark beans?", "How much coffee to throw away after adjusting?"])
+    assert all(p.startswith(PROMPT.split("{count}")[0] + "two short questions") for p in prompts)
+    (grinder,) = [p for p in prompts if "dial sits at 12" in p]
+    avoid = grinder.split("do not use these words from the note: ", 1)[1].split(". Reply", 1)[0].split(", ")
+    assert {"espresso", "grinder", "settings"} <= set(avoid)
+    assert grinder.rstrip().endswith("Purge two grams after changing the dial.")  # the note's prose comes last
+
+
+def test_llm_malformed_answers_are_rejected_and_counted(vault: Vault, tmp_path: Path) -> None:
+    reply = Reply(200, {"model": "llama3.2", "done": True, "response": "See [[Monstera]] for details"})
+    with FakeServer([reply]) as srv:
+        summary = generate_queryset(vault, tmp_path / "q.yaml", kinds=["llm"], n=2, llm=LlmSettings(host=srv.url))
+    assert summary["queries"] == 0 and summary["rejected"]["llm"]["wikilink"] >= 2
+
+
+def test_llm_kind_refuses_a_remote_host_without_allow_egress(vault: Vault, tmp_path: Path, capsys) -> None:
     with pytest.raises(UsageError, match="--allow-egress"):
         _generate(vault, tmp_path, ["llm"], n=2, llm=LlmSettings(host="http://10.1.2.3:11434"))
+    with EgressGuard() as attempts:
+        rc = main(["queryset", "generate", "--vault", str(vault.root), "--out", str(tmp_path / "r.yaml"),
+                   "--kinds", "llm", "--n", "2", "--llm-host", "http://10.1.2.3:11434"])
+    assert rc == 2 and attempts == []
+    assert "--allow-egress" in capsys.readouterr().err
+    assert not (tmp_path / "r.yaml").exists()
 
 
 def test_generation_is_deterministic_and_the_seed_matters(tmp_path: Path) -> None:

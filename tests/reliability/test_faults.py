@@ -2,7 +2,7 @@
 ``make reliability`` (``VAULTEVAL_RELIABILITY=full``: 50 kill points, 60 s of concurrent load).
 
 Usage: ``VAULTEVAL_RELIABILITY=full .venv/bin/python -m pytest tests/reliability/test_faults.py -q -s``
-(``-s`` shows the figures the README's Reliability table quotes).
+(``-s`` shows the figures docs/benchmarks.md quotes under "Reliability and fuzzing").
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def test_corrupt_cache_file_is_replaced(ollama_server: Any, tmp_path: Path, garb
     out = rerank(QUERY, TEXTS, cfg(ollama_server), cache_path=cache)
     assert out.fallback_reason is None and out.scores is not None
     assert len(rows(cache)) == len(TEXTS) + 1  # a fresh, working database took its place
-    assert not list(tmp_path.glob(".embeddings-*"))  # no temporary file left behind
+    assert not list(tmp_path.glob(".*tmp*"))  # no temporary file left behind
     warm = rerank(QUERY, TEXTS, cfg(ollama_server), cache_path=cache)
     assert warm.cache_misses == 0
 

@@ -19,7 +19,8 @@ from vaulteval.workbench.measures import UnknownMeasure, aggregate, negatives, p
 from vaulteval.querysets.queryset import Query, QuerySet
 from vaulteval.workbench.report import markdown_table
 from vaulteval.rerank.stage import RerankConfig
-from vaulteval.workbench.runs import Run
+from vaulteval.pipeline.results import Label
+from vaulteval.workbench.runs import QUERY_COLUMNS, Run
 from vaulteval.workbench.stats import holm, paired_test
 from vaulteval.workbench.strategy import Strategy
 
@@ -70,8 +71,8 @@ def _run(name: str, rows: list[tuple], strategy: Strategy | None = None, labels:
     df = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "rank"])
     run = Run(name, df, strategy)
     if labels is not None:
-        run.queries = pd.DataFrame([(q, lbl, 1.0, 0.5, 3, 0) for q, lbl in labels.items()],
-                                   columns=["query_id", "label", "latency_ms", "rerank_ms", "pool_chunks", "stale"])
+        run.queries = pd.DataFrame([(q, str(lbl), 1.0, 0.5, 3, 0, lbl.reranked, (lbl.failures or [None])[-1])
+                                    for q, lbl in labels.items()], columns=QUERY_COLUMNS)
     if pool is not None:
         run.pool = pd.DataFrame(pool, columns=["query_id", "pool_rank", "bm25_rank", "chunk_id", "doc_id",
                                                "bm25_score", "rerank_score"])
@@ -133,7 +134,7 @@ def test_compare_deltas_wins_and_report_outputs(tmp_path: Path) -> None:
 def test_fallen_back_reranker_is_flagged_never_no_impact() -> None:
     qs = _qs()
     rr = Strategy(name="rr", rerank=RerankConfig(backend="ollama"))
-    fell = _run("rr", BASE_ROWS, rr, labels={q: "bm25+noop-rerank:ollama-unreachable" for q in "abcn"})
+    fell = _run("rr", BASE_ROWS, rr, labels={q: Label(fallbacks=[("rerank", "ollama-unreachable")]) for q in "abcn"})
     report = compare([_run("bm25", BASE_ROWS), fell], qs, ["RR"])
     row = report.to_dataframe().set_index("run").loc["rr"]
     assert row.status == "fallback: ollama-unreachable (4/4 queries)"
@@ -147,10 +148,11 @@ def test_rescued_and_lost_pages_in_the_report() -> None:
     pool = [("a", 1, 2, "c1", "d1", 1.0, 0.9), ("a", 2, 1, "c0", "x", 2.0, 0.1),
             ("b", 1, 2, "c2", "y", 1.0, 0.9), ("b", 2, 1, "c3", "d3", 5.0, 0.5)]
     run = _run("rr", [("a", "d1", 0.9, 1), ("a", "x", 0.1, 2), ("b", "y", 0.9, 1), ("b", "d3", 0.5, 2)], rr,
-               labels={"a": "bm25+rerank:ollama", "b": "bm25+rerank:ollama", "c": "bm25+rerank:ollama"}, pool=pool)
+               labels={q: Label(reranker="ollama") for q in "abc"}, pool=pool)
     table = compare([_run("bm25", BASE_ROWS), run], qs, ["RR"], k=1)["rerank"].iloc[0]
     assert (table["rescued@1"], table["lost@1"], table.net) == (1, 1, 0)
     assert table.rescued_pages == "a:d1" and table.lost_pages == "b:d3"
+    assert table.queries_reranked == 3
 
 
 def test_markdown_table_aligns_numbers() -> None:

@@ -80,7 +80,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 def test_a_worker_that_sees_another_vault_is_named(cluster) -> None:
     from vaulteval.querysets.queryset import load_queryset
     from vaulteval.vault.vault import Vault
-    from vaulteval.workbench.executor import make_executor, split_queries
+    from vaulteval.workbench.executor import make_executor
+    from vaulteval.workbench.splits import shard_queries
     from vaulteval.workbench.strategy import Strategy
     from vaulteval.workbench.tasks import TaskContext, WorkerMismatch
     from vaulteval.workbench.workspace import Workspace
@@ -90,7 +91,7 @@ def test_a_worker_that_sees_another_vault_is_named(cluster) -> None:
     bad = TaskContext(str(ws.vault.root), str(ws.cache_dir), True, "sha256:" + "f" * 64, "")
     with make_executor(cluster[0]) as ex:
         with pytest.raises(WorkerMismatch, match=r"worker w[12] \(tcp://127\.0\.0\.1:\d+\) sees another vault"):
-            ex.run(bad, [Strategy()], split_queries(qs.queries, 1), ws)
+            ex.run(bad, [Strategy()], shard_queries(qs.queries, 1), ws)
 
 
 def test_rerank_on_the_workers_gives_the_serial_bytes(cluster, ollama_server, tmp_path: Path,

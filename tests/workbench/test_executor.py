@@ -23,7 +23,7 @@ from vaulteval.hosts import address_is_local
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.vault.vault import BUNDLED_SAMPLE, Vault
 from vaulteval.workbench.evaluate import evaluate
-from vaulteval.workbench.executor import parse_scheduler, split_queries
+from vaulteval.workbench.executor import parse_scheduler
 from vaulteval.workbench.strategy import Strategy
 from vaulteval.workbench.tasks import TaskContext, WorkerMismatch, prepare_task
 from vaulteval.workbench.workspace import Workspace
@@ -55,13 +55,6 @@ def test_bad_scheduler_strings_are_usage_errors(text: str) -> None:
 ])
 def test_loopback_rule_for_scheduler_and_worker_addresses(address: str, local: bool) -> None:
     assert address_is_local(address) is local
-
-
-def test_shards_are_contiguous_and_cover_every_query() -> None:
-    items = list(range(10))
-    assert split_queries(items, 3) == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
-    assert split_queries(items, 50) == [[i] for i in items]
-    assert split_queries([], 4) == [[]]
 
 
 def test_a_serial_run_never_imports_dask(tmp_path: Path) -> None:

@@ -62,6 +62,8 @@ def test_run_directory_contents_and_manifest(run_dir: Path) -> None:
     assert set(misses.cause) <= {"not-indexed", "no-query-term", "outside-pool", "below-cutoff"}
     loaded = load_run_dir(run_dir)
     assert [r.name for r in loaded.runs] == ["bm25", "bm25-english", "bm25-target=800-overlap=100"]
+    pool = pd.read_csv(run_dir / "pool.csv")  # BM25 runs: ranked by BM25, no other component
+    assert (pool.score == pool.bm25_score).all() and pool[["dense_score", "fused_score", "rerank_score"]].isna().all().all()
 
 
 def test_verify_passes_untouched_and_fails_after_a_note_edit(run_dir: Path, capsys: pytest.CaptureFixture) -> None:
@@ -77,6 +79,38 @@ def test_verify_passes_untouched_and_fails_after_a_note_edit(run_dir: Path, caps
     assert main(["eval", "verify", str(run_dir)]) == 1
     out = capsys.readouterr().out
     assert out.startswith(f"NOT reproduced: {run_dir}") and "changed: wiki/howto/Descaling.md" in out
+
+
+def _as_schema_1(run_dir: Path, **strategy_changes: object) -> None:
+    """Make the directory look written before schema 2: schema 1, queries.csv without reranked/fallback."""
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["schema"] = 1
+    manifest["strategies"][-1]["strategy"].update(strategy_changes)
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    queries = pd.read_csv(run_dir / "queries.csv", dtype={"query_id": str})
+    assert {"reranked", "fallback"} <= set(queries.columns)
+    queries.drop(columns=["reranked", "fallback"]).to_csv(run_dir / "queries.csv", index=False)
+    pool = pd.read_csv(run_dir / "pool.csv", dtype={"query_id": str})
+    pool.drop(columns=["score", "dense_score", "fused_score"]).to_csv(run_dir / "pool.csv", index=False)
+
+
+def test_a_schema_1_directory_of_bm25_runs_still_verifies_and_loads(run_dir: Path) -> None:
+    _as_schema_1(run_dir)
+    assert verify_run(run_dir).ok
+    loaded = load_run_dir(run_dir)
+    assert all(not r.reranked_queries and r.fallback is None for r in loaded.runs)
+    assert all(not r.queries.reranked.any() and r.queries.fallback.isna().all() for r in loaded.runs)
+
+
+def test_a_schema_1_directory_with_a_hybrid_run_is_refused_naming_the_version(
+        run_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    version = json.loads((run_dir / "manifest.json").read_text())["packages"]["vaulteval"]
+    _as_schema_1(run_dir, first="hybrid:rrf")
+    capsys.readouterr()
+    assert main(["eval", "verify", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"vaulteval {version} (run schema 1)" in err and "1/rank" in err and "eval run" in err
 
 
 def test_eval_commands_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline_fixtures import run_json, run_main
 from vaulteval.workbench.strategy import Strategy, StrategyError
-from vaulteval.workbench.tune import decide, hash_split, parse_grid, search_table
+from vaulteval.workbench.tune import decide, parse_grid, search_table
 
 REPO = Path(__file__).resolve().parents[2]
 QUERYSET = REPO / "querysets" / "sample-vault.yaml"
@@ -41,14 +41,6 @@ def test_the_english_options_name_the_index_analyzer() -> None:
 def test_bad_new_strategies_are_refused(text: str) -> None:
     with pytest.raises(StrategyError):
         Strategy.parse(text)
-
-
-def test_hash_split_is_stable_and_order_free() -> None:
-    ids = [f"q{i}" for i in range(200)]
-    tune_ids, test_ids = hash_split(ids, 0.5, 0)
-    assert sorted(tune_ids + test_ids) == sorted(ids) and 70 < len(test_ids) < 130
-    assert hash_split(list(reversed(ids)), 0.5, 0)[1] == list(reversed(test_ids))
-    assert hash_split(ids, 0.5, 1)[1] != test_ids
 
 
 def test_search_table_ranks_by_mean_and_keeps_grid_order_on_ties() -> None:

@@ -13,7 +13,7 @@ import time
 from vaulteval.errors import PathEscape
 from vaulteval.vault.paths import cached_lexical_path, read_confined
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing (~13 ms)
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
     from typing import Protocol
 

@@ -4,7 +4,7 @@ Usage::
 
     report = run_prefix(vault, pages=None, rebuild=False, peek=False)
 
-Records live at ``<meta>/chunks/<page-address>/chunk-NNN.json`` in the seed's
+Records live at ``<meta>/chunks/<page-address>/chunk-NNN.json`` in claude-obsidian's
 schema, so chunk sets written by claude-obsidian and by vaulteval are
 interchangeable. A catalog (``chunk-catalog.json``) remembers each page's hash so
 an unchanged page is skipped without reading its chunk files.
@@ -127,7 +127,7 @@ def build_records(
     params: ChunkParams,
     prefixer=None,
 ) -> list[dict]:
-    """Chunk one parsed page into seed-schema records (prefix from ``prefixer`` or synthetic).
+    """Chunk one parsed page into records of claude-obsidian's chunk schema (prefix from ``prefixer`` or synthetic).
 
     The text is what Obsidian shows (no %%comments%%, link labels, callout titles);
     the page's tags and aliases follow every prefix so a query can find them.

@@ -98,7 +98,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         print(note)
     from vaulteval.cli.querysets import abstention_lines
 
-    for line in abstention_lines(ev.metrics):
+    for line in abstention_lines(ev.metrics, {r.name: r.strategy for r in ev.runs}):
         print(line)
     print(f"{len(ev.misses)} misses at k={ev.k}; {ev.seconds:.2f} s")
     if notebooks:

@@ -64,7 +64,7 @@ def _one_blas_thread() -> None:
     """Give numpy a one-thread OpenBLAS in this process, unless the user chose a thread count.
 
     A BM25 query scores in plain Python and never imports numpy; dense, hybrid and rerank do, and use
-    BLAS only for small products, yet OpenBLAS starts a thread pool on import (about 50 ms here).
+    BLAS only for small products, yet OpenBLAS starts a thread pool on import, which costs time.
     ``retrieve`` starts no other program, so the setting reaches nothing else.
     """
     if "numpy" not in sys.modules and not any(v in os.environ for v in _BLAS_THREAD_VARS):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -41,9 +42,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     vault = select_vault(args)
     llm = LlmSettings(model=args.llm_model, host=args.llm_host, allow_egress=args.allow_egress,
-                      timeout=args.llm_timeout)
+                      timeout=args.llm_timeout, per_note=args.llm_questions)
     summary = generate_queryset(vault, args.out, kinds=args.kinds, n=args.n, seed=args.seed, llm=llm,
-                                progress=_progress(not args.quiet))
+                                max_overlap=args.max_overlap, progress=_progress(not args.quiet))
+    if not summary["judges_semantic_strategies"]:
+        sys.stderr.write(f"vaulteval: {summary['high_overlap_share']:.0%} of these queries share most of their words "
+                         "with their page (overlap_band: high); the set cannot judge semantic strategies (rerank, "
+                         "dense, hybrid): add --kinds llm, try --max-overlap 0.5, or judge real questions\n")
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return EXIT_OK
 
@@ -89,8 +94,12 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def abstention_lines(metrics: Any) -> list[str]:
-    """``eval run``'s suggested --min-score per run, from the metrics table's abstain_* rows."""
+def abstention_lines(metrics: Any, strategies: dict[str, Any] | None = None) -> list[str]:
+    """``eval run``'s suggested --min-score per run, from the metrics table's abstain_* rows.
+
+    A threshold is on its own strategy's score scale, so the suggested command
+    names the strategy's flags when ``strategies`` (run name -> Strategy) are given.
+    """
     rows = metrics[metrics.measure.str.startswith("abstain_")]
     out = []
     for run, grp in rows.groupby("run", sort=False):
@@ -98,9 +107,25 @@ def abstention_lines(metrics: Any) -> list[str]:
         score = next((v for m, v in values.items() if m.startswith("abstain_min_score")), None)
         kept = next((v for m, v in values.items() if m.startswith("abstain_recall_kept")), None)
         if score is not None and kept is not None:
-            out.append(f"{run}: retrieve --min-score {score:.4g} keeps {kept:.0%} of the relevant pages found "
+            strategy = (strategies or {}).get(run)
+            flags = _retrieve_flags(strategy) + " " if strategy is not None else ""
+            out.append(f"{run}: retrieve {flags}--min-score {score:.4g} keeps {kept:.0%} of the relevant pages found "
                        "with false positives at or below 10% of the negative queries")
     return out
+
+
+def _retrieve_flags(strategy: Any) -> str:
+    """The ``retrieve`` flags that rank as ``strategy`` does on the vault's own index."""
+    first = strategy.retrieve_text()
+    flags = [] if first == "bm25" else [f"--strategy {first}"]
+    if strategy.rerank is None:
+        flags.append("--no-rerank")
+    else:
+        if strategy.rerank.backend == "sentence-transformers":
+            flags.append("--embedder st")
+        if strategy.rerank.model:
+            flags.append(f"--model {shlex.quote(str(strategy.rerank.model))}")
+    return " ".join(flags)
 
 
 def fix_dangling(args: argparse.Namespace, dangling: list, vault_root: Any = None) -> int:
@@ -143,9 +168,13 @@ def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], N
                    help=f"query kinds: {', '.join(KINDS)} (default: {','.join(DEFAULT_KINDS)})")
     g.add_argument("--n", type=int_arg, default=500, help="number of queries (default 500)")
     g.add_argument("--seed", type=int_arg, default=0, help="sampling seed; the same vault and seed give the same file")
+    g.add_argument("--max-overlap", type=float, metavar="X",
+                   help="keep only queries sharing at most this share (0-1) of their terms with their page")
     g.add_argument("--llm-model", default="llama3.2", help="Ollama generate model for the llm kind (never pulled)")
     g.add_argument("--llm-host", help="Ollama host for the llm kind (default: $OLLAMA_HOST or 127.0.0.1:11434)")
     g.add_argument("--llm-timeout", type=float, default=60.0, help="seconds per llm request")
+    g.add_argument("--llm-questions", type=int_arg, default=2, choices=(1, 2),
+                   help="questions the model writes per sampled note (default 2)")
     g.add_argument("--allow-egress", action="store_true", help="allow a non-local Ollama host for llm (sends note text)")
     g.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_vault(g)

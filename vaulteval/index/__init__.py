@@ -1,6 +1,6 @@
 """The BM25 index over chunk records: one checksummed, memory-mapped file.
 
-- ``tokenize``: the analyzers (``default`` = the seed tokenizer, ``english`` with stemming).
+- ``tokenize``: the analyzers (``default`` = claude-obsidian's tokenizer, ``english`` with stemming).
 - ``bm25``: the scoring formula (idf, term weight), as pure functions.
 - ``file``: the on-disk container (header, sections, checksums, atomic publish).
 - ``reader``: ``open_index`` and ``BM25Index.search``.

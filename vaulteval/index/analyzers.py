@@ -5,13 +5,13 @@ Usage::
     name = english_analyzer_name(stemmer="porter", stopwords="lucene")   # "english:stemmer=porter,stopwords=lucene"
     terms = get_analyzer(name)("Descaling the machines")     # vaulteval.index.tokenize
 
-``english`` itself (Snowball english, the seed's stopwords) is unchanged and
+``english`` itself (Snowball english, claude-obsidian's stopwords) is unchanged and
 lives in ``vaulteval.index.tokenize``; this module only adds variants, written
 ``english:stemmer=S,stopwords=W`` with the defaults left out:
 
 - stemmer: ``snowball`` (Snowball english, the default), ``porter`` (the
   original Porter algorithm), ``none``; both stemmers come from PyStemmer;
-- stopwords: ``seed`` (the seed's short list, the default), ``lucene`` (the
+- stopwords: ``seed`` (claude-obsidian's short list, the default), ``lucene`` (the
   English stop set of Apache Lucene's StopAnalyzer/EnglishAnalyzer, 33 words),
   ``none``.
 
@@ -66,7 +66,7 @@ def parse_analyzer_name(name: str) -> tuple[str, str]:
 
 
 def stopword_list(name: str, seed: frozenset[str]) -> frozenset[str]:
-    """Usage: ``stopword_list("lucene", STOPWORDS)`` -> the words to drop (``seed`` is the caller's seed list)."""
+    """Usage: ``stopword_list("lucene", STOPWORDS)`` -> the words to drop (``seed``: the caller's list, claude-obsidian's)."""
     return {"seed": seed, "lucene": LUCENE_STOPWORDS, "none": frozenset()}[name]
 
 

@@ -1,16 +1,22 @@
-"""Okapi BM25 scoring as small pure functions.
+"""Okapi BM25 with numpy: the one array implementation, for one query or a block of queries.
 
-Usage: ``scores = score_terms(n_docs, doc_norm, [(docs, tfs, qtf), ...], k1)``;
-``docs, vals = scratch.top_k(n_docs, doc_norm, lists, k1, k)`` for a one-query search.
+Usage::
+
+    scores = score_terms(n_docs, norm, [(docs, tfs, qtf), ...], k1)      # one query: every document's score
+    matrix = score_rows(n_docs, norm, k1, [query_1_lists, query_2_lists])  # a block: one row per query
+    matrix = score_postings(n_rows, n_docs, norm, k1, rows=..., docs=..., ...)  # the same from flat arrays
+    docs, vals = top_k(scores, k)
 
 idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds
 idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)) to each document it occurs in,
-once per occurrence in the query (as the seed does).
+once per occurrence in the query (as claude-obsidian's retrieve does).
+
+The only other scorer is ``bm25_plain``, the thin no-numpy path of a CLI
+query; it uses the same ``idf`` and the same operations in the same order, so
+its scores are bit-identical (tests/index/test_plain_scoring.py).
 """
 
 from __future__ import annotations
-
-import threading
 
 import numpy as np
 
@@ -19,6 +25,9 @@ from vaulteval.index.bm25_plain import idf
 K1 = 1.5
 B = 0.75
 
+# Cells (queries x documents) of one block's score matrix: bounds its memory to about 64 MB.
+BLOCK_CELLS = 8_000_000
+
 
 def length_norm(doc_len: np.ndarray, avgdl: float, k1: float, b: float) -> np.ndarray:
     """The per-document term k1 * (1 - b + b * dl / avgdl), computed once per index."""
@@ -26,31 +35,50 @@ def length_norm(doc_len: np.ndarray, avgdl: float, k1: float, b: float) -> np.nd
     return k1 * (1.0 - b + b * doc_len.astype(np.float64) / avg)
 
 
-def score_terms(
-    n_docs: int,
-    norm: np.ndarray,
-    postings: list[tuple[np.ndarray, np.ndarray, int]],
-    k1: float,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
-    """Sum BM25 contributions of each (doc ids, term freqs, query count) posting list.
-
-    Each posting's weight is ``idf * (tf * (k1 + 1) / (tf + norm))`` (``posting_weights``), times the
-    query count, added term by term: the batch scorer of the workbench computes bit-identical sums.
-    ``out`` (all zeros, ``n_docs`` long) receives the sums instead of a new array.
-    """
-    scores = np.zeros(n_docs, dtype=np.float64) if out is None else out
-    for docs, tfs, qtf in postings:
-        if docs.size == 0:
-            continue
-        scores[docs] += posting_weights(idf(n_docs, int(docs.size)), tfs, norm[docs], k1) * float(qtf)
-    return scores
-
-
 def posting_weights(idf_t: float | np.ndarray, tfs: np.ndarray, doc_norm: np.ndarray, k1: float) -> np.ndarray:
     """BM25 weight of each posting: idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))."""
     tf = tfs.astype(np.float64)
     return idf_t * (tf * (k1 + 1.0) / (tf + doc_norm))
+
+
+def score_rows(n_docs: int, norm: np.ndarray, k1: float,
+               rows: list[list[tuple[np.ndarray, np.ndarray, int]]]) -> np.ndarray:
+    """One row of document scores per query; each query is its (doc ids, term freqs, query count) lists."""
+    pairs = [(r, docs, tfs, qtf) for r, lists in enumerate(rows) for docs, tfs, qtf in lists if len(docs)]
+    if not pairs:
+        return np.zeros((len(rows), n_docs), dtype=np.float64)
+    length = np.array([len(docs) for _, docs, _, _ in pairs], dtype=np.int64)
+    return score_postings(
+        len(rows), n_docs, norm, k1,
+        rows=np.repeat(np.array([r for r, _, _, _ in pairs], dtype=np.int64), length),
+        docs=np.concatenate([d for _, d, _, _ in pairs]).astype(np.int64, copy=False),
+        tfs=np.concatenate([t for _, _, t, _ in pairs]),
+        idfs=np.repeat(np.array([idf(n_docs, len(d)) for _, d, _, _ in pairs], dtype=np.float64), length),
+        counts=np.repeat(np.array([float(q) for _, _, _, q in pairs], dtype=np.float64), length))
+
+
+def score_postings(n_rows: int, n_docs: int, norm: np.ndarray, k1: float, *, rows: np.ndarray, docs: np.ndarray,
+                   tfs: np.ndarray, idfs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The sum itself, over flat arrays with one entry per posting: its query row, document, term frequency,
+    term idf and query count, postings in query-term order within a row.
+
+    Every posting's weight (``posting_weights``) times its query count goes into one ``np.bincount``, which
+    adds in input order: for each document, its terms' weights in query order starting from 0, as
+    ``bm25_plain`` adds them.
+    """
+    values = posting_weights(idfs, tfs, norm[docs], k1) * counts
+    return np.bincount(rows * n_docs + docs, weights=values, minlength=n_rows * n_docs).reshape(n_rows, n_docs)
+
+
+def score_terms(n_docs: int, norm: np.ndarray, postings: list[tuple[np.ndarray, np.ndarray, int]],
+                k1: float) -> np.ndarray:
+    """Every document's score for one query: ``score_rows`` of a block of one."""
+    return score_rows(n_docs, norm, k1, [postings])[0]
+
+
+def block_rows(n_docs: int) -> int:
+    """How many queries ``score_rows`` may take at once within ``BLOCK_CELLS``."""
+    return max(1, BLOCK_CELLS // max(1, n_docs))
 
 
 def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -71,34 +99,3 @@ def top_k_of(docs: np.ndarray, vals: np.ndarray, k: int) -> tuple[np.ndarray, np
         docs, vals = docs[chosen], vals[chosen]
     order = np.lexsort((docs, -vals))[:k]
     return docs[order], vals[order]
-
-
-class Scratch:
-    """One reusable scores array for one-query searches.
-
-    A fresh array of 8 bytes per document for every query comes from new pages of memory each
-    time (tens of page faults a query on the tldr vault). Here the array is kept, and after each
-    query only the documents it touched are set back to zero. A second thread that finds it busy
-    scores into a new array, so sharing one index between threads stays safe.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._array: np.ndarray | None = None
-
-    def top_k(self, n_docs: int, norm: np.ndarray, postings: list[tuple[np.ndarray, np.ndarray, int]], k1: float,
-              k: int) -> tuple[np.ndarray, np.ndarray]:
-        """``top_k(score_terms(...), k)``, computed in the kept array."""
-        if not self._lock.acquire(blocking=False):
-            return top_k(score_terms(n_docs, norm, postings, k1), k)
-        try:
-            if self._array is None or self._array.size != n_docs:
-                self._array = np.zeros(n_docs, dtype=np.float64)
-            scores = self._array
-            try:
-                return top_k(score_terms(n_docs, norm, postings, k1, out=scores), k)
-            finally:
-                for docs, _tfs, _qtf in postings:
-                    scores[docs] = 0.0
-        finally:
-            self._lock.release()

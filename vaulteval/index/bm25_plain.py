@@ -2,9 +2,10 @@
 
 Usage: ``top_k(n_docs, doc_len, avgdl, k1, b, [(docs, tfs, qtf), ...], k)`` -> ``[(doc, score), ...]``.
 
-numpy's import takes about 0.13 s, most of a CLI call, while a typical query
-touches a few thousand postings. Scores are bit-identical to
-``bm25.score_terms``: each weight is ``idf * (tf * (k1 + 1) / (tf + k1 * (1 -
+Importing numpy costs more than the rest of a CLI call, while a typical query
+touches a few thousand postings (docs/benchmarks.md has the figures). This is
+the thin fast path beside ``bm25``, the one numpy implementation; scores are
+bit-identical to ``bm25.score_terms``: each weight is ``idf * (tf * (k1 + 1) / (tf + k1 * (1 -
 b + b * dl / avgdl))) * qtf``, computed with the same operations, and a
 document's weights are added in query-term order starting from 0. Ties go to
 the lower document number; only positive scores count.
@@ -84,7 +85,7 @@ def top_k(n_docs: int, doc_len: "Sequence[int]", avgdl: float, k1: float, b: flo
                 if j < n and docs[j] == d:
                     partial[d] += weight(w, tfs[j], doc_len[d], q)
             continue
-        # weight(), inlined: a call per posting would cost about 15%.
+        # weight(), inlined: a function call per posting is a measurable share of the time here.
         weights = [w * (tf * k1p1 / (tf + k1 * (rest + b * dl / avg))) * q
                    for tf, dl in zip(tfs, map(doc_len.__getitem__, docs))]
         if not partial:

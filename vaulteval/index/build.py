@@ -2,7 +2,7 @@
 
 Usage: ``report = build_index(vault, analyzer="default")`` (the caller holds the vault lock).
 
-Any record in the seed's schema is accepted, whoever wrote it. A chunk file
+Any record in claude-obsidian's chunk schema is accepted, whoever wrote it. A chunk file
 whose size and mtime match the previous index reuses that index's postings,
 so a rebuild re-tokenizes only the chunks that changed.
 """

@@ -18,7 +18,7 @@ sections; a query checks the blocks it reads, once per open file. Every section
 written through ``write_sections`` gets block checksums; nothing else is needed.
 
 Reading needs no numpy: ``raw`` gives memoryviews cast to the section's element
-type, so a CLI query never pays numpy's import (0.13 s, most of a call). numpy
+type, so a CLI query never pays numpy's import (most of a call's time). numpy
 is imported when whole arrays are asked for (``sections[name]``, ``raw_array``)
 and for writing.
 """

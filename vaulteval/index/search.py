@@ -3,13 +3,14 @@
 Usage: ``Searcher(index, post_docs, post_tfs).search(tokens, k)`` -> ``[Hit(doc, score), ...]``;
 ``BM25Index.search_tokens`` keeps one per open index.
 
-Plain Python (``bm25_plain``) costs about 0.5 us a posting here and no import.
-numpy costs about 0.2 ms a query plus 0.1 us a posting, once its 0.13 s import
-is paid. So with numpy loaded, plain Python is used only for tiny lists; without
-it, a process scores in plain Python until it has spent about numpy's import
-time there, then imports numpy (ski rental): a CLI call imports it only for a
-query with more postings than that, a long loop soon does. Both give the same
-hits with bit-identical scores.
+Plain Python (``bm25_plain``) needs no import but costs more per posting;
+numpy (``bm25.score_terms``) costs a fixed amount per query plus less per
+posting, once its import is paid. So with numpy loaded, plain Python is used
+only for short lists; without it, a process scores in plain Python until it
+has spent about numpy's import time there, then imports numpy (ski rental): a
+CLI call imports it only for a query with more postings than that, a long loop
+soon does. Both give the same hits with bit-identical scores. The two
+thresholds below come from measurements in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class Searcher:
         self._tfs = post_tfs
         self._doc_len: "Any" = None
         self._spent = 0  # postings scored in plain Python while numpy was not loaded
-        self._scratch: "Any" = None
+        self.numpy_queries = 0  # queries scored with numpy
 
     def search(self, tokens: list[str], k: int) -> list[Hit]:
         index = self.index
@@ -64,10 +65,9 @@ class Searcher:
         return [Hit(d, v) for d, v in best]
 
     def _search_numpy(self, lists: "list[Any]", k: int) -> list[Hit]:
-        index = self.index
-        if self._scratch is None:
-            from vaulteval.index.bm25 import Scratch
+        from vaulteval.index import bm25
 
-            self._scratch = Scratch()
-        docs, vals = self._scratch.top_k(index.n_docs, index.norm(), lists, index.k1, k)
-        return [Hit(int(d), float(v)) for d, v in zip(docs, vals)]
+        index = self.index
+        self.numpy_queries += 1
+        docs, vals = bm25.top_k(bm25.score_terms(index.n_docs, index.norm(), lists, index.k1), k)
+        return [Hit(d, v) for d, v in zip(docs.tolist(), vals.tolist())]

@@ -2,7 +2,7 @@
 
 Usage: ``terms = get_analyzer("default")(text)``
 
-``default`` is exactly the seed tokenizer (claude-obsidian's retrieve):
+``default`` is exactly claude-obsidian's tokenizer (its retrieve):
 
 1. NFKC, then every match of ``\\w[\\w'\\-]*``, lowercased;
 2. each word is cut into runs wherever it changes between CJK and non-CJK;
@@ -10,7 +10,7 @@ Usage: ``terms = get_analyzer("default")(text)``
 4. a non-CJK run loses leading and trailing ``'``, ``_`` and ``-`` and is kept
    when it is longer than one character and not a stopword.
 
-``english`` goes beyond the seed: the iteration marks 々 〆 〻 count as CJK (so
+``english`` goes beyond claude-obsidian's tokenizer: the iteration marks 々 〆 〻 count as CJK (so
 ``佐々木`` gives ``佐々`` and ``々木``), and kept non-CJK runs are Snowball-stemmed.
 
 Input over ``MAX_INPUT_CHARS`` characters, before or after NFKC, is refused with
@@ -32,7 +32,7 @@ MAX_INPUT_CHARS = 8_000
 # Recorded in the index header: an index built by another analyzer version is refused (exit 10).
 ANALYZER_VERSION = 2
 
-# The seed's list: short on purpose, so recall stays high.
+# claude-obsidian's stopword list: short on purpose, so recall stays high.
 STOPWORDS = frozenset(
     "a an and are as at be by for from has have he her him his i if in is it its "
     "of on or that the their them they this to was were will with you your".split()
@@ -41,7 +41,7 @@ STOPWORDS = frozenset(
 WORD_RE = re.compile(r"\w[\w'\-]*")
 _EDGE_CHARS = "'_-"
 
-# The seed's CJK ranges, in code point order.
+# claude-obsidian's CJK ranges, in code point order.
 SEED_CJK_RANGES = (
     (0x1100, 0x11FF),    # Hangul Jamo
     (0x3040, 0x309F),    # Hiragana
@@ -60,7 +60,7 @@ SEED_CJK_RANGES = (
     (0x20000, 0x2FA1F),  # CJK Extensions B-F, compatibility supplement
     (0x30000, 0x323AF),  # CJK Extensions G-H
 )
-# 々 〆 〻: written inside Japanese words (佐々木, 時々); the seed leaves them out.
+# 々 〆 〻: written inside Japanese words (佐々木, 時々); claude-obsidian's tokenizer leaves them out.
 ITERATION_MARKS = ((0x3005, 0x3006), (0x303B, 0x303B))
 
 ANALYZERS = ("default", "english")
@@ -72,7 +72,7 @@ class TextTooLong(UsageError):
 
 @lru_cache(maxsize=2)
 def _runs_re(extended: bool) -> re.Pattern[str]:
-    """CJK / non-CJK runs; compiled on the first non-ASCII word (about 15 ms, which an ASCII query never pays)."""
+    """CJK / non-CJK runs; compiled on the first non-ASCII word (a cost an ASCII query never pays)."""
     ranges = tuple(sorted(SEED_CJK_RANGES + ITERATION_MARKS)) if extended else SEED_CJK_RANGES
     cls = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges)
     # Group 1 is a CJK run, otherwise the match is a non-CJK run.

@@ -256,7 +256,7 @@ def rerank_status(ev: "EvalRun", run: str) -> RerankStatus:
         return RerankStatus(False, False, f"RERANKER UNAVAILABLE for {run}: {r.fallback}. Every query kept its BM25 "
                             "order, so there is no rerank impact to measure; the tables below are left out "
                             "rather than shown as zeros.")
-    reranked = sum(n for label, n in r.labels.items() if label.startswith("bm25+rerank:"))
+    reranked = len(r.reranked_queries)
     if r.fallback:
         return RerankStatus(True, True, f"WARNING {run}: {r.fallback}; {reranked} queries were reranked, the "
                             "others kept their BM25 order.")

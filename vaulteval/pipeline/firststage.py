@@ -4,7 +4,7 @@ Usage::
 
     stage = FirstStage.parse("hybrid:rrf,k=60,w_dense=0.5")
     ranked, info = first_stage(retriever, "query", stage, depth=100, cache_path=None)
-    # ranked: [(doc id, bm25 score, dense cosine or None, fused score)], best first
+    # ranked: [(doc id, {"bm25": ..., "dense": ..., "fused": ...})], best first (components that exist)
 
 Kinds:
 
@@ -18,13 +18,14 @@ Kinds:
 
 The query is embedded with the store's backend and model. When it cannot be
 (backend down, model changed, or a query in a script the model does not
-cover), dense falls back to BM25 order and hybrid to BM25 alone, and the label
-says why: ``bm25+noop-dense:<reason>``, ``bm25+noop-hybrid:<reason>``.
+cover), dense falls back to BM25 order and hybrid to BM25 alone, and the info's
+``fallbacks`` say why: ``("dense", reason)``, ``("hybrid", reason)``.
 Nothing here imports pandas or scipy.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,7 +116,7 @@ class FirstStage:
 
 
 def field_weights(weights: dict[str, float]) -> tuple[tuple[str, float], ...]:
-    """Normal form of field weights: () when they equal the seed's body-only BM25."""
+    """Normal form of field weights: () when they equal plain body-only BM25 (claude-obsidian's ranking)."""
     full = {"body": 1.0, **weights}
     if all(w == 0 for name, w in full.items() if name != "body") and full["body"] == 1.0:
         return ()
@@ -123,32 +124,57 @@ def field_weights(weights: dict[str, float]) -> tuple[tuple[str, float], ...]:
 
 
 def first_stage(retriever: Any, query: str, stage: FirstStage, depth: int,
-                cache_path: Path | None) -> tuple[list[tuple[int, float, float | None, float]], dict[str, Any]]:
-    """Candidate documents best first, and what happened (``label``, ``fallback``, timings)."""
-    info: dict[str, Any] = {"label": stage.label, "fallback": None, "dense_ms": 0.0}
+                cache_path: Path | None) -> tuple[list[tuple[int, dict[str, float]]], dict[str, Any]]:
+    """Candidate documents best first as ``(doc, scores)``, and what happened.
+
+    ``scores`` holds the components that exist: ``bm25`` (absent when BM25 did
+    not match the chunk), ``dense``, ``fused``. The info holds ``first_stage``
+    (the stage that ran), ``ranked_by`` (the component of its order),
+    ``fallbacks`` (``(stage, reason)``), ``embedding_model`` and ``timings_ms``
+    per stage.
+    """
+    info: dict[str, Any] = {"first_stage": stage.label, "ranked_by": "bm25", "fallbacks": [],
+                            "embedding_model": None, "timings_ms": {}}
     if stage.fields and retriever.fields() is None:
         # Never pretend: weights without a field index would silently be plain BM25.
         stage = replace(stage, fields=())
-        info.update(label=f"bm25+noop-fields:{NO_FIELD_INDEX}" if stage.kind == "bm25" else stage.label,
-                    fallback=NO_FIELD_INDEX)
+        info["first_stage"] = stage.label
+        info["fallbacks"].append(("fields", NO_FIELD_INDEX))
+    started = time.perf_counter()
     bm25_scores = _bm25_scores(retriever, query, stage)
     bm25_docs, bm25_vals = bm25.top_k(bm25_scores, depth)
     bm25_list = [(int(d), float(v)) for d, v in zip(bm25_docs, bm25_vals)]
+    info["timings_ms"]["bm25"] = _ms_since(started)
     if not stage.uses_dense:
-        return [(d, v, None, v) for d, v in bm25_list], info
-    dense_list, reason, model, seconds = _dense(retriever, query, stage, depth, cache_path)
-    info.update(dense_ms=round(seconds * 1000.0, 3), embedding_model=model)
+        return [(d, {"bm25": v}) for d, v in bm25_list], info
+    started = time.perf_counter()
+    dense_list, reason, info["embedding_model"] = _dense(retriever, query, stage, depth, cache_path)
+    info["timings_ms"]["dense"] = _ms_since(started)
     if dense_list is None:
-        info.update(label=f"bm25+noop-{stage.kind}:{reason}", fallback=reason)
-    elif info["fallback"]:
-        info["label"] = f"{stage.label}+noop-fields:{NO_FIELD_INDEX}"
-    if dense_list is None:
-        return [(d, v, None, v) for d, v in bm25_list], info
-    dense_of = dict(dense_list)
+        info["first_stage"] = "bm25" + ("+fields" if stage.fields else "")
+        info["fallbacks"].append((stage.kind, reason))
+        return [(d, {"bm25": v}) for d, v in bm25_list], info
     if stage.kind == "dense":
-        return [(d, float(bm25_scores[d]), c, c) for d, c in dense_list], info
+        info["ranked_by"] = "dense"
+        return [(d, _matched(bm25_scores[d], dense=c)) for d, c in dense_list], info
+    started = time.perf_counter()
+    dense_of = dict(dense_list)
     fused = _rrf(bm25_list, dense_list, stage) if stage.fusion == "rrf" else _cc(bm25_list, dense_list, stage)
-    return [(d, float(bm25_scores[d]), dense_of.get(d), s) for d, s in fused], info
+    out = [(d, _matched(bm25_scores[d], dense=dense_of.get(d), fused=s)) for d, s in fused]
+    info.update(ranked_by="fused")
+    info["timings_ms"]["fusion"] = _ms_since(started)
+    return out, info
+
+
+def _matched(bm25_score: float, **others: float | None) -> dict[str, float]:
+    """The components a hit has: BM25 only when it matched the chunk (a dense-only hit has none, not 0.0)."""
+    out = {"bm25": float(bm25_score)} if bm25_score > 0 else {}
+    out.update((name, value) for name, value in others.items() if value is not None)
+    return out
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)
 
 
 def _bm25_scores(retriever: Any, query: str, stage: FirstStage) -> np.ndarray:
@@ -178,9 +204,9 @@ def _dense(retriever: Any, query: str, stage: FirstStage, depth: int, cache_path
     config = replace(base, backend=store.backend, model=store.model)
     qv = embed_query(query, config, cache_path)
     if qv.vector is None:
-        return None, qv.fallback_reason, qv.model, qv.seconds
+        return None, qv.fallback_reason, qv.model
     if (qv.source, qv.model_key, qv.scheme) != (store.backend, store.model_key, store.scheme):
-        return None, MODEL_CHANGED, qv.model, qv.seconds
+        return None, MODEL_CHANGED, qv.model
     rows, cos = store.top(qv.vector, depth)
     docs = retriever.store_docs()
     out = []
@@ -188,7 +214,7 @@ def _dense(retriever: Any, query: str, stage: FirstStage, depth: int, cache_path
         doc = docs[row]
         if doc >= 0:
             out.append((doc, round(float(c), 6)))
-    return out, None, qv.model, qv.seconds
+    return out, None, qv.model
 
 
 def _rrf(bm25_list, dense_list, stage: FirstStage) -> list[tuple[int, float]]:

@@ -1,4 +1,4 @@
-"""The retrieval pipeline: BM25 -> drop stale -> optional rerank -> dedupe by page -> top.
+"""The retrieval pipeline: first stage -> verify (drop stale) -> optional rerank -> dedupe by page -> top.
 
 Usage::
 
@@ -6,22 +6,23 @@ Usage::
     result = retriever.retrieve("descale the espresso machine", top=5, bm25_top=20, rerank=None)
     print(result.to_json())
 
-``retrieve(vault, query, ...)`` is the one-shot form.
+``retrieve(vault, query, ...)`` is the one-shot form. The result types are in
+``vaulteval.pipeline.results``.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.index.reader import BM25Index, Hit, open_index
+from vaulteval.pipeline.results import NO_CANDIDATES, Candidate, Label, RetrievalResult
 from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import check_length
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing (~13 ms)
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
     from typing import Any
 
@@ -30,81 +31,10 @@ if TYPE_CHECKING:
     from vaulteval.rerank.store import EmbeddingStore
     from vaulteval.vault.vault import Vault
 
+__all__ = ["Candidate", "Label", "RetrievalResult", "Retriever", "retrieve", "check_limit", "check_query"]
+
 SNIPPET_CHARS = 200
 MAX_TOP = 1000
-
-
-class Candidate:
-    """One served chunk. A plain slotted class: the retrieve path does not import dataclasses."""
-
-    __slots__ = ("chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "bm25_score",
-                 "rerank_score", "rerank_source", "snippet", "dense_score")
-
-    def __init__(self, chunk_id: str, page_address: str, page_path: str, absolute_path: str, chunk_index: int,
-                 bm25_score: float, rerank_score: float | None, rerank_source: str, snippet: str,
-                 dense_score: float | None = None):
-        self.chunk_id, self.page_address, self.page_path = chunk_id, page_address, page_path
-        self.absolute_path, self.chunk_index, self.bm25_score = absolute_path, chunk_index, bm25_score
-        self.rerank_score, self.rerank_source, self.snippet = rerank_score, rerank_source, snippet
-        self.dense_score = dense_score  # cosine from the stored embeddings (dense and hybrid only)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field; ``dense_score`` only when there is one (BM25-only results keep the seed's fields)."""
-        out = {name: getattr(self, name) for name in self.__slots__}
-        if out["dense_score"] is None:
-            del out["dense_score"]
-        return out
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Candidate) and all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
-
-    def __repr__(self) -> str:
-        return f"Candidate({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
-
-
-class RetrievalResult:
-    """The pipeline's answer; ``pool`` (not serialised) is what evaluation needs to explain misses."""
-
-    def __init__(self, query: str, strategy: str, top_k: int, candidates: list[Candidate],
-                 explain: dict[str, Any] | None = None, pool: list[Candidate] | None = None,
-                 min_score: float | None = None, dropped_below_min_score: int = 0):
-        self.query, self.strategy, self.top_k, self.candidates = query, strategy, top_k, candidates
-        self.explain = explain
-        self.pool = [] if pool is None else pool
-        self.min_score, self.dropped_below_min_score = min_score, dropped_below_min_score
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "query": self.query,
-            "strategy": self.strategy,
-            "top_k": self.top_k,
-            "candidates": [c.to_dict() for c in self.candidates],
-        }
-        if self.min_score is not None:
-            out["min_score"] = self.min_score
-            out["dropped_below_min_score"] = self.dropped_below_min_score
-        if self.explain is not None:
-            out["explain"] = self.explain
-        return out
-
-    def with_min_score(self, min_score: float | None) -> "RetrievalResult":
-        """Drop candidates scoring below ``min_score`` (the rerank cosine if reranked, else BM25); count them."""
-        if min_score is None:
-            return self
-        kept = [c for c in self.candidates if _score(c) >= min_score]
-        self.dropped_below_min_score = len(self.candidates) - len(kept)
-        self.candidates, self.min_score = kept, float(min_score)
-        return self
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
-
-    def __repr__(self) -> str:
-        return f"RetrievalResult(query={self.query!r}, strategy={self.strategy!r}, candidates={len(self.candidates)})"
-
-
-def _score(c: Candidate) -> float:
-    return c.rerank_score if c.rerank_score is not None else c.bm25_score
 
 
 def check_limit(name: str, value: int) -> int:
@@ -215,7 +145,7 @@ def _run(
     first: "FirstStage | None" = None,
     bm25_hits: "list[Hit] | None" = None,
 ) -> RetrievalResult:
-    """Run the pipeline; ``rerank=None`` means BM25 order (``bm25-only``).
+    """Run the pipeline's steps; ``rerank=None`` keeps the first-stage order.
 
     ``first`` picks the first stage (``vaulteval.pipeline.firststage``): BM25
     (the default), dense, or a hybrid; ``bm25_top`` is its depth.
@@ -227,127 +157,186 @@ def _run(
     Without rerank and explain, ``pool`` ends at the hit that completed the
     ``top`` pages (the rest are neither read nor verified).
     """
+    rerank = _validate(query, top, bm25_top, rerank)
+    watch = _Stopwatch()
+    index = _open_index(retriever)
+    watch.lap("index_open")
+    cache = default_embed_cache(retriever.vault) if embed_cache == "default" else embed_cache
+    hits, stage = _first_stage(retriever, query, first, bm25_top, cache, bm25_hits)
+    watch.lap("bm25", parts=stage["timings_ms"])
+    # Without rerank or explain only the first `top` current pages are read and verified.
+    served_only = rerank is None and not explain
+    pool, texts, stale = _verify(retriever, hits, stage["ranked_by"], top if served_only else None)
+    watch.lap("integrity")
+    label = Label(stage["first_stage"], None, stage["fallbacks"])
+    anchored = embed_cache == "default" and not retriever.vault.meta_is_external
+    ranked, rerank_model = _rerank(retriever, query, pool, texts, rerank, cache, anchored, label)
+    watch.lap("rerank", ran=rerank is not None)
+    deduped = _dedupe(ranked)
+    watch.lap("dedupe")
+    info = None
+    if explain:
+        info = _explain(index.analyzer_name, stage, label, len(hits), ranked, deduped, bm25_top, rerank_model,
+                        stale, watch.done())
+    return _assemble(query, label, top, ranked, deduped, info)
+
+
+def _validate(query: str, top: int, bm25_top: int, rerank: "RerankConfig | None") -> "RerankConfig | None":
+    """Check the request before any work: the query, the limits, and the rerank settings (no connection yet)."""
     check_query(query)
     check_limit("--top", top)
     check_limit("--bm25-top", bm25_top)
-    if rerank is not None:
-        from vaulteval.rerank.stage import resolve
+    if rerank is None:
+        return None
+    from vaulteval.rerank.stage import resolve
 
-        rerank = resolve(rerank)  # settings errors surface before any work or connection
-    vault = retriever.vault
-    t0 = time.perf_counter()
+    return resolve(rerank)
+
+
+def _open_index(retriever: Retriever) -> BM25Index:
     index = retriever.index()
     if index.n_docs == 0:
+        vault = retriever.vault
         raise NotProvisioned(f"the index has no chunks (no notes with text under {vault.notes_label}?)",
                              rebuild=vault.rebuild_command())
-    t1 = time.perf_counter()
-    cache = default_embed_cache(vault) if embed_cache == "default" else embed_cache
-    stage_info: dict[str, Any] = {"label": "bm25", "fallback": None}
-    if first is None or (first.kind == "bm25" and not first.fields):
-        found = index.search(query, k=bm25_top) if bm25_hits is None else bm25_hits[:bm25_top]
-        hits = [(h.doc, h.score, None) for h in found]
-    else:
-        from vaulteval.pipeline.firststage import first_stage
+    return index
 
-        ranked_docs, stage_info = first_stage(retriever, query, first, bm25_top, cache)
-        hits = [(d, b, c) for d, b, c, _ in ranked_docs[:bm25_top]]
-    t2 = time.perf_counter()
-    checker = retriever.integrity()
+
+def _first_stage(retriever: Retriever, query: str, first: "FirstStage | None", depth: int, cache: Path | None,
+                 bm25_hits: "list[Hit] | None") -> "tuple[list[tuple[int, dict[str, float]]], dict[str, Any]]":
+    """The first stage's documents best first as ``(doc, scores)``, and its info: the stage that ran, the
+    component it ranked by, fallbacks, the query's embedding model and timings."""
+    if first is None or (first.kind == "bm25" and not first.fields):
+        # Plain BM25 stays in plain Python: the first-stage module loads numpy.
+        found = retriever.index().search(query, k=depth) if bm25_hits is None else bm25_hits[:depth]
+        info = {"first_stage": "bm25", "ranked_by": "bm25", "fallbacks": [], "embedding_model": None,
+                "timings_ms": None}
+        return [(h.doc, {"bm25": h.score}) for h in found], info
+    from vaulteval.pipeline.firststage import first_stage
+
+    ranked, info = first_stage(retriever, query, first, depth, cache)
+    return ranked[:depth], info
+
+
+def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ranked_by: str,
+            pages_wanted: int | None) -> tuple[list[Candidate], list[str], int]:
+    """Candidates whose chunk and note still match the index, in first-stage order; their texts; stale count.
+
+    With ``pages_wanted`` only the first chunk of each page is read, and
+    reading stops once that many pages are served.
+    """
+    index, checker, vault = retriever.index(), retriever.integrity(), retriever.vault
     pool: list[Candidate] = []
     texts: list[str] = []
     stale = 0
-    # Without rerank or explain, the answer is the first `top` current pages in first-stage order: each
-    # is verified before it is served, and hits past them (or of a page already served) are not read.
-    served_only = rerank is None and not explain
     pages: set[str] = set()
-    for hit_doc, hit_score, dense_score in hits:
-        doc = index.doc(hit_doc)
-        if served_only and doc.page_path in pages:
+    for doc_number, scores in hits:
+        doc = index.doc(doc_number)
+        if pages_wanted is not None and doc.page_path in pages:
             continue
         rec = checker.current_record(doc)
         if rec is None:
             stale += 1
             continue
         raw = rec["raw_text"]
-        pool.append(Candidate(
-            chunk_id=doc.chunk_id,
-            page_address=doc.page_address,
-            page_path=doc.page_path,
-            absolute_path=cached_lexical_path(vault.notes_dir, doc.page_path, vault.notes_strip),
-            chunk_index=doc.chunk_index,
-            bm25_score=round(hit_score, 6),
-            rerank_score=round(hit_score, 6),
-            rerank_source="skipped",
-            snippet=raw[:SNIPPET_CHARS],
-            dense_score=dense_score,
-        ))
+        absolute = cached_lexical_path(vault.notes_dir, doc.page_path, vault.notes_strip)
+        pool.append(Candidate(doc.chunk_id, doc.page_address, doc.page_path, absolute, doc.chunk_index,
+                              scores, ranked_by, raw[:SNIPPET_CHARS]))
         texts.append(rec.get("contextualized_text") or raw)
-        if served_only:
+        if pages_wanted is not None:
             pages.add(doc.page_path)
-            if len(pages) == top:
+            if len(pages) == pages_wanted:
                 break
-    t3 = time.perf_counter()
+    return pool, texts, stale
 
-    base = "bm25" if stage_info["label"] == "bm25" else stage_info["label"]
-    strategy = "bm25-only" if base == "bm25" else base
-    rerank_model = None
-    ranked = pool
-    if rerank is not None and pool:
-        from vaulteval.rerank.stage import rerank as run_rerank
 
-        # The vault's own cache is reached from the vault root without following a symlink.
-        anchor = vault.root if embed_cache == "default" and not vault.meta_is_external else None
-        outcome = run_rerank(query, texts, rerank, cache, cache_anchor=anchor, store=retriever.optional_store())
-        rerank_model = outcome.model
-        if outcome.scores is not None:
-            strategy = f"{base}+rerank:{outcome.source}"
-            for cand, score in zip(pool, outcome.scores):
-                cand.rerank_score = round(float(score), 6)
-                cand.rerank_source = outcome.source
-            # Stable sort: equal cosines keep their BM25 order.
-            ranked = sorted(pool, key=lambda c: -c.rerank_score)
-        else:
-            strategy = f"{base}+noop-rerank:{outcome.fallback_reason}"
-            for cand in pool:
-                cand.rerank_source = f"noop:{outcome.fallback_reason}"
-    elif rerank is not None:
-        strategy = f"{base}+noop-rerank:no-candidates"  # nothing to rerank; never counted as a rerank
-        rerank_model = rerank.model
-    t4 = time.perf_counter()
+def _rerank(retriever: Retriever, query: str, pool: list[Candidate], texts: list[str],
+            config: "RerankConfig | None", cache: Path | None, anchored: bool,
+            label: Label) -> tuple[list[Candidate], str | None]:
+    """The pool reordered by rerank cosine (stable: ties keep first-stage order), and the model.
 
+    Records on ``label`` the backend that reranked, or why the first-stage
+    order was kept.
+    """
+    if config is None:
+        return pool, None
+    if not pool:
+        label.fallbacks += (("rerank", NO_CANDIDATES),)  # nothing to rerank; never counted as a rerank
+        return pool, config.model
+    from vaulteval.rerank.stage import rerank
+
+    # The vault's own cache is reached from the vault root without following a symlink.
+    anchor = retriever.vault.root if anchored else None
+    outcome = rerank(query, texts, config, cache, cache_anchor=anchor, store=retriever.optional_store())
+    if outcome.scores is None:
+        label.fallbacks += (("rerank", outcome.fallback_reason),)
+        for cand in pool:
+            cand.rerank_source = f"noop:{outcome.fallback_reason}"
+        return pool, outcome.model
+    label.reranker = outcome.source
+    for cand, score in zip(pool, outcome.scores):
+        cand.set_score("rerank", score)
+        cand.rerank_source = outcome.source
+    return sorted(pool, key=lambda c: -c.score), outcome.model
+
+
+def _dedupe(ranked: list[Candidate]) -> list[Candidate]:
+    """The first (best) chunk of each page, in order."""
     seen: set[str] = set()
-    deduped: list[Candidate] = []
+    out: list[Candidate] = []
     for cand in ranked:
         if cand.page_path not in seen:
             seen.add(cand.page_path)
-            deduped.append(cand)
-    t5 = time.perf_counter()
+            out.append(cand)
+    return out
 
-    info = None
-    if explain:
-        info = {
-            "bm25_candidate_count": len(hits),
-            "post_rerank_count": len(ranked),
-            "deduped_count": len(deduped),
-            "bm25_top_param": bm25_top,
-            "rerank_model": rerank_model,
-            "stale_candidates_skipped": stale,
-            "analyzer": index.analyzer_name,
-            "first_stage": stage_info["label"],
-            "first_stage_fallback": stage_info["fallback"],
-            "embedding_model": stage_info.get("embedding_model"),
-            "timings_ms": {
-                "dense": stage_info.get("dense_ms", 0.0),
-                "index_open": _ms(t1 - t0),
-                "bm25": _ms(t2 - t1),
-                "integrity": _ms(t3 - t2),
-                "rerank": _ms(t4 - t3),
-                "dedupe": _ms(t5 - t4),
-                "total": _ms(t5 - t0),
-            },
-        }
-    return RetrievalResult(query=query, strategy=strategy, top_k=top, candidates=deduped[:top],
-                           explain=info, pool=ranked)
+
+def _assemble(query: str, label: Label, top: int, ranked: list[Candidate], deduped: list[Candidate],
+              info: "dict[str, Any] | None") -> RetrievalResult:
+    """The answer: the best ``top`` pages; the whole ranked pool stays attached for evaluation."""
+    return RetrievalResult(query=query, label=label, top_k=top, candidates=deduped[:top], explain=info, pool=ranked)
+
+
+def _explain(analyzer: str, stage: "dict[str, Any]", label: Label, n_hits: int, ranked: list[Candidate],
+             deduped: list[Candidate], bm25_top: int, rerank_model: str | None, stale: int,
+             timings: "dict[str, float]") -> "dict[str, Any]":
+    """The ``explain`` object: counts, settings and per-stage timings."""
+    first_fallbacks = [reason for stage_name, reason in label.fallbacks if stage_name != "rerank"]
+    return {
+        "bm25_candidate_count": n_hits,
+        "post_rerank_count": len(ranked),
+        "deduped_count": len(deduped),
+        "bm25_top_param": bm25_top,
+        "rerank_model": rerank_model,
+        "stale_candidates_skipped": stale,
+        "analyzer": analyzer,
+        "first_stage": label.first_stage,
+        "first_stage_fallback": first_fallbacks[-1] if first_fallbacks else None,
+        "embedding_model": stage["embedding_model"],
+        "timings_ms": timings,
+    }
+
+
+class _Stopwatch:
+    """Milliseconds per stage; every stage has a line (0.0 when it did not run)."""
+
+    STAGES = ("index_open", "bm25", "dense", "fusion", "integrity", "rerank", "dedupe")
+
+    def __init__(self) -> None:
+        self.started = self.last = time.perf_counter()
+        self.ms = dict.fromkeys(self.STAGES, 0.0)
+
+    def lap(self, stage: str, parts: "dict[str, float] | None" = None, ran: bool = True) -> None:
+        """Time since the last lap goes to ``stage``, or to the sub-stages ``parts`` timed themselves."""
+        now = time.perf_counter()
+        if parts:
+            self.ms.update(parts)
+        elif ran:
+            self.ms[stage] = _ms(now - self.last)
+        self.last = now
+
+    def done(self) -> "dict[str, float]":
+        return {**self.ms, "total": _ms(self.last - self.started)}
 
 
 def default_embed_cache(vault: "Vault") -> Path:

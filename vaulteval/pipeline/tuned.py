@@ -20,12 +20,12 @@ warning (``retrieve`` then uses BM25) rather than failing every query.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.atomic import write_atomic
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing (~13 ms)
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
     from typing import Any
 
@@ -164,18 +164,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
     """Temporary sibling, fsync, rename: a reader sees the old file or the new one, never a part."""
     if path.is_symlink():
         raise UsageError(f"{path} is a symlink; replace it with a regular file before --write")
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomic(path, data, durable=True)
 
 
 def index_differs(vault: "Vault", settings: dict[str, Any]) -> bool:

@@ -1,4 +1,5 @@
-"""The optional fields of a query beyond id, query, relevant and tags: kind, variant, split, source, status, judged.
+"""The optional fields of a query beyond id, query, relevant and tags: kind, variant, split, source, status, judged,
+overlap, overlap_band and bm25_rank.
 
 Usage: ``fields, problems = read_extras(entry, where)`` inside query set validation.
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vaulteval.querysets.problems import SPLITS, Problem
+from vaulteval.querysets.problems import OVERLAP_BANDS, SPLITS, Problem
 
 TEXT_FIELDS = ("kind", "variant", "status")
 JUDGED_KEYS = ("sha256", "address", "judge", "at")
@@ -38,6 +39,23 @@ def read_extras(entry: Any, where: str) -> tuple[dict[str, Any], list[Problem]]:
             bad("split", f"split must be one of {', '.join(SPLITS)}, got {extra['split']!r}")
         else:
             out["split"] = extra["split"]
+    if "overlap" in extra:
+        value = extra["overlap"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            bad("overlap", f"overlap must be a number from 0 to 1, got {value!r}")
+        else:
+            out["overlap"] = float(value)
+    if "overlap_band" in extra:
+        if extra["overlap_band"] not in OVERLAP_BANDS:
+            bad("overlap_band", f"overlap_band must be one of {', '.join(OVERLAP_BANDS)}, got {extra['overlap_band']!r}")
+        else:
+            out["overlap_band"] = extra["overlap_band"]
+    if "bm25_rank" in extra:
+        value = extra["bm25_rank"]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            bad("bm25_rank", f"bm25_rank must be a whole number >= 1 (or null), got {value!r}")
+        else:
+            out["bm25_rank"] = value
     if "source" in extra:
         if not isinstance(extra["source"], dict):
             bad("source", "source must be a mapping, e.g. {page: wiki/a.md, line: 3}")

@@ -11,7 +11,9 @@ from typing import NamedTuple
 
 from vaulteval.errors import UsageError
 
-QUERY_FIELDS = ("id", "query", "relevant", "tags", "kind", "variant", "split", "source", "status", "judged")
+QUERY_FIELDS = ("id", "query", "relevant", "tags", "kind", "variant", "split", "source", "status", "judged",
+                "overlap", "overlap_band", "bm25_rank")
+OVERLAP_BANDS = ("low", "mid", "high")
 SPLITS = ("tune", "test")
 
 

@@ -43,12 +43,17 @@ class Query(NamedTuple):
     relevant: dict[str, int]
     tags: tuple[str, ...] = ()
     line: int = 0
-    fields: Any = None  # kind, variant, split, source, status, judged (vaulteval.querysets.extras)
+    fields: Any = None  # kind, variant, split, source, status, judged, overlap... (vaulteval.querysets.extras)
 
     @property
     def kind(self) -> str:
         """The generator's kind (title, heading, ...), "" for a hand-written query."""
         return (self.fields or {}).get("kind", "")
+
+    @property
+    def overlap_band(self) -> str:
+        """low, mid or high share of the query's terms found in its target; "" when not recorded."""
+        return (self.fields or {}).get("overlap_band", "")
 
     @property
     def split(self) -> str:

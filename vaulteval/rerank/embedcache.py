@@ -21,10 +21,11 @@ import logging
 import math
 import os
 import sqlite3
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from vaulteval.vault.atomic import temp_sibling
 
 log = logging.getLogger(__name__)
 
@@ -270,31 +271,23 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def _replace_with_empty(path: Path) -> bool:
     """Swap a fresh, empty cache file in place of a corrupt one (atomic rename)."""
-    tmp = ""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".embeddings-", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        conn = sqlite3.connect(tmp, isolation_level=None)
-        try:
-            conn.executescript(_SCHEMA)
-            conn.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        finally:
-            conn.close()
-        # A stale WAL beside the corrupt file must not be replayed into the new one.
-        for suffix in ("-wal", "-shm"):
+        with temp_sibling(path) as tmp:
+            conn = sqlite3.connect(tmp, isolation_level=None)
             try:
-                os.unlink(f"{path}{suffix}")
-            except FileNotFoundError:
-                pass
-        os.replace(tmp, path)
+                conn.executescript(_SCHEMA)
+                conn.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            finally:
+                conn.close()
+            # A stale WAL beside the corrupt file must not be replayed into the new one.
+            for suffix in ("-wal", "-shm"):
+                try:
+                    os.unlink(f"{path}{suffix}")
+                except FileNotFoundError:
+                    pass
         return True
     except (OSError, sqlite3.Error) as exc:
         log.warning("could not replace corrupt embedding cache %s (%s); not caching", path, exc)
-        if tmp:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
         return False
 
 

@@ -178,7 +178,7 @@ def make_client(host: str, timeout: float) -> Any:
     except ImportError:
         raise EmbedFailure("backend-unavailable", "the ollama package is not installed (pip install vaulteval[rerank])") from None
     # Redirects and environment proxies could carry text to a host resolve() never approved.
-    # Plain http has no TLS to verify: skipping the CA bundle load saves ~20 ms per call.
+    # Plain http has no TLS to verify: skipping the CA bundle load saves time on every call.
     verify = host.lower().startswith("https://")
     return ollama.Client(host=host, timeout=timeout, follow_redirects=False, trust_env=False, verify=verify)
 
@@ -229,8 +229,8 @@ def call_ollama(fn: Any) -> Any:
 _ST_MODELS: dict[str, Any] = {}
 _ST_LOCK = threading.Lock()
 _ST_ENCODE_LOCK = threading.Lock()
-# A query (a handful of short texts) is encoded on one thread: on a busy 2-core machine torch's
-# thread pool spent 480 ms in barriers on one query that one thread encodes in 22 ms.
+# A query (a handful of short texts) is encoded on one thread: on a busy machine torch's thread pool
+# spends far longer in barriers than one thread needs to encode it (docs/benchmarks.md).
 SINGLE_THREAD_MAX_TEXTS = 8
 
 

@@ -76,7 +76,10 @@ def build_store(meta: "MetaDir", items: list[tuple[str, str, str]], config: "Rer
                 vectors.update(found)
             todo = list(dict.fromkeys(k for k in keys if k not in vectors))
             text_of = dict(zip(keys, inputs))
-            done_at = time.perf_counter()
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(todo), disable=progress is None or not todo, file=progress, unit="chunk",
+                       desc="vaulteval: embedding chunks", mininterval=1.0)
             for start in range(0, len(todo), config.batch_size):
                 part = todo[start : start + config.batch_size]
                 batch = embedder.embed([text_of[k] for k in part])
@@ -84,7 +87,8 @@ def build_store(meta: "MetaDir", items: list[tuple[str, str, str]], config: "Rer
                 vectors.update(fresh)
                 if cache is not None:
                     cache.put(embedder.source, embedder.model_key, scheme.name, fresh)
-                _report_progress(progress, start + len(part), len(todo), time.perf_counter() - done_at)
+                bar.update(len(part))
+            bar.close()
             report.embedded = len(todo)
         finally:
             if cache is not None:
@@ -107,13 +111,3 @@ def _checked(batch: list[np.ndarray]) -> list[np.ndarray]:
     if bad:
         raise EmbedFailure("bad-vector", f"{bad} of {len(batch)} vectors are empty, zero or not finite")
     return batch
-
-
-def _report_progress(out: IO[str] | None, done: int, total: int, elapsed: float) -> None:
-    """One line per batch on stderr: count, rate and the time left at that rate."""
-    if out is None or not total:
-        return
-    rate = done / elapsed if elapsed > 0 else 0.0
-    eta = (total - done) / rate if rate > 0 else float("nan")
-    out.write(f"vaulteval: embedded {done}/{total} chunks ({rate:.1f}/s, ETA {eta:.0f} s)\n")
-    out.flush()

@@ -23,11 +23,12 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing (~13 ms)
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
     from typing import Any
 
 from vaulteval.errors import UnsafeMetaPath
+from vaulteval.vault.atomic import write_atomic
 
 META_NAME = ".vault-meta"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -211,24 +212,7 @@ class MetaDir:
     # -- writing --------------------------------------------------------------
     def write_bytes(self, name: str, data: bytes, *, durable: bool = False) -> None:
         """Write a temporary sibling, then rename it over ``name``: readers never see a partial file."""
-        tmp = f".{name}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                     0o644, dir_fd=self.fd)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                if durable:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
-        except BaseException:
-            self.unlink(tmp)
-            raise
-        if durable:
-            os.fsync(self.fd)
+        write_atomic(name, data, dir_fd=self.fd, durable=durable)
 
     def replace(self, src: str, dst: str) -> None:
         os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)

@@ -13,7 +13,7 @@ import os
 import stat
 from functools import lru_cache
 from pathlib import Path
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing (~13 ms)
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
     from typing import BinaryIO
 

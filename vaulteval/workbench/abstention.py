@@ -5,8 +5,10 @@ Usage::
     curve = abstention_curve(run, queryset, k=10)   # run, step, threshold, fp_rate, recall_kept
     suggest(curve)                                  # (threshold, recall_kept, fp_rate) with fp_rate <= 10%, or None
 
-At a threshold t a run keeps only results scoring at least t (the rerank
-cosine when reranked, else BM25). ``fp_rate`` is the share of negative
+At a threshold t a run keeps only results whose ``score`` is at least t:
+the value each result was ranked by (rerank cosine, fused score, dense cosine
+or BM25), exactly what ``retrieve --min-score`` compares for that strategy.
+A query whose model stage fell back is scored by the stage that ran instead. ``fp_rate`` is the share of negative
 queries that would still return something (top score >= t); ``recall_kept``
 the share of the relevant pages it found in its top k that would survive.
 The suggestion is the lowest threshold whose false-positive rate is at most

@@ -41,6 +41,8 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
     """Usage: ``compare(runs, queryset, baseline="bm25")`` -> Report (the first run is the default baseline)."""
     import pandas as pd
 
+    from vaulteval.querysets.bands import semantic_note
+
     run_list = list(runs.values()) if isinstance(runs, dict) else list(runs)
     if not run_list:
         raise UsageError("compare needs at least one run")
@@ -86,6 +88,7 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
     notes = [f"WARNING {r.name}: {r.fallback}; its numbers are BM25's, not the reranker's"
              for r in run_list if r.fallback]
     notes += noise_notes(summary, len(wide.loc[ms[0]]) if len(ms) else 0)
+    notes += [n for n in [semantic_note(queryset)] if n]
     tables = {
         "summary": summary,
         "rerank": _rerank_table(run_list, by_name[base_name], queryset, k),
@@ -149,9 +152,7 @@ def _rerank_table(runs: list["Run"], base: "Run", queryset: "QuerySet", k: int) 
             continue
         reference = run.bm25_rankings() if run.pool is not None else base.rankings()
         rescued, lost = rescued_and_lost(run, queryset, k, reference)
-        labels = run.labels
-        reranked = sum(n for lbl, n in labels.items() if lbl.startswith("bm25+rerank:"))
-        rows.append({"run": run.name, "status": run.fallback or "ok", "queries_reranked": reranked,
+        rows.append({"run": run.name, "status": run.fallback or "ok", "queries_reranked": len(run.reranked_queries),
                      f"rescued@{k}": len(rescued), f"lost@{k}": len(lost), "net": len(rescued) - len(lost),
                      "rescued_pages": _examples(rescued), "lost_pages": _examples(lost)})
     return pd.DataFrame(rows)

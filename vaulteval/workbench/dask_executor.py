@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 import uuid
 from typing import TYPE_CHECKING, Any
+
+from tqdm import tqdm
 
 from vaulteval.errors import UsageError, VaultevalError
 from vaulteval.hosts import address_is_local
@@ -128,18 +129,20 @@ class DaskExecutor:
             futures += [prep, *row]
             grid.append(row)
         self.tasks = len(futures)
-        meter = _Progress(len(futures), self.progress)
+        meter = tqdm(total=len(futures), disable=not self.progress, file=sys.stderr, mininterval=PROGRESS_EVERY,
+                     bar_format="vaulteval: {n}/{total} tasks done, {elapsed} elapsed, ETA {remaining}")
         try:
             for fut in as_completed(futures):
                 if fut.status == "error":
                     fut.result()  # re-raises the task's own error (a VaultevalError keeps its one line)
-                meter.step()
+                meter.update()
             return [[f.result() for f in row] for row in grid]
         except VaultevalError:
             raise
         except Exception as exc:  # KilledWorker after repeated deaths, a lost scheduler, ...
             raise TaskFailed(f"the Dask run failed: {type(exc).__name__}: {exc}".splitlines()[0]) from None
         finally:
+            meter.close()
             self.client.cancel(futures)
 
     def describe(self) -> dict[str, Any]:
@@ -159,24 +162,3 @@ class DaskExecutor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _Progress:
-    """``vaulteval: 5/14 tasks done, 3.2 s elapsed, ETA 5.8 s`` on stderr, at most once a second and at the end."""
-
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.total, self.enabled = total, enabled
-        self.done = 0
-        self.started = self.last = time.monotonic()
-
-    def step(self) -> None:
-        self.done += 1
-        now = time.monotonic()
-        if not self.enabled or (now - self.last < PROGRESS_EVERY and self.done < self.total):
-            return
-        self.last = now
-        elapsed = now - self.started
-        eta = elapsed / self.done * (self.total - self.done)
-        sys.stderr.write(f"vaulteval: {self.done}/{self.total} tasks done, {elapsed:.1f} s elapsed, "
-                         f"ETA {eta:.1f} s\n")
-        sys.stderr.flush()

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from vaulteval.errors import UsageError
 from vaulteval.hosts import host_setting
+from vaulteval.workbench.splits import shard_queries
 from vaulteval.workbench.tasks import (Prepared, ShardResult, TaskContext, WorkerMismatch,  # noqa: F401
                                        prepare_task, shard_task, short_fp)
 
@@ -143,7 +144,7 @@ def run_strategies(vault: "Vault", queryset: "QuerySet", strategies: "list[Strat
                           vault_fingerprint=workspace.fingerprint.digest, ollama_host=host_setting(None),
                           check_vault=not isinstance(ex, SerialExecutor))
         n = shards or _default_shards(len(queryset.queries), len(strategies), getattr(ex, "n_workers", 1))
-        parts = split_queries(queryset.queries, n)
+        parts = shard_queries(queryset.queries, n)
         results = ex.run(ctx, list(strategies), parts, workspace)
     finally:
         if own:
@@ -158,18 +159,6 @@ def run_strategies(vault: "Vault", queryset: "QuerySet", strategies: "list[Strat
                                      "workers must share the client's filesystem")
         runs.append(RunRows.concat([r.rows for r in shard_results]).to_run(s, env))
     return runs
-
-
-def split_queries(queries: "list[Query]", n: int) -> "list[list[Query]]":
-    """Usage: ``split_queries(qs.queries, 3)`` -> up to 3 contiguous, near-equal parts in query-set order."""
-    n = max(1, min(int(n), len(queries) or 1))
-    size, extra = divmod(len(queries), n)
-    out, start = [], 0
-    for i in range(n):
-        end = start + size + (1 if i < extra else 0)
-        out.append(list(queries[start:end]))
-        start = end
-    return out
 
 
 def _default_shards(n_queries: int, n_strategies: int, n_workers: int) -> int:

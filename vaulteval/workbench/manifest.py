@@ -39,7 +39,10 @@ if TYPE_CHECKING:
 # module to save itself, so the type is not imported back here.
 EvalRun = Any
 
-SCHEMA = 1
+# 2: every result records the score it was ranked by (TREC scores of hybrid runs are fused scores, not
+# 1/rank) and queries.csv has the columns reranked and fallback. Schema 1 directories are still read.
+SCHEMA = 2
+READABLE = (1, 2)
 MANIFEST = "manifest.json"
 REPORT_DATA = "report.json"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]{0,127}$")
@@ -204,9 +207,10 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         raise NotARunDir(f"{path} is not a run directory (no readable {MANIFEST}); pass runs/<id>") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+    if not isinstance(data, dict) or data.get("schema") not in READABLE:
         schema = data.get("schema") if isinstance(data, dict) else None
-        raise NotARunDir(f"{file} has schema {schema!r}; this vaulteval reads schema {SCHEMA}")
+        raise NotARunDir(f"{file} has schema {schema!r}; this vaulteval reads schema "
+                         f"{' or '.join(map(str, READABLE))}")
     problem = _manifest_problem(data)
     if problem:
         raise NotARunDir(f"{file} is malformed: {problem}")
@@ -254,6 +258,8 @@ def load_run_dir(path: str | Path) -> RunDir:
     manifest = read_manifest(folder)
     pool = pd.read_csv(folder / "pool.csv", dtype={"query_id": str})
     queries = pd.read_csv(folder / "queries.csv", dtype={"query_id": str})
+    if "reranked" not in queries.columns:
+        queries = _schema_1_queries(queries)
     runs = []
     for entry in manifest["strategies"]:
         run = Run.from_trec(folder / entry["trec"], name=entry["name"])
@@ -263,6 +269,14 @@ def load_run_dir(path: str | Path) -> RunDir:
         run.queries = queries[queries.run == entry["name"]].drop(columns="run").reset_index(drop=True)
         runs.append(run)
     return RunDir(folder, manifest, runs)
+
+
+def _schema_1_queries(queries: "pd.DataFrame") -> "pd.DataFrame":
+    """Schema 1 stored only the label's text: derive ``reranked`` and ``fallback`` from it (old files only)."""
+    text = queries.label.astype(str)
+    reason = text.str.extract(r"\+noop-[a-z]+:([a-z-]+)$", expand=False)
+    return queries.assign(reranked=text.str.contains("+rerank:", regex=False),
+                          fallback=reason.where(reason != "no-candidates"))
 
 
 def compare_run_dirs(paths: list[str | Path], *, baseline: str | None = None, measures: Any = None,

@@ -52,7 +52,7 @@ def find_misses(run: "Run", queryset: "QuerySet", k: int = 10) -> "pd.DataFrame"
     rankings = run.rankings()
     pools = run.pool_pages()
     bm25_order = run.bm25_rankings() or {}
-    reranked = set(run.queries.query_id[run.queries.label.str.startswith("bm25+rerank:")]) if run.queries is not None else set()
+    reranked = run.reranked_queries
     bm25_top = run.strategy.bm25_top if run.strategy is not None else 20
     rows = []
     for q in queryset.positive:

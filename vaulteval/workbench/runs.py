@@ -6,14 +6,14 @@ Usage::
     run.df              # query_id, doc_id, score, rank   (doc_id = page path)
     run.to_trec("runs/x/bm25-english.trec");  Run.from_trec("runs/x/bm25-english.trec")
 
-``score`` is the rerank cosine when the query was reranked, the BM25 score
-otherwise. Metrics follow ``rank`` (the pipeline's order), so ties in score
-never reorder a run; TREC files keep the real score and the rank column.
-``pool`` holds the chunk candidates in final order (``pool_rank``) with their
-BM25 order (``bm25_rank``); ``queries`` holds the per-query strategy label
-(``bm25-only``, ``bm25+rerank:<source>``, ``bm25+noop-rerank:<reason>``, ``dense``,
-``hybrid:rrf``, ``bm25+noop-hybrid:<reason>`` ...) and
-latencies.
+``score`` is the candidate's ``score``: what the pipeline ranked it by (the
+rerank cosine, the fused score, the dense cosine or BM25). Metrics follow
+``rank`` (the pipeline's order), so ties in score never reorder a run; TREC
+files keep the real score and the rank column. ``pool`` holds the chunk
+candidates in final order (``pool_rank``) with their BM25 order
+(``bm25_rank``); ``queries`` holds per query the label's text (for people),
+whether it was ``reranked``, the ``fallback`` reason when a stage fell back,
+and latencies.
 """
 
 from __future__ import annotations
@@ -37,11 +37,9 @@ if TYPE_CHECKING:
     from vaulteval.workbench.workspace import StrategyEnv, Workspace
 
 RUN_COLUMNS = ["query_id", "doc_id", "score", "rank"]
-POOL_COLUMNS = ["query_id", "pool_rank", "bm25_rank", "chunk_id", "doc_id", "bm25_score", "rerank_score"]
-QUERY_COLUMNS = ["query_id", "label", "latency_ms", "rerank_ms", "pool_chunks", "stale"]
-
-# An empty candidate pool: nothing to rerank, so it is neither a rerank nor a fallback.
-NO_CANDIDATES = "bm25+noop-rerank:no-candidates"
+POOL_COLUMNS = ["query_id", "pool_rank", "bm25_rank", "chunk_id", "doc_id", "bm25_score", "rerank_score", "score",
+                "dense_score", "fused_score"]
+QUERY_COLUMNS = ["query_id", "label", "latency_ms", "rerank_ms", "pool_chunks", "stale", "reranked", "fallback"]
 
 
 @dataclass(eq=False)
@@ -86,6 +84,13 @@ class Run:
         return Counter() if self.queries is None else Counter(self.queries.label.tolist())
 
     @property
+    def reranked_queries(self) -> set[str]:
+        """Ids of the queries whose candidates a reranker reordered."""
+        if self.queries is None:
+            return set()
+        return set(self.queries.query_id[self.queries.reranked.astype(bool)])
+
+    @property
     def reranked(self) -> bool:
         return self.strategy is not None and self.strategy.rerank is not None
 
@@ -98,13 +103,12 @@ class Run:
     def fallback(self) -> str | None:
         """``"fallback: ollama-unreachable (74/74 queries)"`` when any query's model stage fell back, else None.
 
-        Rerank fallbacks are ``bm25+noop-rerank:<reason>``; dense and hybrid ones
-        ``bm25+noop-dense:<reason>`` and ``bm25+noop-hybrid:<reason>`` (e.g. model-language).
+        The reasons are the queries' ``fallback`` column (a rerank, dense or
+        hybrid stage that could not run, e.g. model-language).
         """
         if not self.uses_model or self.queries is None:
             return None
-        reasons = Counter(lbl.rsplit(":", 1)[1] for lbl in self.queries.label
-                          if "+noop-" in lbl and not lbl.endswith(":no-candidates"))
+        reasons = Counter(r for r in self.queries.fallback if isinstance(r, str) and r)
         if not reasons:
             return None
         total = int((self.queries.pool_chunks > 0).sum())  # an empty pool has nothing to rerank
@@ -216,29 +220,21 @@ def retrieve_rows(env: "StrategyEnv", queries: "list[Query]", strategy: "Strateg
         except UsageError as exc:
             raise UsageError(f"query {q.query_id}: {exc}") from None
         latency = (time.perf_counter() - started) * 1000.0
-        reranked = res.strategy.startswith("bm25+rerank:")
+        label = res.label
         for rank, cand in enumerate(res.candidates, 1):
-            rows.ranked.append((q.query_id, cand.page_path, _run_score(res.strategy, cand, rank), rank))
-        bm25_pos = _bm25_positions(env, q.text, strategy.bm25_top, res.pool, q_hits) if reranked else None
+            rows.ranked.append((q.query_id, cand.page_path, cand.score, rank))
+        bm25_pos = _bm25_positions(env, q.text, strategy.bm25_top, res.pool, q_hits) if label.reranked else None
         for pos, cand in enumerate(res.pool, 1):
             bm25_rank = bm25_pos[cand.chunk_id] if bm25_pos is not None else pos
             rows.pool.append((q.query_id, pos, bm25_rank, cand.chunk_id, cand.page_path, cand.bm25_score,
-                              cand.rerank_score if reranked else None))
+                              cand.scores.get("rerank"), cand.score, cand.scores.get("dense"),
+                              cand.scores.get("fused")))
         timings = (res.explain or {}).get("timings_ms", {})
-        rows.trace.append((q.query_id, res.strategy, round(latency, 3), timings.get("rerank"), len(res.pool),
-                           (res.explain or {}).get("stale_candidates_skipped", 0)))
+        failures = label.failures
+        rows.trace.append((q.query_id, label.text(), round(latency, 3), timings.get("rerank"), len(res.pool),
+                           (res.explain or {}).get("stale_candidates_skipped", 0), label.reranked,
+                           failures[-1] if failures else None))
     return rows
-
-
-def _run_score(label: str, cand: Any, rank: int) -> float:
-    """The score a TREC line shows: cosine after a rerank or dense, 1/rank after fusion, else BM25."""
-    if label.startswith("bm25+rerank:"):
-        return cand.rerank_score
-    if label.startswith("dense"):
-        return cand.dense_score
-    if label.startswith("hybrid"):
-        return round(1.0 / rank, 6)
-    return cand.bm25_score
 
 
 def _bm25_positions(env: "StrategyEnv", text: str, bm25_top: int, pool: list[Any],

@@ -1,4 +1,4 @@
-"""Metrics by slice: query kind, tag, script and the top folder of the relevant page.
+"""Metrics by slice: query kind, tag, script, the top folder of the relevant page and the overlap band.
 
 Usage::
 
@@ -7,8 +7,9 @@ Usage::
 
 A query belongs to one kind (``hand-written`` without ``kind:``), one script
 (``vaulteval.querysets.scripts.script_of`` of its text), one folder (of its
-best-graded relevant page, the first by path on a tie) and to every one of its
-tags. Each slice's mean has its own 95% bootstrap interval, so a slice of
+best-graded relevant page, the first by path on a tie), to every one of its
+tags, and to its ``overlap_band`` (low, mid, high: how many of its words its
+target holds) when the set records one. Each slice's mean has its own 95% bootstrap interval, so a slice of
 five queries shows how little it can say.
 """
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
     from vaulteval.querysets.queryset import Query, QuerySet
 
-SLICE_BY = ("kind", "tag", "script", "folder")
+SLICE_BY = ("kind", "tag", "script", "folder", "overlap")
 
 
 def _folder(q: "Query") -> str:
@@ -45,6 +46,8 @@ def query_slices(queryset: "QuerySet") -> "pd.DataFrame":
         rows.append((q.query_id, "script", script_of(q.text)))
         rows.append((q.query_id, "folder", _folder(q)))
         rows += [(q.query_id, "tag", t) for t in dict.fromkeys(q.tags)]
+        if q.overlap_band:
+            rows.append((q.query_id, "overlap", q.overlap_band))
     return pd.DataFrame(rows, columns=["query_id", "slice_by", "slice"])
 
 

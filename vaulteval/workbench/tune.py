@@ -24,7 +24,6 @@ the search and the decision.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable
@@ -70,17 +69,6 @@ def subset(qs: "QuerySet", ids: Iterable[str], label: str) -> "QuerySet":
     return replace(qs, name=f"{qs.name}-{label}", queries=[q for q in qs.queries if q.query_id in wanted])
 
 
-def hash_split(ids: list[str], test_fraction: float, seed: int) -> tuple[list[str], list[str]]:
-    """Usage: ``tune_ids, test_ids = hash_split(ids, 0.5, 0)``: stable per id, independent of order."""
-    if not 0 < test_fraction < 1:
-        raise UsageError(f"--test-fraction must be between 0 and 1, got {test_fraction}")
-    tune_ids, test_ids = [], []
-    for qid in ids:
-        h = int(hashlib.sha256(f"{seed}:{qid}".encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
-        (test_ids if h < test_fraction else tune_ids).append(qid)
-    return tune_ids, test_ids
-
-
 def tune_test_split(queryset: "QuerySet", test_fraction: float, seed: int) -> tuple[list[str], list[str], str]:
     """Tune and test ids of one query set: its own ``split`` fields when it has both (a generated set
     assigns them), else a seeded hash of each id. The one split of ``tune`` and ``sweep``."""
@@ -88,7 +76,9 @@ def tune_test_split(queryset: "QuerySet", test_fraction: float, seed: int) -> tu
     if {"tune", "test"} <= marked:
         return ([q.query_id for q in queryset.positive if q.split == "tune"],
                 [q.query_id for q in queryset.positive if q.split == "test"], "the query set's split field")
-    tune_ids, test_ids = hash_split([q.query_id for q in queryset.positive], test_fraction, seed)
+    from vaulteval.workbench.splits import holdout_split
+
+    tune_ids, test_ids = holdout_split([q.query_id for q in queryset.positive], test_fraction, seed)
     return tune_ids, test_ids, f"sha256 hash, seed {seed}"
 
 

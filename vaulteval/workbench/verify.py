@@ -93,6 +93,7 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
         strategies = [Strategy.from_dict(s["strategy"]) for s in manifest["strategies"]]
     except (TypeError, ValueError) as exc:  # StrategyError (a UsageError) passes through with its own message
         raise NotARunDir(f"{folder}/manifest.json has an unusable strategy: {exc}") from None
+    _refuse_rescored(folder, manifest, strategies)
     ev = evaluate(v, qs, strategies,
                   measures=params["measures"], k=params["k"], baseline=params.get("baseline"),
                   cache_dir=cache_dir, use_vault_index=params.get("use_vault_index", True),
@@ -116,6 +117,21 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
     if tune_info is not None:
         diffs += verify_tune(tune_info, ev.per_query, str(v.root), str(cache_dir) if cache_dir else None)
     return result
+
+
+def _refuse_rescored(folder: Path, manifest: dict[str, Any], strategies: list[Any]) -> None:
+    """Schema 1 recorded another score for hybrid runs (1/rank) and for reranks over field-weighted BM25
+    (the BM25 score): their TREC files and abstention thresholds cannot be reproduced, so say so."""
+    if manifest.get("schema") != 1:
+        return
+    for entry, strategy in zip(manifest["strategies"], strategies):
+        hybrid = strategy.first.startswith("hybrid")
+        if hybrid or (strategy.rerank is not None and strategy.first_stage().fields):
+            version = (manifest.get("packages") or {}).get("vaulteval") or "an unknown version"
+            was = "1/rank" if hybrid else "the BM25 score"
+            raise NotARunDir(f"{folder} was written by vaulteval {version} (run schema 1), which scored run "
+                             f"{entry['name']} by {was}; this vaulteval (schema 2) records the score each result "
+                             "was ranked by, so it cannot verify it: run `vaulteval eval run` again")
 
 
 # Report tables compared row by row; latency is measured, not reproducible, and only rendered.

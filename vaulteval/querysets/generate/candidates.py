@@ -23,6 +23,7 @@ class Candidate(NamedTuple):
     line: int
     stratum: str
     status: str = ""  # "assumed-negative" for negatives a person should confirm
+    measures: tuple = ()  # (("overlap", 0.4), ("overlap_band", "low"), ("bm25_rank", 7)) once measured
 
 
 def norm_text(text: str) -> str:
@@ -30,44 +31,31 @@ def norm_text(text: str) -> str:
     return " ".join(_WORD_RE.findall(text.casefold()))
 
 
-def words(text: str) -> list[str]:
-    return text.split()
-
-
-def title_words(title: str) -> set[str]:
-    """Casefolded words of a title (single letters and digits kept: they leak as much)."""
-    return set(_WORD_RE.findall(title.casefold()))
-
-
-def without_words(text: str, drop: set[str]) -> str:
-    """``text`` with every word whose casefolded letters are in ``drop`` removed."""
-    kept = [w for w in text.split() if not (set(_WORD_RE.findall(w.casefold())) and
-                                           set(_WORD_RE.findall(w.casefold())) <= drop)]
-    return " ".join(kept)
-
-
 def rng_for(seed: int, *parts: str) -> random.Random:
     """A generator seeded by the run seed and names: independent of the order anything is visited in."""
     return random.Random("|".join([str(seed), *parts]))
 
 
+MIN_TYPO_LETTERS = 5
+
+
 def typo(text: str, rng: random.Random) -> str | None:
-    """One keyboard slip in the longest word of 4+ letters: swap, drop or double a letter; None if none fits."""
+    """One keyboard slip in the longest word of 5+ letters: swap, drop or double a letter; None if none fits."""
     parts = text.split(" ")
-    choices = [i for i, w in enumerate(parts) if len(w) >= 4 and w.isalpha()]
+    choices = [i for i, w in enumerate(parts) if len(w) >= MIN_TYPO_LETTERS and w.isalpha()]
     if not choices:
         return None
     i = max(choices, key=lambda j: (len(parts[j]), -j))
     w = parts[i]
     pos = rng.randrange(1, len(w) - 1)
-    how = rng.choice(("swap", "drop", "double"))
+    how = rng.choice(("swap", "drop", "double") if len(w) > MIN_TYPO_LETTERS else ("swap", "double"))
     if how == "swap":
         new = w[:pos] + w[pos + 1] + w[pos] + w[pos + 2:]
     elif how == "drop":
         new = w[:pos] + w[pos + 1:]
     else:
         new = w[:pos] + w[pos] + w[pos:]
-    if new == w:
-        new = w[:pos] + w[pos + 1:]
+    if new == w:  # a swap of two equal letters
+        new = w[:pos] + w[pos] + w[pos:]
     parts[i] = new
     return " ".join(parts)

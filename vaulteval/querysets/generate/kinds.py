@@ -1,15 +1,15 @@
-"""Known-item kinds built from what a vault knows about itself: title, alias, heading, backlink, no-title-words.
+"""Known-item kinds built from what a vault knows about itself: title, alias, heading; and the shared Context.
 
 Usage::
 
     ctx = Context(facts, seed=0)
-    title_candidates(ctx) + alias_candidates(ctx) + heading_candidates(ctx) + backlink_candidates(ctx)
+    title_candidates(ctx) + alias_candidates(ctx) + heading_candidates(ctx)
 
 Every query names the page it came from and the line. Titles, aliases and
 headings shared by more than ``MAX_SHARED`` pages are skipped: they are not
-known items. A backlink query is the sentence around ``[[link]]`` in another
-note with the link removed; the linked page is relevant (grade 2), and the
-linking page, the natural distractor, is the query's source.
+known items. A typo variant is made only from a word of 5+ letters: a slip
+in a shorter name makes another word ("Yes" -> "Tue"), not a typo.
+Sentence kinds live in ``sentence_kinds.py``.
 """
 
 from __future__ import annotations
@@ -20,20 +20,15 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from vaulteval.querysets.generate.candidates import Candidate, rng_for, title_words, typo, without_words
-from vaulteval.querysets.generate.pages import LINK_RE, plain
+from vaulteval.querysets.generate.candidates import Candidate, rng_for, typo
 
 if TYPE_CHECKING:
     from vaulteval.querysets.generate.pages import PageFacts
+    from vaulteval.querysets.generate.lexical import Lexicon
     from vaulteval.querysets.links import LinkResolver
 
 MAX_SHARED = 3
-MIN_SENTENCE_WORDS = 3
 MAX_QUERY_CHARS = 300
-_SENTENCE_RE = re.compile(r"[^.!?。！？]+[.!?。！？]*")
-_EMPTY_BRACKETS_RE = re.compile(r"\(\s*\)|\[\s*\]")
-_SPACE_PUNCT_RE = re.compile(r"\s+([.,;:!?。，！？])")
-_LETTERS_RE = re.compile(r"[^\W\d_]{3,}")
 
 
 class Context:
@@ -69,6 +64,13 @@ class Context:
         return out
 
     @cached_property
+    def lexicon(self) -> "Lexicon":
+        """Terms of every page (overlap, rare terms, plain-BM25 rank), built on first use."""
+        from vaulteval.querysets.generate.lexical import Lexicon
+
+        return Lexicon(self.facts)
+
+    @cached_property
     def resolver(self) -> "LinkResolver":
         from vaulteval.querysets.links import LinkResolver
 
@@ -90,9 +92,18 @@ class Context:
         return tuple((p, 2) for p in sorted(pages))
 
 
+_SYMBOL_EDGES_RE = re.compile(r"^[^\w\"'“‘¿¡(\[]+|[^\w\"'”’.!?)\]+]+$")
+
+
+def as_typed(name: str) -> str:
+    """A name as a person types it: without the emoji or symbols it starts or ends with ("🗂️ People" -> "People")."""
+    return _SYMBOL_EDGES_RE.sub("", name.strip())
+
+
 def _name_variants(ctx: Context, kind: str, f: "PageFacts", name: str, line: int) -> list[Candidate]:
     relevant = ctx.known_item(name)
-    if relevant is None or not name.strip():
+    name = as_typed(name)
+    if relevant is None or not name:
         return []
     out = [Candidate(kind, "exact", name, relevant, f.rel, line, f.stratum)]
     parts = name.split()
@@ -132,73 +143,7 @@ def heading_candidates(ctx: Context) -> list[Candidate]:
     out = []
     for f in ctx.facts:
         for line, text in f.headings:
-            if len(ctx.heading_pages[text.casefold()]) == 1 and len(text) <= MAX_QUERY_CHARS:
-                out.append(Candidate("heading", "heading", text, ((f.rel, 2),), f.rel, line, f.stratum))
-    return out
-
-
-def _sentence_around(line: str, link: str) -> str:
-    """The sentence of ``line`` holding ``link``, with that link removed and other links shown as their text."""
-    at = line.find(link)
-    for m in _SENTENCE_RE.finditer(line):
-        if m.start() <= at < m.end():
-            sentence = m.group(0).replace(link, " ", 1)
-            break
-    else:
-        sentence = line.replace(link, " ", 1)
-    sentence = LINK_RE.sub(lambda m: m.group(1).split("|")[-1].split("#")[0], sentence)
-    sentence = _EMPTY_BRACKETS_RE.sub(" ", plain(sentence))
-    return " ".join(_SPACE_PUNCT_RE.sub(r"\1", sentence).split()).strip(" :;,-—")
-
-
-def backlink_candidates(ctx: Context) -> list[Candidate]:
-    from vaulteval.querysets.links import AmbiguousLink, UnknownLink
-
-    out = []
-    for f in ctx.facts:
-        for line, link, text in f.links:
-            if text.lstrip().startswith("|"):  # a table row is no sentence
-                continue
-            try:
-                target = ctx.resolver.resolve(link)
-            except (UnknownLink, AmbiguousLink):
-                continue
-            if target == f.rel:
-                continue
-            sentence = _sentence_around(text, link)
-            if len(_LETTERS_RE.findall(sentence)) >= MIN_SENTENCE_WORDS + 1 and len(sentence) <= MAX_QUERY_CHARS:
-                out.append(Candidate("backlink", "sentence", sentence, ((target, 2),), f.rel, line,
-                                     ctx.by_rel[target].stratum if target in ctx.by_rel else f.stratum))
-    return out
-
-
-def first_sentence_candidates(ctx: Context) -> list[Candidate]:
-    """Each page's first sentence of prose (what the note says it is about); a source of no-title-words only."""
-    out = []
-    for f in ctx.facts:
-        for line, text in f.body_lines():
-            words = plain(text)
-            if not words or text.lstrip().startswith(("#", "|", "```", "---")):
-                continue
-            sentence = _SENTENCE_RE.match(words)
-            sentence_text = sentence.group(0).strip() if sentence else words
-            if len(sentence_text.split()) >= MIN_SENTENCE_WORDS + 1 and len(sentence_text) <= MAX_QUERY_CHARS:
-                out.append(Candidate("first-sentence", "first-sentence", sentence_text, ((f.rel, 2),), f.rel, line,
-                                     f.stratum))
-            break
-    return out
-
-
-def no_title_word_candidates(ctx: Context, sources: list[Candidate]) -> list[Candidate]:
-    """Heading, backlink and first-sentence queries with every word of the target's title (and aliases) removed."""
-    out = []
-    for c in sources:
-        target = c.relevant[0][0]
-        facts = ctx.by_rel.get(target)
-        if facts is None:
-            continue
-        drop = title_words(facts.title).union(*(title_words(a) for a in facts.aliases))
-        text = " ".join(_SPACE_PUNCT_RE.sub(r"\1", without_words(c.text, drop)).split()).strip(" :;,-—")
-        if len(_LETTERS_RE.findall(text)) >= 2 and text != c.text:
-            out.append(Candidate("no-title-words", f"from-{c.kind}", text, c.relevant, c.page, c.line, c.stratum))
+            typed = as_typed(text)
+            if len(ctx.heading_pages[text.casefold()]) == 1 and typed and len(typed) <= MAX_QUERY_CHARS:
+                out.append(Candidate("heading", "heading", typed, ((f.rel, 2),), f.rel, line, f.stratum))
     return out

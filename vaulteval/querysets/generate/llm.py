@@ -1,12 +1,16 @@
-"""LLM-written questions (optional): a local Ollama generate model writes one question per sampled passage.
+"""LLM-written questions (optional): a local Ollama generate model asks one or two questions per sampled note.
 
 Usage: ``llm_candidates(ctx, 20, LlmSettings(model="llama3.2"))``
 
-The host follows the rerank rules (``vaulteval.hosts``): loopback only,
-unless ``allow_egress`` lets note text leave the machine. Temperature 0 and
-the run seed make a deterministic model give the same questions again. The
-quality of these questions cannot be measured here: they are labelled
-``kind: llm`` so they can be sliced away.
+The prompt gives the start of the note as prose and asks for questions a
+person would type, in their own words: it names the note's title words and
+rarest terms (``RARE_WORDS``) as words not to use, because a question that
+repeats them only measures string matching. The host follows the rerank
+rules (``vaulteval.hosts``): loopback only, unless ``allow_egress`` lets
+note text leave the machine. Temperature 0 and the run seed make a
+deterministic model give the same questions again. Every question is
+screened like any other query and records its overlap with the note, so
+whether the model obeyed is measured, not assumed.
 """
 
 from __future__ import annotations
@@ -17,16 +21,18 @@ from typing import TYPE_CHECKING
 
 from vaulteval.errors import UsageError
 from vaulteval.querysets.generate.candidates import Candidate, rng_for
-from vaulteval.querysets.generate.pages import plain
 
 if TYPE_CHECKING:
     from vaulteval.querysets.generate.kinds import Context
 
-_LINK_RE = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")
 MIN_PASSAGE_CHARS = 40
 MAX_PASSAGE_CHARS = 1500
-PROMPT = ("Write one short question that a person would type into a search box and that the passage below "
-          "answers. Do not repeat the passage's title. Reply with the question only.\n\nPassage:\n{passage}")
+RARE_WORDS = 8
+PROMPT = ("Write {count} that a person who has not read the note below would type into a search box and that the "
+          "note answers. Use everyday words of your own: do not use these words from the note: {avoid}. Reply with "
+          "the question text only.\n\nPassage:\n{passage}")
+COUNTS = {1: "one short question", 2: "two short questions, each on its own line,"}
+_LABEL_RE = re.compile(r"^\s*(?:[-*•]|\d+[.)]|q\d*[:.)]|question\s*\d*:)\s*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -35,9 +41,12 @@ class LlmSettings:
     host: str | None = None
     allow_egress: bool = False
     timeout: float = 60.0
+    per_note: int = 2  # questions asked per sampled note (1 or 2)
 
 
 def _client(settings: LlmSettings):
+    if settings.per_note not in COUNTS:
+        raise UsageError(f"--llm-questions must be 1 or 2, got {settings.per_note}")
     import ollama
 
     from vaulteval.hosts import RerankConfigError, host_setting, normalize_host
@@ -50,23 +59,33 @@ def _client(settings: LlmSettings):
     return ollama.Client(host=url, timeout=settings.timeout)
 
 
-def _passage(f) -> tuple[int, str] | None:
-    for line, text in f.body_lines():
-        words = plain(_LINK_RE.sub(lambda m: m.group(1).split("|")[-1].split("#")[0], text))
-        if len(words) >= MIN_PASSAGE_CHARS and not text.lstrip().startswith(("#", "|")):
-            return line, words[:MAX_PASSAGE_CHARS]
-    return None
+def _passage(ctx: "Context", f) -> tuple[int, str] | None:
+    """The first line and the prose of the note's start, up to MAX_PASSAGE_CHARS; None for a note without prose."""
+    from vaulteval.querysets.generate.sentence_kinds import prose_lines
+
+    lines = prose_lines(ctx, f)
+    text = " ".join(words for _, words, _ in lines)[:MAX_PASSAGE_CHARS]
+    return (lines[0][0], text) if len(text) >= MIN_PASSAGE_CHARS else None
 
 
-def clean_question(text: str | None) -> str | None:
-    """The first non-empty line, without quotes or a leading label; None when nothing usable came back."""
+def _avoid(ctx: "Context", f) -> str:
+    """The title's words and the note's rarest terms, for the prompt's list of words not to use."""
+    from vaulteval.querysets.generate.lexical import terms
+
+    words = list(dict.fromkeys(terms(f.title) + sorted(ctx.lexicon.rare_terms(f.rel, RARE_WORDS))))
+    return ", ".join(words) or "(none)"
+
+
+def clean_questions(text: str | None, most: int = 2) -> list[str]:
+    """Up to ``most`` questions from a reply: one per non-empty line, without quotes, numbering or a label."""
+    out = []
     for line in (text or "").splitlines():
-        line = line.strip().strip("\"'“”").strip()
-        if line.lower().startswith("question:"):
-            line = line[9:].strip()
-        if 3 <= len(line) <= 300:
-            return line
-    return None
+        line = _LABEL_RE.sub("", line.strip()).strip().strip("\"'“”").strip()
+        if 3 <= len(line) <= 300 and line not in out:
+            out.append(line)
+        if len(out) >= most:
+            break
+    return out
 
 
 def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None) -> list[Candidate]:
@@ -88,11 +107,12 @@ def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None)
             if len(out) >= n or not strata[key]:
                 continue
             f = strata[key].pop()
-            found = _passage(f)
+            found = _passage(ctx, f)
             if found is None:
                 continue
+            prompt = PROMPT.format(count=COUNTS[settings.per_note], avoid=_avoid(ctx, f), passage=found[1])
             try:
-                answer = client.generate(model=settings.model, prompt=PROMPT.format(passage=found[1]),
+                answer = client.generate(model=settings.model, prompt=prompt,
                                          options={"temperature": 0, "seed": ctx.seed})
             except (ollama.ResponseError, ConnectionError, OSError) as exc:
                 failures += 1
@@ -101,9 +121,8 @@ def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None)
                                      f"({type(exc).__name__}: {exc}); is it installed? (ollama pull {settings.model})") \
                         from None
                 continue
-            question = clean_question(getattr(answer, "response", None))
-            if question:
+            for question in clean_questions(getattr(answer, "response", None), settings.per_note)[:n - len(out)]:
                 out.append(Candidate("llm", settings.model, question, ((f.rel, 2),), f.rel, found[0], f.stratum))
-                if progress is not None:
-                    progress("llm questions", len(out), n)
+            if progress is not None:
+                progress("llm questions", len(out), n)
     return out

@@ -69,16 +69,19 @@ def plain(text: str) -> str:
 
 
 def _as_list(value: object) -> list[str]:
+    """A frontmatter list or comma-separated string as names; mappings and nested lists are no names."""
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
     if isinstance(value, list):
-        return [str(v).strip() for v in value if v is not None and str(v).strip()]
+        return [str(v).strip() for v in value if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                and str(v).strip()]
     return []
 
 
 def page_facts(rel: str, raw: bytes) -> PageFacts:
     """Usage: ``page_facts("wiki/a.md", path.read_bytes())``."""
     from vaulteval.chunks.chunking import ADDRESS_RE, decode_page, parse_frontmatter, split_frontmatter
+    from vaulteval.querysets.generate.prose import prose
 
     text = decode_page(raw)
     fm_text, body = split_frontmatter(text)
@@ -103,7 +106,7 @@ def page_facts(rel: str, raw: bytes) -> PageFacts:
             continue
         heading = _HEADING_RE.match(line)
         if heading:
-            words = plain(heading.group(2))
+            words = prose(heading.group(2))
             if len(heading.group(1)) == 1 and not titled and not facts.headings:
                 facts.title, facts.title_line, titled = words or stem, number, True
             elif words:

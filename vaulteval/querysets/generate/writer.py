@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.querysets.generate.candidates import Candidate
+from vaulteval.vault.atomic import write_atomic
 
 JUDGE = "vaulteval queryset generate"
 
@@ -44,6 +45,7 @@ def query_entry(qid: str, c: Candidate, split: str, ctx: "Context", judge: str) 
     entry["source"] = {"page": c.page, "line": c.line} if c.page else {"list": "negatives", "item": c.line}
     if c.status:
         entry["status"] = c.status
+    entry.update(c.measures)
     judged = {p: judged_entry(ctx.by_rel[p], judge) for p, _ in c.relevant if p in ctx.by_rel}
     if judged:
         entry["judged"] = judged
@@ -70,9 +72,7 @@ def write_yaml(target: Path, vault: "Vault", ctx: "Context", queries: list[Candi
     data = {"name": target.stem, "vault": _vault_ref(vault, target),
             "generator": {"tool": JUDGE, **header, "pages": len(ctx.facts)}, "queries": entries}
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(dump_yaml(data), encoding="utf-8")
-    os.replace(tmp, target)
+    write_atomic(target, dump_yaml(data).encode("utf-8"))
     splits = Counter(e["split"] for e in entries)
     return {"out": str(target), "queries": len(entries), "by_kind": dict(numbers),
             "tune": splits.get("tune", 0), "test": splits.get("test", 0)}

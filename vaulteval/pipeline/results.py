@@ -1,0 +1,184 @@
+"""What the retrieval pipeline hands back: candidates with their scores, and a label saying how they were ranked.
+
+Usage::
+
+    result = retrieve(vault, "descale the espresso machine", top=5)
+    best = result.candidates[0]
+    best.score, best.scores          # 12.3, {"bm25": 12.3}   (or {"bm25":..., "dense":..., "fused":...})
+    result.label.reranked            # False
+    result.label.to_dict()           # {"first_stage": "bm25", "reranker": None, "fallbacks": []}
+    str(result.label)                # "bm25-only": the text form, for people (never parsed)
+
+Plain slotted classes: the retrieve path does not import dataclasses or typing.
+"""
+
+from __future__ import annotations
+
+import json
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+if TYPE_CHECKING:
+    from typing import Any
+
+SCHEMA = "vaulteval.retrieve.v2"
+# A rerank was asked for but no current candidate was left: nothing failed, nothing was reordered.
+NO_CANDIDATES = "no-candidates"
+
+
+class Label:
+    """How a result was ranked: the first stage that ran, the reranker that reordered it, and what fell back.
+
+    ``fallbacks`` holds ``(stage, reason)`` pairs in the order they happened:
+    ``("fields", "no-field-index")``, ``("dense" or "hybrid", reason)`` (the
+    first stage then ran as BM25), ``("rerank", reason)`` (the first-stage
+    order was kept).
+    """
+
+    __slots__ = ("first_stage", "reranker", "fallbacks")
+
+    def __init__(self, first_stage: str = "bm25", reranker: str | None = None,
+                 fallbacks: "tuple[tuple[str, str], ...] | list[tuple[str, str]]" = ()):
+        self.first_stage = first_stage  # bm25, bm25+fields, dense, hybrid:rrf or hybrid:cc
+        self.reranker = reranker  # the backend whose cosines ordered the result, or None
+        self.fallbacks = tuple((str(stage), str(reason)) for stage, reason in fallbacks)
+
+    @property
+    def reranked(self) -> bool:
+        return self.reranker is not None
+
+    @property
+    def failures(self) -> list[str]:
+        """Reasons of the stages that were asked for and could not run (an empty rerank pool is no failure)."""
+        return [reason for stage, reason in self.fallbacks if not (stage == "rerank" and reason == NO_CANDIDATES)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first_stage": self.first_stage, "reranker": self.reranker,
+                "fallbacks": [{"stage": stage, "reason": reason} for stage, reason in self.fallbacks]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Label":
+        return cls(data["first_stage"], data.get("reranker"),
+                   [(f["stage"], f["reason"]) for f in data.get("fallbacks", ())])
+
+    def text(self) -> str:
+        """The form people read (the JSON ``strategy``), e.g. ``bm25+noop-dense:model-language+rerank:ollama``."""
+        parts = [self.first_stage]
+        parts += [f"noop-{stage}:{reason}" for stage, reason in self.fallbacks if stage != "rerank"]
+        if self.reranker is not None:
+            parts.append(f"rerank:{self.reranker}")
+        parts += [f"noop-rerank:{reason}" for stage, reason in self.fallbacks if stage == "rerank"]
+        return "bm25-only" if parts == ["bm25"] else "+".join(parts)
+
+    __str__ = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Label) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash((self.first_stage, self.reranker, self.fallbacks))
+
+    def __repr__(self) -> str:
+        return f"Label({self.text()!r})"
+
+
+class Candidate:
+    """One served chunk, with ``score`` (what it was ranked by) and ``scores`` (every component it has).
+
+    ``bm25_score``, ``rerank_score`` and ``dense_score`` are the fields of
+    schema v1, kept for one version: ``bm25_score`` is 0.0 for a chunk BM25 did
+    not match, ``rerank_score`` copies it when nothing was reranked.
+    """
+
+    __slots__ = ("chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "score", "scores",
+                 "rerank_source", "snippet")
+
+    def __init__(self, chunk_id: str, page_address: str, page_path: str, absolute_path: str, chunk_index: int,
+                 scores: dict[str, float], ranked_by: str, snippet: str, rerank_source: str = "skipped"):
+        self.chunk_id, self.page_address, self.page_path = chunk_id, page_address, page_path
+        self.absolute_path, self.chunk_index, self.snippet = absolute_path, chunk_index, snippet
+        self.scores = {name: round(float(value), 6) for name, value in scores.items()}
+        self.score = self.scores[ranked_by]  # the first stage's ranking component: bm25, dense or fused
+        self.rerank_source = rerank_source
+
+    def set_score(self, component: str, value: float) -> None:
+        """Record a later stage's component (``rerank``); it becomes ``score``."""
+        self.scores[component] = round(float(value), 6)
+        self.score = self.scores[component]
+
+    @property
+    def bm25_score(self) -> float:
+        return self.scores.get("bm25", 0.0)
+
+    @property
+    def rerank_score(self) -> float:
+        return self.scores.get("rerank", self.bm25_score)
+
+    @property
+    def dense_score(self) -> float | None:
+        return self.scores.get("dense")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "chunk_id": self.chunk_id, "page_address": self.page_address, "page_path": self.page_path,
+            "absolute_path": self.absolute_path, "chunk_index": self.chunk_index,
+            "score": self.score, "scores": dict(self.scores),
+            "bm25_score": self.bm25_score, "rerank_score": self.rerank_score, "rerank_source": self.rerank_source,
+            "snippet": self.snippet,
+        }
+        if "dense" in self.scores:
+            out["dense_score"] = self.scores["dense"]
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Candidate) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"Candidate({self.chunk_id!r}, score={self.score!r}, scores={self.scores!r})"
+
+
+class RetrievalResult:
+    """The pipeline's answer; ``pool`` (not serialised) is what evaluation needs to explain misses."""
+
+    def __init__(self, query: str, label: Label, top_k: int, candidates: list[Candidate],
+                 explain: dict[str, Any] | None = None, pool: list[Candidate] | None = None,
+                 min_score: float | None = None, dropped_below_min_score: int = 0):
+        self.query, self.label, self.top_k, self.candidates = query, label, top_k, candidates
+        self.explain = explain
+        self.pool = [] if pool is None else pool
+        self.min_score, self.dropped_below_min_score = min_score, dropped_below_min_score
+
+    @property
+    def strategy(self) -> str:
+        """The label's text form (the JSON ``strategy``): for people; read ``label`` in code."""
+        return self.label.text()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "schema": SCHEMA,
+            "query": self.query,
+            "strategy": self.label.text(),
+            "label": self.label.to_dict(),
+            "top_k": self.top_k,
+            "candidates": [c.to_dict() for c in self.candidates],
+        }
+        if self.min_score is not None:
+            out["min_score"] = self.min_score
+            out["dropped_below_min_score"] = self.dropped_below_min_score
+        if self.explain is not None:
+            out["explain"] = self.explain
+        return out
+
+    def with_min_score(self, min_score: float | None) -> "RetrievalResult":
+        """Drop candidates whose ``score`` (what they were ranked by) is below ``min_score``; count them."""
+        if min_score is None:
+            return self
+        kept = [c for c in self.candidates if c.score >= min_score]
+        self.dropped_below_min_score = len(self.candidates) - len(kept)
+        self.candidates, self.min_score = kept, float(min_score)
+        return self
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+
+    def __repr__(self) -> str:
+        return f"RetrievalResult(query={self.query!r}, strategy={self.strategy!r}, candidates={len(self.candidates)})"

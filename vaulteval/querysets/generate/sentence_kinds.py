@@ -1,0 +1,148 @@
+"""Kinds cut from a vault's sentences: backlink, no-title-words and summary; they leak less than names do.
+
+Usage::
+
+    backlink_candidates(ctx) + summary_candidates(ctx)
+    no_title_word_candidates(ctx, heading_candidates(ctx) + backlink_candidates(ctx) + first_sentence_candidates(ctx))
+
+A backlink query is the sentence around ``[[link]]`` in another note with
+the link removed: another author's words for the target. A summary query is
+the first sentence of each section of a page without the page's distinctive
+words (title, aliases, headings and its ``RARE_TERMS`` rarest terms): the
+target described in everyday words. Sentences are read as prose
+(``prose.py``) and their cut edges trimmed; ``wellformed.py`` judges them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vaulteval.querysets.generate.candidates import Candidate
+from vaulteval.querysets.generate.prose import HOLE, prose, sentences, tidy
+from vaulteval.querysets.generate.wellformed import trim_edges
+
+if TYPE_CHECKING:
+    from vaulteval.querysets.generate.kinds import Context
+    from vaulteval.querysets.generate.pages import PageFacts
+
+RARE_TERMS = 8
+
+
+def _sentence_around(line: str, link: str) -> str:
+    """The sentence of ``line`` holding ``link``, as prose, with that link removed and cut edges trimmed."""
+    text = prose(line, keep=link)
+    found = next((s for s in sentences(text) if HOLE in s), "")
+    return trim_edges(tidy(found.replace(HOLE, " ")))
+
+
+def backlink_candidates(ctx: "Context") -> list[Candidate]:
+    return ctx.cached("backlink", lambda: _backlinks(ctx))
+
+
+def _backlinks(ctx: "Context") -> list[Candidate]:
+    from vaulteval.querysets.links import AmbiguousLink, UnknownLink
+
+    out = []
+    for f in ctx.facts:
+        for line, link, text in f.links:
+            if text.lstrip().startswith("|"):  # a table row is no sentence
+                continue
+            try:
+                target = ctx.resolver.resolve(link)
+            except (UnknownLink, AmbiguousLink):
+                continue
+            if target == f.rel:
+                continue
+            sentence = _sentence_around(text, link)
+            if sentence:
+                out.append(Candidate("backlink", "sentence", sentence, ((target, 2),), f.rel, line,
+                                     ctx.by_rel[target].stratum if target in ctx.by_rel else f.stratum))
+    return out
+
+
+def prose_lines(ctx: "Context", f: "PageFacts") -> list[tuple[int, str, int]]:
+    """(line, prose, section) of every body line outside code fences, tables and headings; section counts headings."""
+    return ctx.cached(f"prose|{f.rel}", lambda: _prose_lines(f))
+
+
+def _prose_lines(f: "PageFacts") -> list[tuple[int, str, int]]:
+    out = []
+    in_fence, section = False, 0
+    for line, text in f.body_lines():
+        stripped = text.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+            continue
+        if in_fence or stripped.startswith(("|", "---", "<")):
+            continue
+        if stripped.startswith("#") and stripped.lstrip("#").startswith(" "):
+            section += 1
+            continue
+        words = prose(text)
+        if words:
+            out.append((line, words, section))
+    return out
+
+
+def first_sentence_candidates(ctx: "Context") -> list[Candidate]:
+    """Each page's first sentence of prose (what the note says it is about); a source of no-title-words only."""
+    out = []
+    for f in ctx.facts:
+        for line, words, _ in prose_lines(ctx, f)[:1]:
+            found = sentences(words)
+            if found:
+                out.append(Candidate("first-sentence", "first-sentence", found[0], ((f.rel, 2),), f.rel, line,
+                                     f.stratum))
+    return out
+
+
+def _drop_words(text: str, drop: set[str]) -> str:
+    """``text`` without every word whose terms (default analyzer) are all in ``drop``; cut edges trimmed."""
+    from vaulteval.querysets.generate.lexical import word_terms
+
+    kept = []
+    for word in text.split():
+        found = word_terms(word)
+        if not (found and found <= drop):
+            kept.append(word)
+    return trim_edges(tidy(" ".join(kept)))
+
+
+def no_title_word_candidates(ctx: "Context", sources: list[Candidate]) -> list[Candidate]:
+    """Heading, backlink and first-sentence queries with every word of the target's title (and aliases) removed."""
+    from vaulteval.querysets.generate.lexical import terms
+
+    out = []
+    for c in sources:
+        facts = ctx.by_rel.get(c.relevant[0][0])
+        if facts is None:
+            continue
+        drop = set(terms(" ".join([facts.title, *facts.aliases])))
+        text = _drop_words(c.text, drop)
+        if text and text != c.text:
+            out.append(Candidate("no-title-words", f"from-{c.kind}", text, c.relevant, c.page, c.line, c.stratum))
+    return out
+
+
+def summary_candidates(ctx: "Context") -> list[Candidate]:
+    """The first sentence of each section, without the page's distinctive words: title, aliases, headings and its
+    ``RARE_TERMS`` rarest terms. What is left describes the page in everyday words."""
+    from vaulteval.querysets.generate.lexical import terms
+
+    out = []
+    for f in ctx.facts:
+        drop = set(terms(" ".join([f.title, *f.aliases, *(h for _, h in f.headings)])))
+        drop |= ctx.lexicon.rare_terms(f.rel, RARE_TERMS)
+        seen_sections = set()
+        for line, words, section in prose_lines(ctx, f):
+            if section in seen_sections:
+                continue
+            seen_sections.add(section)
+            found = sentences(words)
+            if not found:
+                continue
+            text = _drop_words(found[0], drop)
+            if text:
+                out.append(Candidate("summary", "section" if section else "lead", text, ((f.rel, 2),), f.rel, line,
+                                     f.stratum))
+    return out
