@@ -1,66 +1,222 @@
-"""Agreement check: do a generated query set and the hand-written one rank strategies the same way?
+"""Agreement: does a generated query set rank strategies the way real questions do?
 
-Usage (from the repo root, with the venv):
+Usage (from the repo root, with the venv; every vault provisioned with stored
+MiniLM vectors, ``vaulteval provision --vault V --embed --embedder st``):
 
-    .venv/bin/python benchmarks/agreement.py --out /tmp/agreement [--n 200] [--seed 0]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/agreement.py --out /tmp/agreement \\
+        --set scifact /tmp/scifact /tmp/scifact/querysets/scifact-test.yaml \\
+        --set help-en /tmp/help/en querysets/obsidian-help-en.yaml test \\
+        --set sample /tmp/sample querysets/sample-vault.yaml \\
+        --n 200 --seed 7 --languages /tmp/help --langs es,de,zh,ja,ru
 
-Copies the sample vault, generates a query set from it, evaluates four
-strategies on the generated set and on ``querysets/sample-vault.yaml``, ranks
-them by nDCG@10 on each, and reports Kendall's tau between the two rankings
-(``scipy.stats.kendalltau``), overall and for each generated kind.
+For each ``--set LABEL VAULT REAL [SPLIT]`` it generates a set from the vault
+(``queryset generate --n N --seed S``; or give one with ``--set-generated LABEL
+FILE``), evaluates every strategy on the generated set
+and on the real questions (only the queries with ``split: SPLIT`` when given),
+and reports Kendall's tau (``scipy.stats.kendalltau``, tau-b) between the two
+orders of the strategies by nDCG@10, the generated set's pick (its best
+strategy; the first in list order on a tie) with that pick's nDCG@10 on the real
+questions, and the best strategy on the real questions. Tau per generated
+slice (kind, and any other slice with at least --min-slice queries) is listed
+too. ``--without rerank`` leaves the rerank strategies out (they embed every
+candidate themselves in an evaluation). ``--languages DIR`` adds BM25 nDCG@10 with the default and the english
+analyzer on each ``DIR/<lang>`` against ``querysets/obsidian-help-<lang>.yaml``.
+
+Prints Markdown tables and writes ``OUT/agreement.json``. No timings.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import os
 import sys
 from pathlib import Path
 
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
-STRATEGIES = ["bm25", "bm25:analyzer=english", "bm25:k1=0.3,b=0.1,name=bm25-flat", "bm25:target=300,overlap=0,name=bm25-small-chunks"]
+MEASURE = "nDCG@10"
+STRATEGIES = [
+    "bm25",
+    "bm25:analyzer=english",
+    "bm25:analyzer=english,k1=0.9,b=0.4",
+    "bm25:analyzer=english,w_title=2,w_aliases=2,w_headings=1",
+    "dense",
+    "hybrid:rrf,analyzer=english",
+    "hybrid:cc,analyzer=english,alpha=0.5",
+    "hybrid:cc,analyzer=english,alpha=0.7",
+    "rerank:st",
+    "rerank:st,analyzer=english",
+]
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, help="folder for generated sets, the evaluation cache and agreement.json")
+    ap.add_argument("--set", nargs="+", action="append", default=[], metavar="ARG",
+                    help="LABEL VAULT REAL_QUERYSET [SPLIT] (repeatable)")
+    ap.add_argument("--set-generated", nargs=2, action="append", default=[], metavar=("LABEL", "FILE"),
+                    help="use this generated set for LABEL instead of generating one")
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--without", action="append", default=[], metavar="KIND",
+                    help="leave out the strategies of this kind (e.g. rerank: it embeds every candidate itself)")
+    ap.add_argument("--min-slice", type=int, default=10, help="smallest generated slice to report a tau for")
+    ap.add_argument("--languages", help="folder holding one plain vault per language (the help vault)")
+    ap.add_argument("--langs", default="es,de,zh,ja,ru")
+    args = ap.parse_args()
+    STRATEGIES[:] = [s for s in STRATEGIES if s.split(":")[0] not in args.without]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    given = dict(args.set_generated)
+    report: dict = {"measure": MEASURE, "strategies": STRATEGIES, "n": args.n, "seed": args.seed, "sets": [],
+                    "languages": []}
+    for item in args.set:
+        if len(item) not in (3, 4):
+            ap.error(f"--set takes LABEL VAULT REAL [SPLIT], got {item}")
+        label, vault, real = item[:3]
+        split = item[3] if len(item) == 4 else None
+        report["sets"].append(agreement(label, Path(vault), Path(real), split, out, args, given.get(label)))
+        (out / f"{label}.json").write_text(json.dumps(report["sets"][-1], indent=2, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
+    if report["sets"]:
+        print_agreement(report["sets"])
+    if args.languages:
+        report["languages"] = languages(Path(args.languages), args.langs.split(","), out)
+        print_languages(report["languages"])
+    (out / "agreement.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"\nwritten: {out / 'agreement.json'}")
+    return 0
+
+
+_GENERATED: dict = {}  # (vault, generated file) -> (path, summary, set, evaluation), shared by the sets over it
+_REAL: dict = {}  # (vault, real set, split) -> (set, evaluation)
+
+
+def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, out: Path,
+              args: argparse.Namespace, generated: str | None) -> dict:
     from scipy import stats
 
-    from vaulteval.cli.sample import copy_sample
     from vaulteval.querysets.generate.core import generate_queryset
     from vaulteval.querysets.queryset import load_queryset
+    from vaulteval.rerank.store import store_path
     from vaulteval.vault.vault import Vault
+    from vaulteval.workbench.strategy import Strategy
+
+    vault = Vault(vault_dir)
+    if not store_path(vault.meta_dir).exists():
+        sys.exit(f"{vault_dir} has no stored embeddings; run: vaulteval provision --vault {vault_dir} --embed --embedder st")
+    cache = out / "cache" / vault_dir.resolve().as_posix().strip("/").replace("/", "_")
+    key = (str(vault_dir.resolve()), generated)  # two real sets over one vault share the generated set's evaluation
+    if key not in _GENERATED:
+        gen_path = Path(generated) if generated else out / label / "generated.yaml"
+        summary = None
+        if not generated:
+            gen_path.parent.mkdir(parents=True, exist_ok=True)
+            summary = generate_queryset(vault, gen_path, n=args.n, seed=args.seed)
+        gen = load_queryset(gen_path, vault)
+        _GENERATED[key] = (gen_path, summary, gen, _evaluate(vault, gen, cache))
+    gen_path, summary, gen, gen_ev = _GENERATED[key]
+    real_key = (str(vault_dir.resolve()), str(real_path.resolve()), split)
+    if real_key not in _REAL:
+        real = load_queryset(real_path, vault)
+        if split:
+            real = dataclasses.replace(real, queries=[q for q in real.queries if q.split == split])
+        _REAL[real_key] = (real, _evaluate(vault, real, cache))
+    real, real_ev = _REAL[real_key]
+    names = [Strategy.parse(s).name for s in STRATEGIES]
+    real_scores = _overall(real_ev).reindex(names)
+    gen_scores = _overall(gen_ev).reindex(names)
+    tau = stats.kendalltau(gen_scores.to_numpy(), real_scores.to_numpy())
+    pick = names[int(gen_scores.to_numpy().argmax())]
+    best = names[int(real_scores.to_numpy().argmax())]
+    slices = []
+    for (by, name), grp in gen_ev.slices[gen_ev.slices.measure == MEASURE].groupby(["slice_by", "slice"]):
+        n = int(grp.n.iloc[0])
+        if by in ("tag", "folder") or n < args.min_slice:
+            continue
+        values = grp.set_index("run").value.reindex(names)
+        t = stats.kendalltau(values.to_numpy(), real_scores.to_numpy())
+        slices.append({"slice_by": by, "slice": name, "n": n, "tau": _num(t.statistic), "p": _num(t.pvalue),
+                       "pick": names[int(values.to_numpy().argmax())]})
+    return {"label": label, "vault": str(vault_dir), "real": str(real_path), "split": split,
+            "generated": str(gen_path), "generation": _counts(summary),
+            "real_queries": len(real.positive), "generated_queries": len(gen.positive),
+            "tau": _num(tau.statistic), "p": _num(tau.pvalue),
+            "pick": pick, "pick_real": float(real_scores[pick]), "best": best, "best_real": float(real_scores[best]),
+            "scores": {n: {"generated": float(gen_scores[n]), "real": float(real_scores[n])} for n in names},
+            "min_slice": args.min_slice, "slices": slices}
+
+
+def languages(root: Path, langs: list[str], out: Path) -> list[dict]:
+    from vaulteval.querysets.queryset import load_queryset
+    from vaulteval.vault.vault import Vault
+
+    rows = []
+    for lang in langs:
+        vault = Vault(root / lang)
+        qs = load_queryset(ROOT / "querysets" / f"obsidian-help-{lang}.yaml", vault)
+        scores = _overall(_evaluate(vault, qs, out / "cache" / f"lang-{lang}",
+                                    strategies=["bm25", "bm25:analyzer=english"]))
+        rows.append({"lang": lang, "queries": len(qs.positive), "default": float(scores["bm25"]),
+                     "english": float(scores["bm25-english"])})
+    return rows
+
+
+def _evaluate(vault, qs, cache: Path, strategies: list[str] = STRATEGIES):
     from vaulteval.workbench.evaluate import evaluate
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
-    base = Path(args.out)
-    vault = Vault(copy_sample(base / "sample-vault"))
-    generated = base / "generated.yaml"
-    generate_queryset(vault, generated, n=args.n, seed=args.seed)
-    sets = {"hand-written": load_queryset(ROOT / "querysets" / "sample-vault.yaml", vault),
-            "generated": load_queryset(generated, vault)}
-    scores, counts = {}, {}
-    for label, qs in sets.items():
-        ev = evaluate(vault, qs, STRATEGIES, measures=["nDCG@10"], cache_dir=base / "cache")
-        overall = ev.metrics[ev.metrics.measure == "nDCG@10"].set_index("run").value
-        scores[label], counts[label] = overall, len(qs.positive)
-        if label == "generated":
-            kinds = ev.slices[(ev.slices.slice_by == "kind") & (ev.slices.measure == "nDCG@10")]
-            for kind, grp in kinds.groupby("slice"):
-                scores[f"generated:{kind}"] = grp.set_index("run").value
-                counts[f"generated:{kind}"] = int(grp.n.iloc[0])
-    names = [n.split(":")[0] if "name=" not in n else n.split("name=")[1] for n in STRATEGIES]
-    names = ["bm25-english" if n == "bm25" and "english" in s else n for n, s in zip(names, STRATEGIES)]
-    ref = scores["hand-written"].reindex(names)
-    print("| set | " + " | ".join(names) + " | Kendall tau vs hand-written | p |")
-    print("|---|" + "---|" * (len(names) + 2))
-    for label, values in scores.items():
-        values = values.reindex(names)
-        tau = stats.kendalltau(ref.to_numpy(), values.to_numpy())
-        cells = " | ".join(f"{v:.4f}" for v in values)
-        print(f"| {label} (n={counts[label]}) | {cells} | {tau.statistic:.2f} | {tau.pvalue:.2f} |")
-    return 0
+    return evaluate(vault, qs, strategies, measures=[MEASURE], cache_dir=cache)
+
+
+def _overall(ev):
+    return ev.metrics[ev.metrics.measure == MEASURE].set_index("run").value
+
+
+def _counts(summary: dict | None) -> dict | None:
+    if summary is None:
+        return None
+    return {k: v for k, v in summary.items() if isinstance(v, (int, float, str, dict, list)) and k != "out"}
+
+
+def _num(x: float) -> float | None:
+    return None if x != x else round(float(x), 4)  # NaN (a constant ranking) becomes null
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def print_agreement(sets: list[dict]) -> None:
+    print(f"\n### Agreement ({MEASURE}, {len(STRATEGIES)} strategies)\n")
+    print("| data set | real queries | generated queries | Kendall tau (p) | generated pick | pick on real "
+          "| best on real | gap |")
+    print("|---|---|---|---|---|---|---|---|")
+    for s in sets:
+        gap = s["best_real"] - s["pick_real"]
+        print(f"| {s['label']} | {s['real_queries']} | {s['generated_queries']} | {_fmt(s['tau'])} ({_fmt(s['p'])}) "
+              f"| `{s['pick']}` | {s['pick_real']:.3f} | `{s['best']}` {s['best_real']:.3f} | {gap:.3f} |")
+    for s in sets:
+        print(f"\n#### {s['label']}: {MEASURE} per strategy\n")
+        print("| strategy | generated | real |")
+        print("|---|---|---|")
+        for name, v in s["scores"].items():
+            print(f"| `{name}` | {v['generated']:.3f} | {v['real']:.3f} |")
+        if s["slices"]:
+            print(f"\nTau of each generated slice against the real order (slices of {s['min_slice']}+ queries):\n")
+            print("| slice | n | tau (p) | its pick |")
+            print("|---|---|---|---|")
+            for x in s["slices"]:
+                print(f"| {x['slice_by']}={x['slice']} | {x['n']} | {_fmt(x['tau'])} ({_fmt(x['p'])}) | `{x['pick']}` |")
+
+
+def print_languages(rows: list[dict]) -> None:
+    print(f"\n### BM25 {MEASURE} per language, hand-written sets\n")
+    print("| language | queries | `bm25` (default analyzer) | `bm25:analyzer=english` |")
+    print("|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['lang']} | {r['queries']} | {r['default']:.3f} | {r['english']:.3f} |")
 
 
 if __name__ == "__main__":

@@ -8,10 +8,12 @@ stays cheap and the retrieve path never pulls in pandas)::
     retrieve(vault, "descale the espresso machine")     # one query -> RetrievalResult (.to_json())
     Retriever(vault).retrieve("query", top=5)           # reuse one opened index for many queries
     doctor(vault).state                                 # 'verified' | 'configured' | 'available' | 'degraded'
-    qs = load_queryset("querysets/my-vault.yaml", vault)  # a QuerySet with graded judgments
-    ev = evaluate(vault, qs, ["bm25", "rerank:st"])     # EvalRun: runs, metrics, misses, comparison
+    qs = load_queryset("querysets/my-vault.yaml", vault)  # a QuerySet with graded judgments; qs.vault is its vault
+    runs = run(qs, ["bm25", "bm25:analyzer=english"])   # Runs: one Run per strategy (runs["bm25"], runs.save(dir))
+    Run.from_trec("old/bm25.trec")                      # a Run from a TREC file (run.save("x.trec") writes one)
+    report = compare(qs, runs, ["nDCG@10", "RR"], baseline="bm25")  # Report: CIs, deltas, p, MDE; .save(dir)
+    ev = evaluate(qs, ["bm25", "rerank:st"])            # EvalRun: run + compare + misses, slices; ev.save("runs/")
     Strategy.parse("bm25:analyzer=english,k1=1.2")       # a strategy from its string form
-    compare(ev.runs, qs)                                # Report: deltas with paired significance
     read_note(vault, "[[Descaling#How often]]")         # one note: text, headings, links, backlinks
     search_notes(vault, "descale")                      # text search of every note, no index needed
     read_ledgers(vault)                                 # claim and source ledgers, checked
@@ -46,7 +48,9 @@ _API = {
     "evaluate": "vaulteval.workbench.evaluate",
     "EvalRun": "vaulteval.workbench.evaluate",
     "Run": "vaulteval.workbench.runs",
-    "compare": "vaulteval.workbench.compare",
+    "Runs": "vaulteval.workbench.api",
+    "run": "vaulteval.workbench.api",
+    "compare": "vaulteval.workbench.api",
     "Report": "vaulteval.workbench.report",
     "VaultevalError": "vaulteval.errors",
     "UsageError": "vaulteval.errors",

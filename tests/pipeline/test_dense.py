@@ -268,3 +268,27 @@ def test_a_store_on_a_remote_ollama_is_not_refreshed_silently(fresh_vault: Path,
     assert doctor(Vault(fresh_vault)).embeddings["rows_stale"] == 1
     report = provision_tuned(Vault(fresh_vault), check_index_settings(built_index_settings(Vault(fresh_vault))))
     assert "not on this machine" in report["embeddings_not_refreshed"] and report["index"]
+
+
+def test_an_evaluation_warms_rerank_vectors_from_the_store(embedded_copy: Path, tmp_path: Path, monkeypatch) -> None:
+    """Evaluating rerank reads stored chunk vectors from the store, as retrieve does (it embedded every candidate)."""
+    import dataclasses
+
+    import vaulteval.rerank.stage as stage
+    from evalkit import QUERYSET
+    from vaulteval.querysets.queryset import load_queryset
+    from vaulteval.workbench.evaluate import evaluate
+
+    stores, real_rerank = [], stage.rerank
+
+    def recording(*args, store=None, **kwargs):
+        stores.append(store)
+        return real_rerank(*args, store=store, **kwargs)
+
+    monkeypatch.setattr(stage, "rerank", recording)
+    vault = Vault(embedded_copy)
+    qs = load_queryset(QUERYSET, vault)
+    qs = dataclasses.replace(qs, queries=qs.positive[:3])
+    ev = evaluate(vault, qs, ["rerank:st"], measures=["nDCG@10"], cache_dir=tmp_path / "cache")
+    assert ev.metrics[ev.metrics.measure == "nDCG@10"].value.iloc[0] > 0
+    assert stores and all(s is not None and len(s) > 0 for s in stores)

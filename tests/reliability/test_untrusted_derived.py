@@ -264,6 +264,126 @@ def test_a_forged_index_is_refused_with_exit_10_or_rebuilt(fresh_vault: Path, sh
     assert _retrieve(fresh_vault)[0] == 0
 
 
+# -- the index file: right checksums from the real writer, numbers that mean something else --------
+
+_WRITER_KEYS = ("schema_version", "block_size", "n_blocks", "blocks_crc32", "sections", "body_size")
+
+
+def _rewrite(root: Path, edit) -> None:
+    """Read every section, let ``edit(header, arrays, doc)`` change them, and publish the result through
+    vaulteval's own ``write_sections``: every checksum is right, only the meaning is forged. ``doc`` is the
+    document of the query's top hit, so a forgery that went unnoticed would move it."""
+    from vaulteval.index.file import read_sections, write_sections
+    from vaulteval.index.reader import open_index
+    from vaulteval.vault.metadir import MetaDir
+    from vaulteval.vault.vault import Vault
+
+    vault = Vault(root)
+    doc = open_index(vault).search(QUERY, k=1)[0].doc
+    header, sections = read_sections(index_file(root))
+    arrays = {name: bytes(sections[name]) if sections.dtype(name) == "bytes" else sections[name].copy()
+              for name in sections}
+    header = {k: v for k, v in header.items() if k not in _WRITER_KEYS}
+    edit(header, arrays, doc)
+    with MetaDir.open(vault) as meta, meta.sub("bm25") as folder:
+        write_sections(folder, "index.vti", header, arrays)
+
+
+def _postings_of(arrays: dict, doc: int):
+    return (arrays["post_docs"] == doc).nonzero()[0]
+
+
+def _set_length(value):
+    """The document's length set to ``value(old, its largest tf)``, avgdl recomputed as the writer does, so
+    only the length itself can betray the forgery."""
+    def edit(header: dict, arrays: dict, doc: int) -> None:
+        lengths = arrays["doc_len"]
+        top_tf = int(arrays["post_tfs"][_postings_of(arrays, doc)].max())
+        lengths[doc] = value(int(lengths[doc]), top_tf)
+        header["avgdl"] = int(lengths.astype("i8").sum()) / lengths.size
+    return edit
+
+
+def _set_tfs(which, value):
+    def edit(header: dict, arrays: dict, doc: int) -> None:
+        where = which(arrays, doc)
+        arrays["post_tfs"][where] = value(arrays, doc)
+    return edit
+
+
+def _first_term_of_query(arrays: dict, doc: int):
+    """Every posting of the query's first indexed term."""
+    from vaulteval.index.tokenize import get_analyzer
+
+    terms = bytes(arrays["terms"]).decode().split("\n")[:-1]
+    term = next(t for t in get_analyzer("default")(QUERY) if t in terms)
+    i = terms.index(term)
+    return slice(int(arrays["post_offsets"][i]), int(arrays["post_offsets"][i + 1]))
+
+
+def _swap_doc_offsets(header: dict, arrays: dict, doc: int) -> None:
+    off = arrays["doc_offsets"]
+    off[doc], off[doc + 1] = off[doc + 1], off[doc]
+
+
+MEANING_SHAPES = {
+    "doc-len-negative": _set_length(lambda old, tf: -old),
+    "doc-len-zero": _set_length(lambda old, tf: 0),
+    "doc-len-below-a-tf": _set_length(lambda old, tf: tf - 1),
+    "avgdl-doubled": lambda h, a, d: h.update(avgdl=h["avgdl"] * 2),
+    "tf-zero-whole-term": _set_tfs(_first_term_of_query, lambda a, d: 0),
+    "tf-zero-one-posting": _set_tfs(lambda a, d: _postings_of(a, d)[:1], lambda a, d: 0),
+    "tf-negative": _set_tfs(lambda a, d: _postings_of(a, d)[:1], lambda a, d: -3),
+    "tf-above-length": _set_tfs(lambda a, d: _postings_of(a, d)[:1], lambda a, d: int(a["doc_len"][d]) + 1),
+    "doc-offsets-not-monotone": _swap_doc_offsets,
+}
+# Consistent on every posting a query reads (each tf <= the length, the mean right), wrong only as a sum:
+# the read-time checks cannot see it; index verify and doctor --deep must.
+SUM_ONLY_SHAPES = {"doc-len-shrunk": _set_length(lambda old, tf: max(tf, old - 1) if old > tf else old + 1)}
+
+
+def _deep_checks_refuse(root: Path) -> None:
+    code, _, err = run_main("index", "verify", "--vault", root)
+    _clean(code, err, (10,))
+    assert "malformed" in err and "provision" in err
+    code, out, err = run_main("doctor", "--deep", "--vault", root)
+    _clean(code, err, (1,))
+    assert "retrieve: degraded" in out and "malformed" in out
+
+
+@pytest.mark.parametrize("scorer", ["plain", "numpy"])
+@pytest.mark.parametrize("shape", sorted(MEANING_SHAPES))
+def test_a_rewritten_index_that_means_something_else_is_exit_10(fresh_vault: Path, shape: str, scorer: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaulteval.index import search
+
+    monkeypatch.setattr(search, "NUMPY_LOADED_FROM", 10**9 if scorer == "plain" else 0)
+    _rewrite(fresh_vault, MEANING_SHAPES[shape])
+    code, out, err = _retrieve(fresh_vault)
+    _clean(code, err, (10,))  # never another ranking
+    assert "index file is malformed" in err and "provision" in err
+    _deep_checks_refuse(fresh_vault)
+    code, out, err = run_main("provision", "--vault", fresh_vault)
+    _clean(code, err, (0,))
+    assert json.loads(out)["index"]["docs"] == 54 and _retrieve(fresh_vault)[0] == 0
+
+
+@pytest.mark.parametrize("shape", sorted(SUM_ONLY_SHAPES))
+def test_lengths_that_differ_from_their_postings_fail_the_deep_checks(fresh_vault: Path, shape: str) -> None:
+    _rewrite(fresh_vault, SUM_ONLY_SHAPES[shape])
+    _clean(*_retrieve(fresh_vault)[::2], (0, 10))
+    _deep_checks_refuse(fresh_vault)
+
+
+def test_the_real_writer_alone_changes_nothing(fresh_vault: Path) -> None:
+    """The control: rewritten unchanged, the index serves the same ranking and verifies."""
+    before = json.loads(_retrieve(fresh_vault)[1])["candidates"]
+    _rewrite(fresh_vault, lambda header, arrays, doc: None)
+    code, out, err = _retrieve(fresh_vault)
+    assert code == 0 and json.loads(out)["candidates"] == before, err
+    assert run_main("index", "verify", "--vault", fresh_vault)[0] == 0
+
+
 @pytest.mark.parametrize("data", [b"", b"VEVIDX", b"\x00" * 64, b"SQLite format 3\x00" + b"\x01" * 100,
                                   b"VEVIDX\x00\x01" + b"\xff" * 8])
 def test_a_truncated_or_foreign_index_is_exit_10(fresh_vault: Path, data: bytes) -> None:

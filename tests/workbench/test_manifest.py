@@ -47,7 +47,7 @@ def test_run_directory_contents_and_manifest(run_dir: Path) -> None:
     assert m["queryset"]["sha256"] == "sha256:" + hashlib.sha256(QUERYSET.read_bytes()).hexdigest()
     assert m["vault"]["fingerprint"].startswith("sha256:") and m["vault"]["pages"] == 53
     assert m["parameters"] == {"k": 10, "measures": ["nDCG@10", "R@10", "RR"], "baseline": "bm25", "seed": 0,
-                               "use_vault_index": True, "condensed": False}
+                               "use_vault_index": True, "condensed": False, "allow_stale": False}
     by_name = {s["name"]: s for s in m["strategies"]}
     assert by_name["bm25"]["index"]["source"] == "vault" and by_name["bm25-english"]["index"]["analyzer"] == "english"
     assert by_name["bm25-target=800-overlap=100"]["index"]["chunk_params"]["target"] == 800

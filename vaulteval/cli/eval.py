@@ -90,12 +90,17 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     ev = evaluate(vault, qs, args.strategy or ["bm25"], measures=_measures(args.measures), k=args.k,
                   baseline=args.baseline, cache_dir=args.cache, use_vault_index=not args.cache_index,
                   progress=bool(args.scheduler) or sys.stderr.isatty(), allow_remote_ollama=args.allow_remote_ollama,
-                  condensed=args.condensed, scheduler=args.scheduler, allow_remote_workers=args.allow_remote_workers)
+                  condensed=args.condensed, scheduler=args.scheduler, allow_remote_workers=args.allow_remote_workers,
+                  allow_stale=args.allow_stale)
     path = ev.save(args.out, run_id=args.id)
+    stale = ev.stale.note() if ev.stale.pages else None
+    if stale:
+        print(stale)  # the headline: before any number
     print(markdown_table(interval_table(ev.metrics)))
     print("(mean [95% bootstrap interval] over the queries with a relevant page)")
     for note in ev.report.notes:
-        print(note)
+        if note != stale:
+            print(note)
     from vaulteval.cli.querysets import abstention_lines
 
     for line in abstention_lines(ev.metrics, {r.name: r.strategy for r in ev.runs}):
@@ -243,6 +248,8 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     r.add_argument("--condensed", action="store_true", help="also score condensed lists (unjudged pages removed): "
                    "metrics rows condensed:<measure>")
     r.add_argument("--cache-index", action="store_true", help="build every index in the cache, even when the vault's fits")
+    r.add_argument("--allow-stale", action="store_true", help="evaluate the vault's index even when notes changed "
+                   "since it was built (exit 10 otherwise); the stale page count heads the output and the report")
     r.add_argument("--notebooks", metavar="NAME[,NAME]", help="also execute these notebooks (papermill) into the "
                    "run directory, e.g. evaluate,rerank_impact; see `vaulteval notebooks`")
     r.add_argument("--notebook-param", action="append", metavar="NAME=VALUE",

@@ -24,6 +24,7 @@ import numpy as np
 
 from vaulteval.index import bm25
 from vaulteval.index.file import IndexFileError, read_sections
+from vaulteval.index.sanity import table_problem
 
 if TYPE_CHECKING:
     from vaulteval.index.reader import BM25Index
@@ -58,6 +59,9 @@ class FieldTable:
         self.doc_len = sections[f"{name}.doc_len"]
         if self.doc_len.size != n_docs or self.post_off.size != len(self.terms) + 1:
             raise ValueError(f"field {name} does not match the index")
+        problem = table_problem(self.post_off, self.post_docs, self.post_tfs, self.doc_len, n_docs)
+        if problem is not None:  # right checksums, wrong meaning: refused like a corrupt file
+            raise ValueError(f"field {name}: {problem}")
         self.avgdl = float(self.doc_len.mean()) if n_docs else 0.0
 
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.index.docmeta import DocMeta
-from vaulteval.index.file import BLOCK_SIZE, IndexCorrupt, IndexFileError, read_sections
+from vaulteval.index.file import BLOCK_SIZE, SMALL_SECTION, IndexCorrupt, IndexFileError, read_sections
 from vaulteval.index.location import (  # noqa: F401 - the names build, provision and doctor import from here
     INDEX_DIR, INDEX_NAME, STALE_SUFFIX, index_path, invalidate_index, open_index_file, peek_header, restore_index,
     stale_index_present)
+from vaulteval.index.sanity import MeaningGuard, semantic_problem
 from vaulteval.index.search import Hit, Searcher
 from vaulteval.index.tokenize import ANALYZER_VERSION, get_analyzer
 from vaulteval.vault.metadir import MetaDir
@@ -70,6 +71,9 @@ class BM25Index:
         self._searcher: Searcher | None = None
         self._docs_in_range = bytearray(-(-self._s.raw("post_docs").nbytes // BLOCK_SIZE))
         self._check_shape()
+        self._guard = MeaningGuard(self, self._s.raw)
+        if self._s.raw("doc_len").nbytes <= SMALL_SECTION:  # already read whole: its meaning is cheap to check
+            self._guard.lengths()
         self._ok, self._term_off_block0 = self._s.block_map("term_offsets")
         self._terms_block0 = self._s.block_map("terms")[1]
 
@@ -110,9 +114,8 @@ class BM25Index:
     def _corrupt(self, exc: Exception) -> NotProvisioned:
         return _not_provisioned(f"{exc} ({self.path})", self.rebuild, exc)
 
-    def malformed(self) -> NotProvisioned:
-        return NotProvisioned(f"index file is malformed: offsets outside their arrays ({self.path})",
-                              rebuild=self.rebuild)
+    def malformed(self, why: str = "offsets outside their arrays") -> NotProvisioned:
+        return NotProvisioned(f"index file is malformed: {why} ({self.path})", rebuild=self.rebuild)
 
     def _check(self, name: str, start: int = 0, stop: int | None = None) -> None:
         try:
@@ -134,16 +137,12 @@ class BM25Index:
         return name in self._s
 
     def verify(self) -> dict[str, Any]:
-        """Check every byte (IndexCorrupt names the first bad section and block), then that every offset and
-        document number stays inside its array (NotProvisioned otherwise)."""
-        import numpy as np
-
+        """Check every byte (IndexCorrupt names the first bad section and block), then what the numbers mean
+        (``index.sanity.semantic_problem``: offsets, document numbers, tf, lengths; NotProvisioned otherwise)."""
         report = self._s.verify_all()
-        s = self._s
-        if (np.any(np.diff(s["term_offsets"]) < 1) or np.any(np.diff(s["post_offsets"]) < 0)
-                or np.any(np.diff(s["doc_offsets"]) < 0)):
-            raise self.malformed()
-        self.post_docs  # noqa: B018 - the property checks every document number
+        problem = semantic_problem(self._s, self.n_docs, self.avgdl)
+        if problem is not None:
+            raise self.malformed(problem)
         return {"path": str(self.path), "size_bytes": self.path.stat().st_size, **report}
 
     @property
@@ -155,10 +154,12 @@ class BM25Index:
 
     @property
     def post_tfs(self) -> "np.ndarray":
+        self._guard.postings(0, self._guard.n_postings)  # the batch scorer reads them all
         return self._whole("post_tfs")
 
     @property
     def doc_len(self) -> "np.ndarray":
+        self._guard.lengths()
         return self._whole("doc_len")
 
     # -- vocabulary, postings, documents ----------------------------------------
@@ -240,6 +241,7 @@ class BM25Index:
         start, end = self._range("post_offsets", self._post_off, term_id, len(self._s.raw("post_docs")))
         self._check("post_docs", start, end)
         self._check("post_tfs", start, end)
+        self._guard.postings(start, end)
         return start, end
 
     def postings(self, term_id: int) -> "tuple[np.ndarray, np.ndarray]":
@@ -306,8 +308,8 @@ class BM25Index:
         return self._searcher.search(tokens, k)
 
     def doc_lengths(self) -> Any:
-        """Every document's length as a memoryview (no numpy), its blocks checked."""
-        self._check("doc_len")
+        """Every document's length as a memoryview (no numpy), its blocks and meaning checked."""
+        self._guard.lengths()
         return self._s.raw("doc_len")
 
     def doc(self, i: int) -> DocMeta:

@@ -24,9 +24,10 @@ from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.store import store_path
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from pathlib import Path
 
-    from vaulteval.vault.vault import Vault
+    from vaulteval.vault.vault import Page, Vault
 
 
 @dataclass
@@ -106,7 +107,7 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
         return _degraded(report, vault, f"{exc} ({index.path})", exc.section, exc.block)
     except NotProvisioned as exc:  # a block read while listing the documents failed its checksum
         return _degraded(report, vault, str(exc), *exc.where)
-    report.unindexed_pages = sum(1 for p in pages if p.rel not in indexed and _has_text(p.path))
+    report.unindexed_pages = len(unindexed_pages(pages, indexed))
     if report.stale_pages:
         report.problems.append(f"{report.stale_pages} page(s) changed since the index was built")
     if report.missing_pages:
@@ -172,21 +173,59 @@ def _degraded(report: DoctorReport, vault: "Vault", problem: str, section: str |
     return report
 
 
-def _check_pages(index, checker, report: DoctorReport) -> set[str]:
-    """Count stale, missing and changed pages and chunk records; returns the indexed page paths."""
+@dataclass
+class PageCurrency:
+    """The indexed pages against the notes: changed or gone since the build, or current with chunk records
+    that differ from the index (those chunks are dropped when served)."""
+
+    indexed: set[str] = field(default_factory=set)
+    changed: set[str] = field(default_factory=set)
+    missing: set[str] = field(default_factory=set)
+    chunk_pages: set[str] = field(default_factory=set)
+    stale_chunks: int = 0
+
+
+def page_currency(index, checker) -> PageCurrency:
+    """Usage: ``page_currency(retriever.index(), retriever.integrity())``: one page hash per indexed page."""
+    out = PageCurrency()
     page_state: dict[str, bool] = {}
     for doc in index.iter_docs():
         if doc.page_path not in page_state:
             current = checker.page_hash(doc.page_path)
             if current is None:
-                report.missing_pages += 1
+                out.missing.add(doc.page_path)
             elif current != doc.page_body_hash:
-                report.stale_pages += 1
+                out.changed.add(doc.page_path)
             page_state[doc.page_path] = current == doc.page_body_hash
         if page_state[doc.page_path] and checker.record(doc) is None:
-            report.stale_chunks += 1
-    report.pages_indexed = len(page_state)
-    return set(page_state)
+            out.stale_chunks += 1
+            out.chunk_pages.add(doc.page_path)
+    out.indexed = set(page_state)
+    return out
+
+
+def unindexed_pages(pages: "Iterable[Page]", indexed: set[str]) -> set[str]:
+    """The pages (``vault.iter_pages()``) with text that the index does not hold (new since the build)."""
+    return {p.rel for p in pages if p.rel not in indexed and _has_text(p.path)}
+
+
+def stale_pages(vault: "Vault", retriever: "Retriever | None" = None) -> set[str]:
+    """Usage: ``stale_pages(vault)`` -> the pages the index does not hold as they are now: changed, deleted or
+    new since the build, or with chunk records that differ from it; empty when the index is current.
+
+    The index must open (NotProvisioned otherwise); the same checks as ``doctor``'s.
+    """
+    retriever = retriever or Retriever(vault)
+    cur = page_currency(retriever.index(), retriever.integrity())
+    return cur.changed | cur.missing | cur.chunk_pages | unindexed_pages(vault.iter_pages(), cur.indexed)
+
+
+def _check_pages(index, checker, report: DoctorReport) -> set[str]:
+    """Count stale, missing and changed pages and chunk records; returns the indexed page paths."""
+    cur = page_currency(index, checker)
+    report.stale_pages, report.missing_pages, report.stale_chunks = len(cur.changed), len(cur.missing), cur.stale_chunks
+    report.pages_indexed = len(cur.indexed)
+    return cur.indexed
 
 
 def _has_text(path) -> bool:

@@ -5,6 +5,7 @@ Usage::
     qs = load_queryset("querysets/sample-vault.yaml")            # vault from the file
     qs = load_queryset("runs/topics.tsv", vault=v, qrels="q.txt")  # TREC topics + qrels
     qs.to_qrels()      # [ir_measures.Qrel(query_id, doc_id, relevance), ...]
+    qs.vault           # the Vault the judgments were resolved against (vaulteval.run uses it)
 
 Formats (chosen from the path): ``.yaml``/``.yml`` (docs/querysets.md, "YAML"),
 ``.jsonl`` (one ``{"id", "query", "relevant", "tags"}`` object per line, an
@@ -81,6 +82,8 @@ class QuerySet:
     format: str
     vault_root: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The vault whose pages the judgments were resolved against (set by load_queryset), so runs need not name it again.
+    vault: "Vault | None" = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.queries)
@@ -143,7 +146,9 @@ def open_queryset(path: str | os.PathLike[str], vault: "Vault | str | os.PathLik
         raise UsageError(f"{src}: unknown query set format; use .yaml, .jsonl, a BEIR folder, or TREC topics with --qrels")
     chosen = _vault_for(raw, vault)
     try:
-        return chosen, _validate(raw, LinkResolver.from_vault(chosen))
+        qs = _validate(raw, LinkResolver.from_vault(chosen))
+        qs.vault = chosen
+        return chosen, qs
     except QuerySetInvalid as exc:
         from vaulteval.querysets.follow import DanglingJudgments, find_dangling
 

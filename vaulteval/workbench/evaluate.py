@@ -1,8 +1,10 @@
 """Evaluate strategies on a query set and keep everything needed to reproduce the numbers.
 
-Usage::
+``evaluate`` is ``vaulteval.run`` then ``vaulteval.compare`` (``workbench.api``) plus
+the tables a run directory keeps. Usage::
 
-    ev = evaluate(vault, queryset, ["bm25", "bm25:analyzer=english"], measures=["nDCG@10", "RR"], k=10)
+    ev = evaluate(queryset, ["bm25", "bm25:analyzer=english"], measures=["nDCG@10", "RR"], k=10)  # qs.vault
+    ev = evaluate(vault, queryset, ["bm25"])  # the same with the vault named (it must be the set's)
     ev.metrics            # run, measure, value, n, ci_low, ci_high   (IR measures, pool recall, negatives)
     ev.report             # compare() against the first strategy
     ev.save("runs/")      # runs/<id>/ with metrics.csv, per_query.csv, misses.csv, *.trec, manifest.json
@@ -23,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vaulteval.errors import UsageError
+from vaulteval.errors import NotProvisioned, UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,6 +36,24 @@ if TYPE_CHECKING:
     from vaulteval.workbench.strategy import Strategy
     from vaulteval.vault.vault import Vault
     from vaulteval.workbench.workspace import Workspace
+
+
+class StaleIndex(NotProvisioned):
+    """The vault's index does not hold the notes as they are now; the evaluation would measure old text."""
+
+
+@dataclass
+class StaleCount:
+    """Pages the vault's own index does not hold as they are now, and how many of them the query set judges."""
+
+    pages: int = 0
+    judged: int = 0
+
+    def note(self) -> str:
+        """The warning shown first on stdout and in the report when ``--allow-stale`` ran on such an index."""
+        return (f"STALE INDEX: {self.pages} page(s) changed, were added or deleted since the vault's index was "
+                f"built ({self.judged} judged by the query set); these numbers measure the old index "
+                "(--allow-stale); run `vaulteval provision` and evaluate again")
 
 
 @dataclass
@@ -59,6 +79,7 @@ class EvalRun:
     seconds: float = 0.0
     params: dict[str, Any] = field(default_factory=dict)
     executor: dict[str, Any] = field(default_factory=lambda: {"kind": "serial"})
+    stale: StaleCount = field(default_factory=StaleCount)
 
     def run(self, name: str) -> "Run":
         for r in self.runs:
@@ -99,44 +120,59 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | str]", *,
+def evaluate(vault: "Vault | QuerySet", queryset: "QuerySet | list[Strategy | str]",
+             strategies: "list[Strategy | str] | None" = None, *,
              measures: list[Any] | str | None = None, k: int = 10, baseline: str | None = None,
              cache_dir: str | os.PathLike[str] | None = None, use_vault_index: bool = True, seed: int = 0,
              progress: bool = False, allow_remote_ollama: bool = False, condensed: bool = False,
              scheduler: str | None = None, allow_remote_workers: bool = False,
-             shards: int | None = None, executor: Any = None) -> "EvalRun":
+             shards: int | None = None, executor: Any = None, allow_stale: bool = False) -> "EvalRun":
     """Run every strategy, then measures, misses, negatives and a comparison against ``baseline``.
+
+    A strategy that runs on the vault's own index first checks it holds every page as it is now;
+    otherwise :class:`StaleIndex` (exit 10, naming ``provision``), or with ``allow_stale`` the run goes
+    on and ``EvalRun.stale`` counts the pages (shown in the report and recorded in the manifest).
 
     ``scheduler`` (``"local:2"``, ``"tcp://127.0.0.1:8786"``) runs the strategies as Dask tasks
     (``vaulteval.workbench.executor``); the result is the same as without it. An open
     ``executor`` (from ``make_executor``) is used as given and left open.
+    ``evaluate(qs, strategies)`` runs on the query set's own vault (``qs.vault``).
     """
     import pandas as pd
 
+    from vaulteval.querysets.queryset import QuerySet
     from vaulteval.workbench import measures as M
+    from vaulteval.workbench.api import parse_strategies, run, vault_of
     from vaulteval.workbench.compare import compare
+    from vaulteval.workbench.executor import make_executor
     from vaulteval.workbench.misses import find_misses
-    from vaulteval.workbench.executor import make_executor, run_strategies
-    from vaulteval.workbench.strategy import Strategy
     from vaulteval.workbench.workspace import Workspace
 
+    if isinstance(vault, QuerySet):  # evaluate(qs, strategies): the set knows its vault
+        if strategies is not None:
+            raise UsageError("evaluate(queryset, strategies) or evaluate(vault, queryset, strategies), not both")
+        vault, queryset, strategies = None, vault, queryset
+    vault = vault_of(queryset, vault)  # the set's own vault; another one is refused before any work
+    if strategies is None:
+        raise UsageError("name at least one strategy, e.g. evaluate(qs, [\"bm25\"])")
     if not 1 <= k <= 1000:
         raise UsageError(f"--k must be from 1 to 1000, got {k}")
-    parsed = [(s if isinstance(s, Strategy) else Strategy.parse(s)).with_remote_ollama(allow_remote_ollama)
-              for s in strategies]
-    if not parsed:
-        raise UsageError("name at least one strategy, e.g. --strategy bm25")
-    names = [s.name for s in parsed]
-    if len(set(names)) != len(names):
-        raise UsageError(f"two strategies share a name ({names}); add name=... to one of them")
+    parsed = parse_strategies(strategies, allow_remote_ollama)
     ms = [str(m) for m in M.parse_measures(measures, k)]
     started, t0 = _now(), time.perf_counter()
     # Connect first: an unreachable scheduler fails before any page is read.
     with (nullcontext(executor) if executor is not None
           else make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress)) as ex:
         ws = Workspace(vault, cache_dir, use_vault_index=use_vault_index)
-        runs = run_strategies(vault, queryset, parsed, workspace=ws, executor=ex, shards=shards)
-        executor = ex.describe()
+        stale = index_staleness(ws, parsed, queryset)
+        if stale.pages and not allow_stale:
+            raise StaleIndex(f"the vault's index is stale: {stale.pages} page(s) changed, were added or deleted "
+                             f"since it was built ({stale.judged} judged by the query set), so the evaluation "
+                             "would measure old text; run provision, or pass --allow-stale to measure it anyway",
+                             rebuild=vault.rebuild_command())
+        made = run(queryset, parsed, vault=vault, workspace=ws, allow_remote_ollama=allow_remote_ollama,
+                   shards=shards, executor=ex)
+    runs, executor = list(made), made.executor
     per_query = pd.concat([M.per_query(r, queryset, ms) for r in runs], ignore_index=True)
     negatives = pd.concat([M.negatives(r, queryset) for r in runs], ignore_index=True)
     from vaulteval.workbench.abstention import COLUMNS, abstention_curve
@@ -154,12 +190,28 @@ def evaluate(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy | 
 
     slices = slice_metrics(per_query, queryset, seed=seed)
     report = compare(runs, queryset, ms, baseline=baseline, k=k, seed=seed, per_query_df=per_query)
+    report.params["stale_pages"] = stale.pages
+    if stale.pages:
+        report.notes.insert(0, stale.note())
     return EvalRun(vault=vault, queryset=queryset, strategies=parsed, runs=runs, measures=ms, k=k,
                    metrics=metrics, per_query=per_query, misses=misses, negatives=negatives, abstention=abstention,
                    slices=slices, report=report,
                    workspace=ws, started_at=started, finished_at=_now(), seconds=time.perf_counter() - t0,
                    params={"k": k, "measures": ms, "baseline": report.baseline, "seed": seed,
-                           "use_vault_index": use_vault_index, "condensed": condensed}, executor=executor)
+                           "use_vault_index": use_vault_index, "condensed": condensed, "allow_stale": allow_stale},
+                   executor=executor, stale=stale)
+
+
+def index_staleness(ws: "Workspace", strategies: "list[Strategy]", queryset: "QuerySet") -> StaleCount:
+    """Usage: ``index_staleness(ws, parsed, qs)``: doctor's page checks on the vault's own index, when a
+    strategy runs on it (cache builds are made from the current notes)."""
+    from vaulteval.pipeline.doctor import stale_pages
+
+    if not any(ws.uses_vault_index(s) for s in strategies):
+        return StaleCount()
+    pages = stale_pages(ws.vault, ws.own)
+    judged = {page for q in queryset for page in q.relevant}
+    return StaleCount(len(pages), len(pages & judged))
 
 
 def _abstention_rows(name: str, abstention: "pd.DataFrame | None", negatives: int) -> list[tuple]:

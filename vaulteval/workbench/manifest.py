@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
+from vaulteval.workbench.report import REPORT_DATA
 
 if TYPE_CHECKING:
     from vaulteval.workbench.runs import Run
@@ -44,7 +45,6 @@ EvalRun = Any
 SCHEMA = 2
 READABLE = (1, 2)
 MANIFEST = "manifest.json"
-REPORT_DATA = "report.json"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]{0,127}$")
 PAGES_FILE = "vault-pages.txt"
 PACKAGES = ("vaulteval", "numpy", "pandas", "scipy", "ir-measures", "pytrec-eval-terrier", "PyYAML", "PyStemmer")
@@ -120,7 +120,8 @@ def build_manifest(ev: "EvalRun", run_id: str) -> dict[str, Any]:
         "parameters": ev.params,
         "vault": {"root": str(ev.vault.root), "fingerprint": ev.workspace.fingerprint.digest,
                   "pages": len(ev.workspace.fingerprint.pages), "bundled": ev.vault.is_bundled,
-                  "notes_dir": ev.vault.notes_rel},
+                  "notes_dir": ev.vault.notes_rel, "stale_pages": ev.stale.pages,
+                  "stale_judged_pages": ev.stale.judged},
         "queryset": {**qs.summary(), "path": str(Path(qs.path).resolve()), "split": qs.extra.get("split"),
                      "qrels": qs.extra.get("qrels")},
         "cache_dir": str(ev.workspace.cache_dir),
@@ -178,14 +179,7 @@ def write_run_dir(ev: "EvalRun", out: Path, run_id: str | None = None) -> Path:
         .to_csv(target / "pool.csv", index=False)
     for run in ev.runs:
         run.to_trec(target / f"{run.name}.trec")
-    # report.md is rendered from report.json, so every number it shows is stored as data and verifiable.
-    from vaulteval.workbench.report import TIMED
-
-    data = json.loads(json.dumps(ev.report.to_data(), ensure_ascii=False))
-    for key in TIMED:  # machine timings: the report files stay the same bytes on every re-run and executor
-        data["tables"].pop(key, None)
-    (target / REPORT_DATA).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    render_report(data).save(target / "report.md")
+    ev.report.save_dir(target)  # report.json and report.md rendered from it, without machine timings
     (target / PAGES_FILE).write_text(ev.workspace.fingerprint.lines(), encoding="utf-8")
     manifest = build_manifest(ev, run_id)
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -2,9 +2,12 @@
 
 Usage::
 
-    report = compare(runs, queryset)     # see vaulteval.workbench.compare
-    report                                # a notebook renders _repr_html_
+    report = vaulteval.compare(qs, runs)  # see vaulteval.workbench.api and .compare
+    report                                # a notebook renders _repr_html_: mean [95% CI], delta [CI], p, MDE
+    print(report)                         # the same overview as text
+    report.overview()                     # that overview as a DataFrame (strings, for people)
     print(report.to_markdown()); report.save("runs/x/report.md")
+    report.save("runs/x/")                # a folder: report.json + report.md, as eval run writes them
 
 Markdown tables are written here (no tabulate dependency).
 """
@@ -32,6 +35,7 @@ SECTIONS = {
 # Sections that measure this machine, not the ranking: kept out of a run directory's report.json and
 # report.md, so those are the same bytes on every re-run and every executor (latencies stay in queries.csv).
 TIMED = ("latency",)
+REPORT_DATA, REPORT_TEXT = "report.json", "report.md"
 
 
 def _cell(value: Any, digits: int) -> str:
@@ -104,17 +108,48 @@ class Report:
                 parts += [f"## {title}", "", markdown_table(table), ""]
         return "\n".join(parts)
 
+    def overview(self, digits: int = 4) -> "pd.DataFrame":
+        """One row per (run, measure): ``mean [95% CI]``, ``delta [95% CI]`` against the baseline, Holm's p,
+        whether it is significant, the minimum detectable effect and the status. Cells are text, for people."""
+        import pandas as pd
+
+        def interval(value: Any, low: Any, high: Any, sign: bool = False) -> str:
+            shown = _cell(value, digits)
+            if shown and sign and float(value) >= 0:
+                shown = "+" + shown
+            lo, hi = _cell(low, digits), _cell(high, digits)
+            return f"{shown} [{lo}, {hi}]" if shown and lo and hi else shown
+
+        rows = [{"run": r.run, "measure": r.measure, "mean [95% CI]": interval(r.value, r.ci_low, r.ci_high),
+                 "delta [95% CI]": interval(r.delta, r.delta_ci_low, r.delta_ci_high, sign=True),
+                 "p (Holm)": _cell(r.p_holm, digits), "significant": _cell(r.significant, digits),
+                 "MDE": _cell(r.mde, digits), "status": _cell(r.status, digits)}
+                for r in self.tables["summary"].itertuples(index=False)]
+        return pd.DataFrame(rows, columns=["run", "measure", "mean [95% CI]", "delta [95% CI]", "p (Holm)",
+                                           "significant", "MDE", "status"])
+
+    def _shown(self) -> list[tuple[str, "pd.DataFrame"]]:
+        """What a notebook or a terminal shows: the overview, then every other non-empty section."""
+        out = [("Measures vs baseline: mean [95% CI], paired delta [95% CI], p (Holm), minimum detectable effect",
+                self.overview())]
+        return out + [(title, self.tables[key]) for key, title in SECTIONS.items()
+                      if key != "summary" and self.tables.get(key) is not None and not self.tables[key].empty]
+
     def _repr_html_(self) -> str:
-        html = [f"<h3>Comparison against <code>{self.baseline}</code></h3>"]
-        html += [f"<p><b>{n}</b></p>" for n in self.notes]
-        for key, title in SECTIONS.items():
-            table = self.tables.get(key)
-            if table is not None and not table.empty:
-                html += [f"<h4>{title}</h4>", table.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4f}")]
+        from html import escape
+
+        html = [f"<h3>Comparison against <code>{escape(self.baseline)}</code></h3>"]
+        html += [f"<p><b>{escape(n)}</b></p>" for n in self.notes]
+        for title, table in self._shown():
+            html += [f"<h4>{escape(title)}</h4>",
+                     table.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4f}")]
         return "\n".join(html)
 
     def __repr__(self) -> str:
-        return self.to_markdown()
+        parts = [f"Comparison against {self.baseline}"] + [f"> {n}" for n in self.notes]
+        for title, table in self._shown():
+            parts += ["", title, markdown_table(table)]
+        return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: json.loads(v.to_json(orient="records")) for k, v in self.tables.items()}
@@ -159,9 +194,14 @@ class Report:
             raise ValueError(f"report data is malformed: {exc}") from None
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Usage: ``report.save("report.md")``; the format follows the extension: .md, .html, .json, .csv."""
+        """Usage: ``report.save("report.md")``; the format follows the extension: .md, .html, .json, .csv.
+
+        A path without an extension (or an existing folder) is a run directory: ``save_dir``.
+        """
         target = Path(path)
         suffix = target.suffix.lower()
+        if target.is_dir() or not suffix:
+            return self.save_dir(target)
         if suffix == ".md":
             target.write_text(self.to_markdown() + "\n", encoding="utf-8")
         elif suffix in (".html", ".htm"):
@@ -173,5 +213,22 @@ class Report:
         else:
             from vaulteval.errors import UsageError
 
-            raise UsageError(f"cannot save a report as {target.name}; use .md, .html, .json or .csv")
+            raise UsageError(f"cannot save a report as {target.name}; use .md, .html, .json, .csv or a folder")
+        return target
+
+    def save_dir(self, folder: str | os.PathLike[str]) -> Path:
+        """``folder/report.json`` (every number, as data) and ``folder/report.md`` rendered from it, as in a
+        run directory; machine timings (TIMED) are left out so re-runs give the same bytes. Returns the folder."""
+        target = Path(folder)
+        if target.exists() and not target.is_dir():
+            from vaulteval.errors import UsageError
+
+            raise UsageError(f"{target} is a file, not a folder; save the report to a folder or a .md/.json path")
+        target.mkdir(parents=True, exist_ok=True)
+        data = json.loads(json.dumps(self.to_data(), ensure_ascii=False))
+        for key in TIMED:
+            data["tables"].pop(key, None)
+        (target / REPORT_DATA).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        # report.md is rendered from report.json, so every number it shows is stored as data and verifiable.
+        Report.from_data(data).save(target / REPORT_TEXT)
         return target

@@ -134,23 +134,22 @@ class Run:
         target.write_text("".join(lines), encoding="utf-8")
         return target
 
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Usage: ``run.save("runs/bm25.trec")``: the TREC file ``from_trec`` reads back."""
+        return self.to_trec(path)
+
     @classmethod
     def from_trec(cls, path: str | os.PathLike[str], name: str | None = None) -> "Run":
-        """Usage: ``Run.from_trec("bm25.trec")``; the rank column is kept, doc ids are decoded."""
-        import pandas as pd
-        from urllib.parse import unquote
+        """Usage: ``Run.from_trec("bm25.trec")``; the rank column is kept, doc ids are decoded.
 
-        rows = []
-        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise UsageError(f"{path}:{number}: expected 'qid Q0 doc rank score name'")
-            rows.append((parts[0], unquote(parts[2]), float(parts[4]), int(parts[3])))
-            name = name or parts[5]
-        df = pd.DataFrame(rows, columns=RUN_COLUMNS)
-        return cls(name or Path(path).stem, df)
+        A file that is not a TREC run raises one UsageError naming the file, the line and the fix.
+        """
+        import pandas as pd
+
+        from vaulteval.workbench.trec import read_trec
+
+        rows, found = read_trec(Path(path))
+        return cls(name or found or Path(path).stem, pd.DataFrame(rows, columns=RUN_COLUMNS))
 
 
 _ENCODE = re.compile(r"[%\s\x00-\x1f\x7f]")

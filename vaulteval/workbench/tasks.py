@@ -100,8 +100,8 @@ def warm_embeddings(env: Any, strategy: "Strategy", queries: "list[Query]", cach
             rec = checker.current_record(env.index.doc(hit.doc))
             if rec is not None:
                 texts.setdefault(rec.get("contextualized_text") or rec["raw_text"], None)
-    if texts:
-        rerank(queries[0].text, list(texts), strategy.rerank, cache_path)
+    if texts:  # chunks the vault's stored embeddings hold are read from the store, not embedded again
+        rerank(queries[0].text, list(texts), strategy.rerank, cache_path, store=env.retriever.optional_store())
 
 
 def _with_host(strategy: "Strategy", ctx: TaskContext) -> "Strategy":

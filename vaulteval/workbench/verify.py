@@ -6,8 +6,8 @@ Usage::
     if not result.ok:
         print("\\n".join(result.diffs))     # e.g. "vault: changed: wiki/howto/Descaling.md"
 
-Fingerprints (vault pages, query set, each index, embedding model digest)
-and every number in metrics.csv, per_query.csv, misses.csv, pool.csv,
+Fingerprints (vault pages, query set, each index, embedding model digest),
+the count of pages the vault's index held stale (``--allow-stale``), and every number in metrics.csv, per_query.csv, misses.csv, pool.csv,
 report.json (the comparison: deltas, wins, p-values, significance, rescued
 and lost pages) and the TREC runs are compared; latencies and timestamps are
 not. report.md must be exactly what report.json renders. Numbers agree when
@@ -98,8 +98,11 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
                   measures=params["measures"], k=params["k"], baseline=params.get("baseline"),
                   cache_dir=cache_dir, use_vault_index=params.get("use_vault_index", True),
                   seed=params.get("seed", 0), allow_remote_ollama=allow_remote_ollama,
-                  condensed=params.get("condensed", False))
+                  condensed=params.get("condensed", False), allow_stale=True)
     result.recomputed = ev
+    stored_stale = manifest["vault"].get("stale_pages", 0)
+    if stored_stale != ev.stale.pages:
+        diffs.append(f"vault: stale pages (the vault's index against the notes): {stored_stale} -> {ev.stale.pages}")
     fp = ev.workspace.fingerprint
     if fp.digest != manifest["vault"]["fingerprint"]:
         old = VaultFingerprint.parse_lines((folder / PAGES_FILE).read_text(encoding="utf-8")) \

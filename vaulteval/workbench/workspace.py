@@ -120,6 +120,13 @@ class Workspace:
             self._own = Retriever(self.vault)
         return self._own
 
+    def uses_vault_index(self, strategy: "Strategy") -> bool:
+        """True when ``strategy`` runs on the vault's own index (``.vault-meta``), not on a cache build.
+
+        A cache build is made from the notes as the fingerprint read them, so only the vault's own
+        index can be stale (``vaulteval.pipeline.doctor.stale_pages``)."""
+        return self._base_key(strategy) == "vault"
+
     def _base_key(self, strategy: "Strategy") -> str:
         if "vault" in self._bases and self._fits(self._bases["vault"], strategy):
             return "vault"
