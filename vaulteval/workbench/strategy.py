@@ -12,6 +12,7 @@ Grammar of a strategy string (``--strategy`` on the command line)::
     KIND     bm25 | rerank | dense | hybrid
     OPTION   rerank: the backend: ollama (default) | st | sentence-transformers
              hybrid: the fusion: rrf (default) | cc
+             dense and hybrid: rerank=st|ollama reranks their candidates as rerank does BM25's
     KEY      name, analyzer (default|english), stemmer (snowball|porter|none) and
              stopwords (seed|lucene|none) with analyzer=english, k1, b, target, overlap,
              hard_max, prefix (provisioned|synthetic), bm25_top (also the dense depth), top,
@@ -44,6 +45,7 @@ from vaulteval.chunks import chunking
 from vaulteval.errors import UsageError
 from vaulteval.index.params import check_bm25_params, check_chunk_params
 from vaulteval.index.analyzers import english_analyzer_name
+from vaulteval.index.tokenize import ANALYZERS
 
 if TYPE_CHECKING:
     from vaulteval.chunks.store import ChunkParams
@@ -92,14 +94,12 @@ class Strategy:
     stopwords: str = "seed"
 
     def __post_init__(self) -> None:
-        if self.analyzer not in ("default", "english"):
-            raise StrategyError(f"analyzer must be default or english, got {self.analyzer!r}")
+        if self.analyzer not in ANALYZERS:
+            raise StrategyError(f"analyzer must be one of {', '.join(ANALYZERS)}, got {self.analyzer!r}")
         if (self.stemmer, self.stopwords) != ("snowball", "seed") and self.analyzer != "english":
             raise StrategyError("stemmer= and stopwords= need analyzer=english")
         if self.first not in FIRST_STAGES:
             raise StrategyError(f"first stage must be one of {', '.join(FIRST_STAGES)}, got {self.first!r}")
-        if self.rerank is not None and self.first != "bm25":
-            raise StrategyError("rerank runs over BM25 candidates; it cannot be combined with dense or hybrid")
         try:
             self.first_stage()
             if self.analyzer == "english":
@@ -161,6 +161,8 @@ class Strategy:
 
     def default_name(self) -> str:
         parts = [self.first.replace(":", "-") if self.rerank is None else self.kind]
+        if self.rerank is not None and self.first != "bm25":
+            parts = [self.first.replace(":", "-"), "rerank"]
         if self.rerank is not None:
             parts.append("st" if self.rerank.backend == "sentence-transformers" else self.rerank.backend)
             if self.rerank.model:
@@ -216,13 +218,19 @@ class Strategy:
                     values["first"] = f"hybrid:{key}"
                     continue
                 raise StrategyError(f"{text!r}: expected KEY=VALUE, got {item!r}")
-            if kind == "rerank" and key in _RERANK_KEYS:
+            if kind in ("dense", "hybrid") and key == "rerank":
+                if value.strip() not in _BACKENDS:
+                    raise StrategyError(f"{text!r}: rerank={value.strip()!r}; use {', '.join(_BACKENDS)}")
+                rerank["backend"] = _BACKENDS[value.strip()]
+            elif kind in ("rerank", "dense", "hybrid") and key in _RERANK_KEYS:
                 rerank[key] = _convert(text, key, value.strip(), _RERANK_KEYS[key])
             elif key in _FIELD_TYPES:
                 values[_RENAMED.get(key, key)] = _convert(text, key, value.strip(), _FIELD_TYPES[key])
             else:
                 raise StrategyError(f"{text!r}: unknown key {key!r}; see vaulteval eval run --help")
-        if kind == "rerank":
+        if kind != "rerank" and rerank and "backend" not in rerank:
+            raise StrategyError(f"{text!r}: {', '.join(rerank)} set the reranker; add rerank=st or rerank=ollama")
+        if kind == "rerank" or rerank:
             from vaulteval.rerank.stage import RerankConfig
 
             values["rerank"] = RerankConfig(**rerank)
