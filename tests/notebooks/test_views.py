@@ -24,7 +24,7 @@ from vaulteval.workbench.misses import CAUSES
 from vaulteval.notebooks.support import SAMPLE_QUERYSET, describe_inputs, prepare, resolve_inputs
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.workbench.strategy import Strategy
-from vaulteval.workbench.sweep import Grid, split_queries, sweep
+from vaulteval.workbench.sweep import Grid, sweep
 from vaulteval.vault.vault import Vault
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import retrieve
@@ -236,13 +236,16 @@ def test_explore_on_the_bundled_sample_uses_the_cache() -> None:
 
 # --------------------------------------------------------------------- sweep
 
-def test_split_is_fixed_by_the_seed_and_disjoint(small) -> None:
-    _, qs = small
-    tune, held = split_queries(qs, seed=3)
-    assert (tune, held) == split_queries(qs, seed=3)
-    assert sorted(tune + held) == sorted(q.query_id for q in qs.positive) and not set(tune) & set(held)
+def test_sweep_splits_as_tune_does_fixed_by_the_seed_and_disjoint(small) -> None:
+    from vaulteval.workbench.tune import tune_test_split
+
+    vault, qs = small
+    sw = sweep(vault, qs, Grid(k1=[0.5, 1.5]), measure="R@2", seed=3)
+    tune_ids, test_ids, _ = tune_test_split(qs, 0.5, 3)
+    assert (sw.tune_ids, sw.heldout_ids) == (tune_ids, test_ids)
+    assert sorted(tune_ids + test_ids) == sorted(q.query_id for q in qs.positive) and not set(tune_ids) & set(test_ids)
     with pytest.raises(UsageError, match="tune_fraction"):
-        split_queries(qs, tune_fraction=1.0)
+        sweep(vault, qs, Grid(), tune_fraction=1.0)
 
 
 def test_llm_prefix_tiers_need_egress_and_a_provisioned_vault() -> None:
@@ -268,13 +271,13 @@ def test_sweep_chooses_on_tuning_queries_and_reports_held_out(small) -> None:
     assert list(sw.ranked().tune) == sorted(sw.table.tune, reverse=True)
 
 
-@pytest.mark.parametrize("delta,p,conclusion", [
-    (-0.05, 0.5, "no better than the default: the tuning gain is overfitting. Keep the default."),
-    (0.0, 1.0, "no better than the default: the tuning gain is overfitting. Keep the default."),
-    (0.08, 0.2, "The held-out gain is not significant (p >= 0.05)"),
-    (0.08, 0.01, "The held-out gain is significant (p < 0.05)"),
+@pytest.mark.parametrize("verdict,reason,needed,conclusion", [
+    ("keep", "the default is as good or better on the test split", None, "Keep the default."),
+    ("inconclusive", "the 95% CI of the difference includes 0", 420,
+     "Keep the default until more queries decide (about 420 judged queries)."),
+    ("adopt", "the 95% CI of the gain lies above 0 and no slice loses", None, "Adopt it."),
 ])
-def test_sweep_verdict_follows_the_held_out_numbers(delta: float, p: float, conclusion: str) -> None:
+def test_sweep_verdict_is_tunes_verdict_in_words(verdict: str, reason: str, needed, conclusion: str) -> None:
     import pandas as pd
 
     from vaulteval.workbench.stats import PairedTest
@@ -282,15 +285,17 @@ def test_sweep_verdict_follows_the_held_out_numbers(delta: float, p: float, conc
 
     best, default = Strategy.parse("bm25:k1=0.9,name=k1=0.9"), Strategy(name="default")
     table = pd.DataFrame([{"setting": "default", "tune": 0.5, "heldout": 0.6, "is_default": True},
-                          {"setting": "k1=0.9", "tune": 0.7, "heldout": 0.6 + delta, "is_default": False}])
+                          {"setting": "k1=0.9", "tune": 0.7, "heldout": 0.68, "is_default": False}])
+    decision = {"verdict": verdict, "reason": reason, "ci95": [-0.01, 0.17], "queries_needed": needed}
     result = SweepResult("R@2", table, best, default, ["q1", "q2", "q3"], ["q4", "q5"],
-                         PairedTest(2, delta, 1, 0, 1, p, p), PairedTest(3, 0.2, 2, 1, 0, 0.25, 0.3), seed=7)
+                         PairedTest(2, 0.08, 1, 0, 1, 0.5, 0.5), PairedTest(3, 0.2, 2, 1, 0, 0.25, 0.3), seed=7,
+                         decision=decision)
     lines = result.verdict.splitlines()
     assert lines[0] == ("WARNING (overfitting): the best of 1 settings was picked on 3 tuning queries (seed 7); "
                         "only the 2 held-out queries give an honest estimate.")
-    assert lines[1] == (f"best k1=0.9: tuning 0.7000 vs default 0.5000 (+0.2000); held-out {0.6 + delta:.4f} vs "
-                        f"0.6000 ({delta:+.4f}, 1/0/1 W/T/L, p = {p:.4f} randomization, {p:.4f} t-test).")
-    assert conclusion in lines[2] and len(lines) == 3
+    assert lines[1] == ("best k1=0.9: tuning 0.7000 vs default 0.5000 (+0.2000); held-out 0.6800 vs "
+                        "0.6000 (+0.0800, 1/0/1 W/T/L, p = 0.5000 randomization, 0.5000 t-test).")
+    assert lines[2] == f"Verdict: {verdict}: {reason} (95% CI [-0.0100, +0.1700]). {conclusion}" and len(lines) == 3
 
 
 # --------------------------------------------------------------------- plots

@@ -77,7 +77,7 @@ def test_every_key_of_every_stage_round_trips(cls) -> None:
 
 @pytest.mark.parametrize("param", STRATEGY_PARAMS, ids=lambda p: p.name)
 def test_every_strategy_key_round_trips(param) -> None:
-    values = {"name": "mine", "stemmer": "porter", "stopwords": "lucene", "target": 800, "overlap": 100,
+    values = {"name": "mine", "analyzer": "english", "stemmer": "porter", "stopwords": "lucene", "target": 800, "overlap": 100,
               "hard_max": 5000}
     text = f"bm25:{param.name}={values.get(param.name, _sample_value(param))}"
     if param.name in ("stemmer", "stopwords"):

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline_fixtures import run_json, run_main
 from vaulteval.workbench.strategy import Strategy, StrategyError
-from vaulteval.workbench.tune import decide, hash_split, parse_grid, search_table
+from vaulteval.workbench.tune import decide, parse_grid, search_table
 from vaulteval.vault.metadir import META_REL
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,27 +44,19 @@ def test_bad_new_strategies_are_refused(text: str) -> None:
         Strategy.parse(text)
 
 
-def test_hash_split_is_stable_and_order_free() -> None:
-    ids = [f"q{i}" for i in range(200)]
-    tune_ids, test_ids = hash_split(ids, 0.5, 0)
-    assert sorted(tune_ids + test_ids) == sorted(ids) and 70 < len(test_ids) < 130
-    assert hash_split(list(reversed(ids)), 0.5, 0)[1] == list(reversed(test_ids))
-    assert hash_split(ids, 0.5, 1)[1] != test_ids
-
-
 def test_search_table_ranks_by_mean_and_keeps_grid_order_on_ties() -> None:
     rows = search_table(["a", "b", "c"], [{"1": 0.5}, {"1": 0.7}, {"1": 0.5}])
     assert [r["strategy"] for r in rows] == ["b", "a", "c"]
 
 
-def test_decide_adopts_only_a_held_out_gain_and_warns_on_small_splits() -> None:
+def test_decide_warns_on_small_splits() -> None:
     import pandas as pd
 
     rows = [("default", f"q{i}", "nDCG@10", 0.5) for i in range(10)]
     rows += [("best", f"q{i}", "nDCG@10", 0.5 + (0.1 if i < 8 else -0.05)) for i in range(10)]
     per_query = pd.DataFrame(rows, columns=["run", "query_id", "measure", "value"])
     d = decide(per_query, "nDCG@10", True, 0)
-    assert d["adopt"] and d["delta"] == pytest.approx(0.07) and d["ci95"][0] <= 0.07 <= d["ci95"][1]
+    assert d["delta"] == pytest.approx(0.07) and d["ci95"][0] <= 0.07 <= d["ci95"][1]
     assert d["n_test"] == 10 and "too small" in d["warning"]
     worse = per_query.assign(value=[0.6] * 10 + [0.5] * 10)
     assert not decide(worse, "nDCG@10", True, 0)["adopt"]
@@ -98,13 +90,30 @@ def test_tune_without_write_changes_nothing_with_write_stores_the_choice_and_ver
     code, stdout, _ = run_main("eval", "verify", run_dir)
     assert code == 1 and "tune.json: search" in stdout
 
-    written = run_json("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", GRID,
-                       "--out", tmp_path / "runs2", "--write")
+    code, stdout, err = run_main("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", GRID,
+                                 "--out", tmp_path / "runs2", "--write")
+    written = json.loads(stdout)
+    verdict = written["decision"]["verdict"]
+    assert code == 0 and verdict in ("adopt", "keep", "inconclusive")
+    assert [line for line in err.splitlines() if line.startswith("vaulteval: verdict: ")] == [
+        next(line for line in err.splitlines() if line.startswith(f"vaulteval: verdict: {verdict}"))]
+    if verdict != "adopt":  # only an adopt verdict writes; --force overrides
+        assert "written" not in written and "not written: the verdict is" in err
+        assert (config.read_bytes() if config.exists() else None) == before
+        written = run_json("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", GRID,
+                           "--out", tmp_path / "runs3", "--write", "--force")
     stored = json.loads(config.read_text())["retrieve"]
-    assert stored["strategy"] == written["decision"]["retrieve_strategy"]
+    assert stored["strategy"] == written["decision"]["best_retrieve"]["strategy"]
+    assert stored["verdict"] == written["decision"]["verdict"] and stored["rerank"] is None
     assert stored["run_id"] == Path(written["run_dir"]).name
     result = run_json("retrieve", "--vault", fresh_vault, "espresso", "--no-rerank")
     assert result["tuned"]["run_id"] == stored["run_id"]
+
+
+def test_force_without_write_is_a_usage_error(fresh_vault: Path, tmp_path: Path) -> None:
+    code, _, err = run_main("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", GRID,
+                            "--out", tmp_path / "runs", "--force")
+    assert code == 2 and "--force" in err and not (tmp_path / "runs").exists()
 
 
 def test_the_whole_loop_on_a_plain_obsidian_vault_and_tuned_index_settings_stick(tmp_path: Path) -> None:
@@ -122,12 +131,21 @@ def test_the_whole_loop_on_a_plain_obsidian_vault_and_tuned_index_settings_stick
     run_json("queryset", "generate", "--vault", root, "--out", qs)
     notes = {p: p.read_bytes() for p in root.rglob("*.md")}
     rival = "bm25:analyzer=english,w_title=2,w_aliases=2"
+    # Field weights win on known-item queries overall but lose on heading queries: inconclusive, so
+    # --write alone writes nothing and --force writes the best strategy anyway.
+    config = (root / ".vaulteval.json").read_bytes()
     out = run_json("tune", "--vault", root, "--queryset", qs, "--grid", rival, "--out", tmp_path / "runs", "--write")
+    assert "written" not in out and (root / ".vaulteval.json").read_bytes() == config
+    decision = out["decision"]
+    assert decision["verdict"] == "inconclusive" and decision["best"] == rival and decision["ci95"][0] > 0
+    assert [s["slice"] for s in decision["slices"] if s["loses"]] == ["kind=heading"], decision["slices"]
+    out = run_json("tune", "--vault", root, "--queryset", qs, "--grid", rival, "--out", tmp_path / "runs",
+                   "--write", "--force")
     tune_json = json.loads((Path(out["run_dir"]) / "tune.json").read_text())
     assert tune_json["params"]["splits"]["method"] == "the query set's split field"
+    assert tune_json["decision"]["verdict"] == "inconclusive" and out["written"]["forced"] is True
     decision = out["decision"]
-    assert decision["adopt"] and decision["chosen"] == rival, decision  # field weights win on known-item queries
-    assert decision["index"]["analyzer"] == "english" and out["written"]["provisioned"] is True
+    assert decision["best_index"]["analyzer"] == "english" and out["written"]["provisioned"] is True
     assert peek_header(root / META_REL)["analyzer"] == "english"
     result = run_json("retrieve", "--vault", root, "Levain", "--no-rerank")
     assert result["strategy"].startswith("bm25") and result["tuned"]["strategy"] == "bm25:w_title=2,w_aliases=2"

@@ -181,20 +181,45 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     # Usage errors come before vault selection so they are reported as such.
     check_query(args.query)
     check_limit("--top", args.top)
-    check_limit("--bm25-top", args.bm25_top)
-    rerank = None if args.no_rerank else _rerank_config(args)
+    if args.bm25_top is not None:
+        check_limit("--bm25-top", args.bm25_top)
     vault = _vault(args)
+    log = None
+    if args.log:
+        from vaulteval.pipeline.querylog import QueryLog
+
+        log = QueryLog(args.log, vault)  # refused inside the vault before anything runs
     first, tuned = _first_stage(args, vault)
+    rerank = _pipeline_rerank(args, tuned)
     if first is not None and "dense" in first.needs:
         first = first.with_embed(_rerank_config(args))  # host, timeout and remote permission for the query
-    result = retrieve(vault, args.query, top=args.top, bm25_top=args.bm25_top, rerank=rerank,
+    depth = args.bm25_top or (tuned or {}).get("bm25_top") or 20
+    result = retrieve(vault, args.query, top=args.top, bm25_top=depth, rerank=rerank,
                       explain=args.explain, first=first)
     out = result.with_min_score(args.min_score).to_dict()
     if tuned is not None:
         out["tuned"] = {"strategy": tuned["strategy"], "run_id": tuned.get("run_id")}
         _check_tuned_index(vault, tuned, out["tuned"])
+    if log is not None:
+        log.append(result)
     _emit(out)
     return EXIT_OK
+
+
+def _pipeline_rerank(args: argparse.Namespace, tuned: dict | None):
+    """The reranker: none with --no-rerank; the tuned one (or none) when the vault's tuned pipeline runs and
+    no --embedder/--model asks for another; else the default Ollama rerank, which falls back when absent."""
+    if args.no_rerank:
+        return None
+    if tuned is not None and not (args.embedder or args.model):
+        stored = tuned.get("rerank")
+        if stored is None:
+            return None  # the tuned pipeline has no reranker: add none
+        from vaulteval.rerank.stage import RerankConfig
+
+        return RerankConfig(backend=stored["backend"], model=stored.get("model"),
+                            allow_remote=args.allow_remote_ollama, timeout=args.timeout)
+    return _rerank_config(args)
 
 
 @_cmd("rerank")

@@ -127,8 +127,9 @@ def _parse_retrieve(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("retrieve", help="read-only retrieval; prints JSON")
     p.add_argument("query")
     p.add_argument("--top", type=_int_arg, default=5, help="results after dedupe by page, 1..1000 (default 5)")
-    p.add_argument("--bm25-top", type=_int_arg, default=20, help="BM25 candidate chunks, 1..1000 (default 20)")
-    p.add_argument("--no-rerank", action="store_true", help="keep the BM25 order; never contact a model")
+    p.add_argument("--bm25-top", type=_int_arg, help="first-stage candidate chunks, 1..1000 "
+                                                      "(default: the tuned depth, else 20)")
+    p.add_argument("--no-rerank", action="store_true", help="keep the first-stage order; never contact a model")
     p.add_argument("--explain", action="store_true", help="add counts and per-stage timings")
     p.add_argument("--min-score", type=_score_arg, metavar="X",
                    help="drop results scoring below X (rerank cosine, else BM25), e.g. the threshold "
@@ -136,7 +137,11 @@ def _parse_retrieve(sub: Any, _add_vault: "AddVault") -> None:
     p.add_argument("--strategy", metavar="S",
                    help=f"first stage: {' | '.join(FIRST_STAGE_MODULES)}, with its keys as in `eval run "
                         "--strategy` (e.g. hybrid:cc,alpha=0.3; `vaulteval eval run --help` lists them) "
-                        "(default: the vault's tuned strategy, else bm25)")
+                        "(default: the vault's tuned pipeline, reranker included, else bm25 with an Ollama "
+                        "rerank when one answers)")
+    p.add_argument("--log", metavar="FILE",
+                   help="append the query, time, strategy and returned pages to FILE (JSONL, outside the vault); "
+                        "nothing is logged without it")
     _add_rerank_flags(p)
     _add_vault(p)
 

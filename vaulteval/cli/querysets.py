@@ -1,4 +1,4 @@
-"""``vaulteval queryset generate|pool|merge`` and ``check --fix``: query sets for your own vault.
+"""``vaulteval queryset generate|pool|from-log|merge`` and ``check --fix``: query sets for your own vault.
 
 Usage::
 
@@ -66,6 +66,21 @@ def cmd_pool(args: argparse.Namespace) -> int:
     path = write_pool(pool, args.out)
     queries = len({p["query_id"] for p in pool["pairs"]})
     print(f"{len(pool['pairs'])} unjudged (query, page) pairs for {queries} queries at depth {args.depth}; wrote {path}")
+    return EXIT_OK
+
+
+def cmd_from_log(args: argparse.Namespace) -> int:
+    from vaulteval.cli.common import vault_choice
+    from vaulteval.querysets.fromlog import logged_vault, pool_from_log
+
+    vault = vault_choice(args) or logged_vault(args.log)
+    summary = pool_from_log(args.log, vault, args.out, queryset_out=args.queryset_out)
+    print(f"{summary['pairs']} (query, page) pairs for {summary['queries']} logged questions; wrote "
+          f"{summary['pool']} and {summary['queryset']}")
+    if summary["skipped_other_vault"]:
+        print(f"note: skipped {summary['skipped_other_vault']} logged line(s) from another vault")
+    if summary["pages_gone"]:
+        print(f"note: {len(summary['pages_gone'])} logged page(s) are gone from the vault and were left out")
     return EXIT_OK
 
 
@@ -174,6 +189,13 @@ def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], N
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_vault(p)
     p.set_defaults(handler=cmd_pool)
+
+    f = qsub.add_parser("from-log", help="turn a `retrieve --log` file into a query set and a pool to judge")
+    f.add_argument("log", help="the JSONL file `retrieve --log` appended to")
+    f.add_argument("--out", required=True, help="pool YAML to write (outside the vault), as `queryset pool` writes")
+    f.add_argument("--queryset-out", help="the query set of the logged questions (default: OUT's name + -queries.yaml)")
+    add_vault(f)  # default: the vault the log names
+    f.set_defaults(handler=cmd_from_log)
 
     m = qsub.add_parser("merge", help="combine YAML query sets and their judgments (the higher grade wins a conflict)")
     m.add_argument("querysets", nargs="+", help="two or more YAML query sets")

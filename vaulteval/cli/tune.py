@@ -2,16 +2,18 @@
 
 Usage::
 
-    vaulteval tune --vault V --queryset Q [--test-queryset Q2] [--grid "bm25;hybrid:rrf"] [--write]
+    vaulteval tune --vault V --queryset Q [--test-queryset Q2] [--grid "bm25;hybrid:rrf"] [--write [--force]]
                    [--scheduler local:2|tcp://HOST:PORT]
 
 Prints the search (tune split), the held-out confirmation (test split) and the
-decision as JSON; the run directory holds the test-split evaluation and
-``tune.json``. Only ``--write`` changes anything in the vault: the chosen
-strategy and its index settings go into ``.vaulteval.json`` (atomically, under
-the vault lock) with the run id that justified it, and when those settings
-differ from the vault's index (another analyzer, k1/b or chunk sizes) the
-index is provisioned again with them.
+decision as JSON, and the verdict (adopt, keep or inconclusive) as one line on
+stderr; the run directory holds the test-split evaluation and ``tune.json``.
+Only ``--write`` changes anything in the vault, and only on ``adopt`` (or
+with ``--force``): the pipeline (first stage, reranker or none, depth) and its
+index settings go into ``.vaulteval.json`` (atomically, under the vault lock)
+with the run id that justified it, and when those settings differ from the
+vault's index (another analyzer, k1/b or chunk sizes) the index is provisioned
+again with them.
 """
 
 from __future__ import annotations
@@ -33,8 +35,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from vaulteval.pipeline.tuned import index_differs, write_tuned
     from vaulteval.querysets.queryset import load_queryset, open_queryset
     from vaulteval.vault.paths import is_inside
-    from vaulteval.workbench.tune import parse_grid, tune
+    from vaulteval.workbench.grid import parse_grid
+    from vaulteval.workbench.tune import tune
+    from vaulteval.workbench.verdict import verdict_line
 
+    if args.force and not args.write:
+        raise UsageError("--force only changes what --write does; add --write")
     vault, qs = open_queryset(args.queryset, args.vault, split=args.split)
     if is_inside(vault.root, Path(args.out)):
         raise UsageError(f"--out {args.out} is inside the vault; choose a folder outside it")
@@ -46,14 +52,22 @@ def cmd_tune(args: argparse.Namespace) -> int:
                   progress=bool(args.scheduler) or sys.stderr.isatty())
     out: dict[str, Any] = result.to_dict()
     out.pop("params", None)
-    if result.decision.get("warning"):
-        sys.stderr.write(f"vaulteval: warning: {result.decision['warning']}\n")
-    if args.write:
-        entry = write_tuned(vault, result.decision["retrieve_strategy"], run_id=result.run_dir.name,
-                            evidence={"measure": args.measure, "adopted": result.decision["adopt"],
-                                      "delta": result.decision.get("delta"),
-                                      "p_randomization": result.decision.get("p_randomization")},
-                            index=result.decision["index"])
+    decision = result.decision
+    sys.stderr.write(f"vaulteval: {verdict_line(decision, result.best, result.baseline)}\n")
+    if decision.get("warning"):
+        sys.stderr.write(f"vaulteval: warning: {decision['warning']}\n")
+    if args.write and decision["verdict"] != "adopt" and not args.force:
+        sys.stderr.write(f"vaulteval: not written: the verdict is {decision['verdict']}, not adopt "
+                         "(--force writes the best strategy anyway)\n")
+    elif args.write:
+        # adopt writes the chosen (= best) pipeline; --force writes the best one whatever the verdict.
+        pipeline, index = decision["best_retrieve"], decision["best_index"]
+        entry = write_tuned(vault, pipeline["strategy"], run_id=result.run_dir.name,
+                            evidence={"measure": args.measure, "verdict": decision["verdict"],
+                                      "forced": decision["verdict"] != "adopt", "delta": decision.get("delta"),
+                                      "ci95": decision.get("ci95"),
+                                      "p_randomization": decision.get("p_randomization")},
+                            index=index, rerank=pipeline["rerank"], bm25_top=pipeline["bm25_top"])
         out["written"] = {"file": str(vault.root / ".vaulteval.json"), **entry}
         if index_differs(vault, entry["index"]):
             # The chosen analyzer, BM25 parameters or chunk sizes are the index's: rebuild it with them.
@@ -76,7 +90,8 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     p.add_argument("--test-queryset", help="a separate held-out query set (then --queryset is all tune split)")
     p.add_argument("--test-split", default="test", help="BEIR split of --test-queryset (default: test)")
     p.add_argument("--grid", metavar="SPEC", help="strategies separated by ';', or @FILE with one per line "
-                                                  "(default: BM25 variants, field weights, dense and hybrid when embedded)")
+                                                  "(default: every analyzer, BM25 variants and field weights; with "
+                                                  "stored embeddings also dense, hybrid and the store's reranker)")
     p.add_argument("--measure", default="nDCG@10", help="what to maximise (default: nDCG@10)")
     p.add_argument("--test-fraction", type=float, default=0.5, help="share of queries held out when splitting one set")
     p.add_argument("--seed", type=int, default=0, help="split and significance-test seed (default 0)")
@@ -84,7 +99,10 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     p.add_argument("--id", help="run directory name")
     p.add_argument("--cache", help="evaluation cache folder (default: $VAULTEVAL_CACHE or ~/.cache/vaulteval)")
     p.add_argument("--write", action="store_true",
-                   help="store the chosen strategy in the vault's .vaulteval.json (retrieve then uses it)")
+                   help="on an adopt verdict, store the pipeline in the vault's .vaulteval.json (retrieve then "
+                        "runs exactly it)")
+    p.add_argument("--force", action="store_true",
+                   help="with --write: store the best strategy even when the verdict is keep or inconclusive")
     add_scheduler_args(p)
     add_vault(p)
     p.set_defaults(handler=cmd_tune)

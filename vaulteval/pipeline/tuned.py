@@ -2,12 +2,13 @@
 
 Usage::
 
-    tuned = tuned_strategy(vault)     # {"strategy": "hybrid:rrf", "run_id": "...", ...} or None
+    tuned = tuned_strategy(vault)     # {"strategy": "hybrid:rrf", "rerank": None, "bm25_top": 100, ...} or None
     settings = tuned_index(vault)     # {"analyzer": "english", "k1": 1.5, ...}: what provision builds
     write_tuned(vault, "hybrid:rrf", run_id="20261201-...", evidence={...}, index=settings)  # atomic, locked
 
-``retrieve`` can choose only the first stage of a strategy; its analyzer, BM25
-parameters and chunk sizes belong to the index. ``tune --write`` therefore also
+``retrieve`` runs the stored pipeline by default: the first stage, the
+reranker (``null``: none, so no Ollama rerank is added) and the candidate
+depth. The analyzer, BM25 parameters and chunk sizes belong to the index. ``tune --write`` therefore also
 stores them under ``index``, and ``provision`` builds with them unless it is
 given ``--analyzer``.
 
@@ -73,10 +74,25 @@ def tuned_strategy(vault: "Vault") -> dict[str, Any] | None:
 
     try:
         parse_first_stage(entry["strategy"])
+        check_pipeline(entry.get("rerank"), entry.get("bm25_top"))
     except UsageError as exc:
         _warn("ignoring the tuned strategy in %s: %s", vault.root / CONFIG_NAME, exc)
         return None
     return entry
+
+
+def check_pipeline(rerank: Any, bm25_top: Any) -> None:
+    """The tuned reranker (None, or ``{"backend", "model"}``) and candidate depth are what retrieve can run."""
+    if rerank is not None:
+        from vaulteval.rerank.config import BACKENDS, RerankConfig, resolve
+
+        if (not isinstance(rerank, dict) or set(rerank) - {"backend", "model"} or rerank.get("backend") not in BACKENDS
+                or not isinstance(rerank.get("model"), (str, type(None)))):
+            raise UsageError(f"rerank must be null or {{\"backend\": {' | '.join(BACKENDS)}, \"model\": name}}")
+        resolve(RerankConfig(backend=rerank["backend"], model=rerank.get("model")))
+    if bm25_top is not None and (isinstance(bm25_top, bool) or not isinstance(bm25_top, int)
+                                 or not 1 <= bm25_top <= 1000):
+        raise UsageError(f"bm25_top must be a whole number from 1 to 1000, got {bm25_top!r}")
 
 
 def tuned_index(vault: "Vault") -> dict[str, Any] | None:
@@ -114,14 +130,17 @@ def check_index_settings(settings: Any) -> dict[str, Any]:
 
 
 def write_tuned(vault: "Vault", strategy: str, *, run_id: str, evidence: dict[str, Any] | None = None,
-                index: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Store the chosen first-stage strategy (and its index settings) with the run that justified it."""
+                index: dict[str, Any] | None = None, rerank: dict[str, Any] | None = None,
+                bm25_top: int | None = None) -> dict[str, Any]:
+    """Store the chosen pipeline (first stage, reranker or none, depth; and its index settings) with the run
+    that justified it. ``retrieve`` then runs exactly that pipeline by default."""
     from datetime import datetime, timezone
 
     from vaulteval.pipeline.stages.registry import parse_first_stage
     from vaulteval.vault.locking import vault_lock
 
     parse_first_stage(strategy)  # never write what retrieve could not read
+    check_pipeline(rerank, bm25_top)
     if index is not None:
         index = check_index_settings(index)
     vault.require_writable()
@@ -130,8 +149,10 @@ def write_tuned(vault: "Vault", strategy: str, *, run_id: str, evidence: dict[st
         if data is None and (vault.root / CONFIG_NAME).exists():
             raise UsageError(f"{vault.root / CONFIG_NAME} is not a JSON object; fix or remove it before --write")
         data = dict(data or {})
-        entry = {"strategy": strategy, "run_id": run_id,
+        entry = {"strategy": strategy, "rerank": rerank, "run_id": run_id,
                  "tuned_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **(evidence or {})}
+        if bm25_top is not None:
+            entry["bm25_top"] = bm25_top
         if index is not None:
             entry["index"] = index
         data[KEY] = entry

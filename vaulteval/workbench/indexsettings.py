@@ -21,6 +21,8 @@ from vaulteval.chunks import chunking
 from vaulteval.errors import UsageError
 from vaulteval.index import bm25
 from vaulteval.index.analyzers import OLD_STOPLIST_NAMES, STEMMERS, STOPLISTS, english_analyzer_name
+from vaulteval.index import tokenize
+from vaulteval.index.tokenize import ANALYZERS
 from vaulteval.index.params import MAX_K1, check_bm25_params, check_chunk_params, max_hard_max
 from vaulteval.pipeline.stages.params import Param
 
@@ -30,7 +32,9 @@ if TYPE_CHECKING:
 PREFIXES = ("provisioned", "synthetic")
 _CHUNKS = f"`0 ≤ overlap < target ≤ hard_max`, `50 ≤ target`, `hard_max ≤ {max_hard_max()}`"
 INDEX_PARAMS = (
-    Param("analyzer", str, "default", "[analyzer](index-format.md#analyzers)", choices=("default", "english")),
+    # No fixed choices: any name of the analyzer registry (tokenize.ANALYZERS, read when checked) is valid.
+    Param("analyzer", str, "default", "[analyzer](index-format.md#analyzers)",
+          note=f"the analyzer registry's names ({', '.join(f'`{a}`' for a in ANALYZERS)} today)"),
     Param("stemmer", str, "snowball", "the English stemmer (both from PyStemmer)", choices=STEMMERS,
           note="only with `analyzer=english`"),
     Param("stopwords", str, "short", "the default analyzer's short list, or the English stop set of Apache "
@@ -75,6 +79,8 @@ class IndexSettings:
             raise IndexSettingsError(str(exc)) from None
         for key, value in normal.items():
             object.__setattr__(self, key, value)  # normal types and names (stopwords=seed is short)
+        if self.analyzer not in tokenize.ANALYZERS:
+            raise IndexSettingsError(f"analyzer must be one of {', '.join(tokenize.ANALYZERS)}, got {self.analyzer!r}")
         if (self.stemmer, self.stopwords) != ("snowball", "short") and self.analyzer != "english":
             raise IndexSettingsError("stemmer= and stopwords= need analyzer=english")
 

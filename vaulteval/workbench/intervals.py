@@ -6,6 +6,7 @@ Usage::
     paired_delta_ci(run, base, seed=0)         # (low, high) of the mean per-query difference run - base
     mcnemar_exact(run_hits, base_hits)         # McNemar(b, c, p): exact, on the discordant pairs
     min_detectable_effect(deltas)              # smallest mean difference a paired t-test finds 80% of the time
+    queries_needed(sd, effect)                 # how many paired queries that test needs to find ``effect``
 
 All arithmetic is scipy's: ``scipy.stats.bootstrap`` (percentile intervals,
 seeded, so ``eval verify`` gets the same numbers), ``scipy.stats.binomtest``
@@ -102,15 +103,21 @@ def min_detectable_effect(deltas: Sequence[float], *, alpha: float = ALPHA, powe
     ``fallback_sd`` when they are all equal, e.g. a run compared with itself).
     NaN with fewer than two queries.
     """
-    from scipy import optimize, stats
-
     d = np.asarray(deltas, dtype=np.float64)
-    n = d.size
-    if n < 2:
+    if d.size < 2:
         return math.nan
     sd = float(np.std(d, ddof=1))
     if sd == 0.0:
         sd = float(fallback_sd or 0.0)
+    return detectable_at(sd, int(d.size), alpha=alpha, power=power)
+
+
+def detectable_at(sd: float, n: int, *, alpha: float = ALPHA, power: float = POWER) -> float:
+    """Usage: ``detectable_at(0.2, 150)``: the effect ``min_detectable_effect`` finds for ``n`` queries of spread ``sd``."""
+    from scipy import optimize, stats
+
+    if n < 2:
+        return math.nan
     if sd == 0.0:
         return 0.0
     df, crit = n - 1, float(stats.t.ppf(1 - alpha / 2, n - 1))
@@ -126,3 +133,23 @@ def min_detectable_effect(deltas: Sequence[float], *, alpha: float = ALPHA, powe
     while shortfall(high) < 0 and high < 1e3:  # grow the bracket: few queries need a large effect
         high *= 2
     return float(optimize.brentq(shortfall, 1e-9, high)) * sd
+
+
+def queries_needed(sd: float, effect: float, *, alpha: float = ALPHA, power: float = POWER,
+                   limit: int = 100_000) -> int | None:
+    """Usage: ``queries_needed(0.2, 0.03)``: the fewest paired queries whose minimum detectable effect is
+    at most ``effect``; None when even ``limit`` queries are not enough (or there is no effect to find)."""
+    if not effect > 0 or not math.isfinite(sd):
+        return None
+    if sd == 0.0:
+        return 2
+    if detectable_at(sd, limit, alpha=alpha, power=power) > effect:
+        return None
+    low, high = 2, limit  # detectable_at falls as n grows: bisect for the first n that reaches the effect
+    while low < high:
+        mid = (low + high) // 2
+        if detectable_at(sd, mid, alpha=alpha, power=power) <= effect:
+            high = mid
+        else:
+            low = mid + 1
+    return low

@@ -238,12 +238,14 @@ def retrieve_rows(env: "StrategyEnv", queries: "list[Query]", strategy: "Strateg
 
 def _bm25_positions(env: "StrategyEnv", text: str, bm25_top: int, pool: list[Any],
                     hits: list[Any] | None = None) -> dict[str, int]:
-    """Each pool chunk's position in BM25 order (stale hits skipped, as the pipeline skips them)."""
+    """Each pool chunk's position in BM25 order (stale hits skipped, as the pipeline skips them).
+
+    A reranked dense or hybrid pool holds chunks BM25 did not rank in its top: they follow, in pool order."""
     in_pool = {c.chunk_id for c in pool}
     if hits is None:
         hits = env.index.search(text, k=bm25_top)
     order = [env.index.doc(h.doc).chunk_id for h in hits]
-    ranks = [cid for cid in order if cid in in_pool]
+    ranks = list(dict.fromkeys([*(cid for cid in order if cid in in_pool), *(c.chunk_id for c in pool)]))
     return {cid: i for i, cid in enumerate(ranks, 1)}
 
 

@@ -11,7 +11,9 @@ A strategy string is ``KIND[:ITEM,...]``: KIND names a first stage or a
 reranker of the stage registry (``vaulteval.pipeline.stages``); the items are
 that stage's option and keys, and the strategy's own keys (``STRATEGY_PARAMS``:
 name, index settings, depth). A reranker's string also takes the keys of the
-first stage it reranks. docs/strategies.md and ``eval run --help`` are made
+first stage it reranks; ``dense`` and ``hybrid`` take the reranker as the key
+``rerank=st`` (``hybrid:cc,rerank=st``), the form tune.json and .vaulteval.json
+keep. docs/strategies.md and ``eval run --help`` are made
 from the same schemas (``vaulteval.workbench.strategydoc``).
 """
 
@@ -72,7 +74,7 @@ class Strategy:
     def __post_init__(self) -> None:
         if getattr(self.first, "role", None) != "first":
             raise StrategyError(f"the first stage must be one of {', '.join(registry.kinds())}, got {self.first!r}")
-        if self.reranker is not None and (self.reranker.role != "rerank" or self.first.name != self.reranker.over):
+        if self.reranker is not None and (self.reranker.role != "rerank" or self.first.name not in self.reranker.runs_over):
             raise StrategyError(f"{self.reranker.name} runs over {self.reranker.over} candidates; it cannot be "
                                 f"combined with {self.first.text()}")
         depth = _checked(DEPTH_PARAMS, {"bm25_top": self.bm25_top, "top": self.top})
@@ -125,6 +127,8 @@ class Strategy:
         """``kind[-option][-model]``, then every key off its default (stemmer and stopwords last)."""
         if self.reranker is not None:
             parts = [self.reranker.name, self.reranker.text().partition(":")[2].split(",")[0]]
+            if self.first.name != self.reranker.over:
+                parts[:1] = [self.first.label.split("+")[0].replace(":", "-"), self.reranker.name]
             if self.reranker.values.get("model"):
                 parts.append(_SAFE_NAME.sub("-", self.reranker["model"].rsplit("/", 1)[-1]))
         else:
@@ -158,10 +162,13 @@ class Strategy:
     # -- text and (de)serialisation -------------------------------------------
     def text(self) -> str:
         """The strategy string that parses back to this strategy."""
-        head = self.reranker.text() if self.reranker is not None else self.first.text()
-        items = self.first.items() if self.reranker is not None else []
+        reranks_default = self.reranker is not None and self.first.name == self.reranker.over
+        head = self.reranker.text() if reranks_default else self.first.text()
+        items = self.first.items() if reranks_default else []
         items += [f"{p.name}={p.text(getattr(self.index, p.name))}" for p in INDEX_PARAMS
                   if getattr(self.index, p.name) != p.default]
+        if self.reranker is not None and not reranks_default:
+            items += self.reranker.as_key_items()  # hybrid:cc,analyzer=english,rerank=st (as tune.json keeps it)
         items += [f"{p.name}={getattr(self, p.name)}" for p in DEPTH_PARAMS if getattr(self, p.name) != p.default]
         if self.name != self.default_name():
             items.append(f"name={self.name}")
@@ -172,10 +179,12 @@ class Strategy:
         """Usage: ``Strategy.parse("rerank:st,bm25_top=20")``; the grammar is in docs/strategies.md."""
         kind, _, rest = text.strip().partition(":")
         try:
-            stage, left = registry.build(kind.strip(), registry.split_items(rest), text)
+            items, reranker = _rerank_key(registry.split_items(rest), kind.strip(), text)
+            stage, left = registry.build(kind.strip(), items, text)
             own = {k: _SCHEMA[k].read(v, f"{text!r}: ") for k, v in left.items() if k in _SCHEMA}
-            first, reranker = (stage, None) if stage.role == "first" else (None, stage)
-            if reranker is not None:
+            first = stage if stage.role == "first" else None
+            if stage.role != "first":
+                reranker = stage
                 items = [f"{k}={v}" for k, v in left.items() if k not in _SCHEMA]
                 first, left = registry.build(reranker.over, items, text)
             unknown = [k for k in left if k not in _SCHEMA]
@@ -234,6 +243,33 @@ class Strategy:
     def with_rerank_host(self, host: str) -> "Strategy":
         """The same strategy with its reranker's host filled in (a Dask worker's own environment must not pick it)."""
         return replace(self, reranker=self.reranker.replace(host=host))
+
+
+def _rerank_key(items: list[str], kind: str, text: str) -> tuple[list[str], Any]:
+    """``dense|hybrid:...,rerank=st,model=M``: the reranker the ``rerank=`` key names, and the other items."""
+    pairs = [i.partition("=") for i in items]
+    if not any(k.strip() == "rerank" and eq for k, eq, _ in pairs):
+        return items, None
+    if kind not in ("dense", "hybrid"):
+        raise StrategyError(f"{text!r}: rerank= reranks dense or hybrid candidates; write rerank:st for BM25's")
+    cls = registry.rerankers()[0]
+    schema = cls.schema()
+    backend = next(v.strip() for k, eq, v in pairs if k.strip() == "rerank" and eq)
+    values: dict[str, Any] = {}
+    rest = []
+    for item, (key, eq, value) in zip(items, pairs):
+        key = key.strip()
+        if eq and key == "rerank":
+            continue
+        if eq and key in cls.key_params:
+            values[key] = schema[key].read(value.strip(), f"{text!r}: ")
+        else:
+            rest.append(item)
+    try:
+        values[cls.option.name] = cls.option.check(backend)
+    except UsageError as exc:
+        raise StrategyError(f"{text!r}: rerank={backend!r}: {exc}") from None
+    return rest, cls(**values)
 
 
 def stage_from_dict(data: Any) -> Any:

@@ -7,12 +7,15 @@ Usage::
     sw.table         # one row per setting: parameters, tune, heldout, all (means of the measure)
     sw.best          # the setting with the best mean on the tuning queries
     sw.test          # PairedTest: best vs default on the held-out queries
+    sw.decision      # tune's verdict on the held-out queries: {"verdict": "inconclusive", "ci95": ..., ...}
     print(sw.verdict)
 
 Picking the best of N settings on the queries that score them overstates
-the gain. The positive queries are split once by a fixed seed: the best
-setting is chosen on the tuning part and compared with the default on the
-held-out part only (paired randomization test and t-test). Indexes for
+the gain. The positive queries are split as ``tune`` splits them (the set's
+own ``split`` field, else a seeded hash of each id): the best setting is
+chosen on the tuning part and judged against the default on the held-out
+part only, by ``tune``'s verdict (adopt, keep or inconclusive; paired
+randomization test and t-test in the summary). Indexes for
 other chunk sizes are built in the evaluation cache; k1 and b rescore one
 index. Prefix tiers: ``synthetic`` and ``provisioned`` (the prefixes the
 vault was provisioned with) are evaluated; LLM tiers send page text
@@ -25,7 +28,7 @@ from __future__ import annotations
 import itertools
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vaulteval.index import bm25
 from vaulteval.chunks import chunking
@@ -79,7 +82,7 @@ class Grid:
 
 @dataclass
 class SweepResult:
-    """Every setting's scores on the tuning, held-out and all positive queries; best vs default."""
+    """Every setting's scores on the tuning, held-out and all positive queries; best vs default, with tune's verdict."""
 
     measure: str
     table: "pd.DataFrame"
@@ -90,6 +93,7 @@ class SweepResult:
     test: "PairedTest"
     tune_test: "PairedTest"
     seed: int
+    decision: dict[str, Any] = field(default_factory=dict)  # vaulteval.workbench.verdict.judge on the held-out part
 
     def ranked(self) -> "pd.DataFrame":
         """The table, best on the tuning queries first (ties: setting name)."""
@@ -111,7 +115,7 @@ class SweepResult:
 
     @property
     def verdict(self) -> str:
-        """A plain statement of what the held-out queries say, with the overfitting warning."""
+        """The overfitting warning, the numbers, and tune's verdict (adopt, keep or inconclusive) in words."""
         t, tt = self.test, self.tune_test
         row = self.table.set_index("setting")
         best, default = row.loc[self.best.name], row.loc[self.default.name]
@@ -125,65 +129,51 @@ class SweepResult:
                      f"({tt.mean_delta:+.4f}); held-out {best.heldout:.4f} vs {default.heldout:.4f} "
                      f"({t.mean_delta:+.4f}, {t.wins}/{t.ties}/{t.losses} W/T/L, "
                      f"p = {t.p_randomization:.4f} randomization, {t.p_ttest:.4f} t-test).")
-        if t.mean_delta <= 0:
-            lines.append("On the held-out queries the tuned setting is no better than the default: the tuning "
-                         "gain is overfitting. Keep the default.")
-        elif t.p_randomization >= 0.05:
-            lines.append("The held-out gain is not significant (p >= 0.05): it may be noise. Keep the default "
-                         "unless more queries confirm it.")
-        else:
-            lines.append("The held-out gain is significant (p < 0.05); confirm it on more queries before "
-                         "changing the default.")
+        d = self.decision
+        low, high = d["ci95"]
+        advice = {"adopt": "Adopt it.", "keep": "Keep the default."}.get(
+            d["verdict"], "Keep the default until more queries decide"
+            + (f" (about {d['queries_needed']} judged queries)." if d.get("queries_needed") else "."))
+        lines.append(f"Verdict: {d['verdict']}: {d['reason']} (95% CI [{low:+.4f}, {high:+.4f}]). {advice}")
         return "\n".join(lines)
-
-
-def split_queries(qs: "QuerySet", seed: int = 0, tune_fraction: float = 0.5) -> tuple[list[str], list[str]]:
-    """Usage: ``tune, heldout = split_queries(qs, seed=0)``: positive query ids, shuffled once by ``seed``."""
-    import numpy as np
-
-    if not 0 < tune_fraction < 1:
-        raise UsageError(f"tune_fraction must be between 0 and 1, got {tune_fraction}")
-    ids = sorted(q.query_id for q in qs.positive)
-    if len(ids) < 4:
-        raise UsageError(f"a held-out split needs at least 4 queries with relevant pages, got {len(ids)}")
-    order = [ids[i] for i in np.random.default_rng(seed).permutation(len(ids))]
-    cut = min(max(1, round(len(ids) * tune_fraction)), len(ids) - 1)
-    return sorted(order[:cut]), sorted(order[cut:])
 
 
 def sweep(vault: "Vault", qs: "QuerySet", grid: Grid, *, measure: str = "nDCG@10", seed: int = 0,
           tune_fraction: float = 0.5, allow_egress: bool = False,
           cache_dir: str | os.PathLike[str] | None = None, scheduler: str | None = None,
           allow_remote_workers: bool = False, progress: bool = False) -> SweepResult:
-    """Run every setting of ``grid`` plus the default; choose on the tuning split, test on the held-out one.
+    """Run every setting of ``grid`` plus the default; choose on the tuning split, judge on the held-out one.
 
-    ``scheduler`` (``"local:2"``, ``"tcp://HOST:PORT"``) runs the settings as Dask tasks
-    (``vaulteval.workbench.executor``); the table is the same as without it.
+    The core is ``tune``'s: its split (the set's ``split`` field, else a seeded hash of each id), its
+    per-query scoring (``search_scores``, on the workbench executor: ``scheduler`` ``"local:2"`` or
+    ``"tcp://HOST:PORT"`` gives the same table) and its verdict on the held-out queries.
     """
     import pandas as pd
 
-    from vaulteval.workbench.executor import run_strategies
-    from vaulteval.workbench.measures import parse_measures, per_query
+    from vaulteval.workbench.executor import make_executor
+    from vaulteval.workbench.measures import parse_measures
     from vaulteval.workbench.stats import paired_test
-    from vaulteval.workbench.workspace import Workspace
+    from vaulteval.workbench.tune import search_scores, subset, tune_test_split, verdict_slices
+    from vaulteval.workbench.verdict import Evidence, judge
 
     (m,) = [str(x) for x in parse_measures([measure])]
     settings = grid.strategies(allow_egress)
     default = Strategy.of(analyzer=grid.analyzer, name="default")
-    tune, held = split_queries(qs, seed, tune_fraction)
-    ws = Workspace(vault, cache_dir)
-    scores: dict[str, pd.Series] = {}
-    rows = []
+    if not 0 < tune_fraction < 1:
+        raise UsageError(f"tune_fraction must be between 0 and 1, got {tune_fraction}")
+    tune, held, _ = tune_test_split(qs, 1 - tune_fraction, seed)
+    if not tune or not held:
+        raise UsageError(f"a held-out split needs tuning and held-out queries with relevant pages, got "
+                         f"{len(tune)} and {len(held)}; judge more queries or change the seed")
     unique: dict[tuple, Strategy] = {}
     for s in [default, *settings]:
         unique.setdefault(s.key, s)
-    runs = run_strategies(vault, qs, list(unique.values()), workspace=ws, scheduler=scheduler,
-                          allow_remote_workers=allow_remote_workers, progress=progress)
-    for s, run in zip(unique.values(), runs):
-        pq = per_query(run, qs, [m]).set_index("query_id").value
-        scores[s.name] = pq
-        rows.append({"setting": s.name, **{p: s.value(p) for p in PARAMS}, "is_default": s is default,
-                     "tune": pq[tune].mean(), "heldout": pq[held].mean(), "all": pq.mean()})
+    with make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress) as ex:
+        per_query = search_scores(vault, qs, list(unique.values()), m, cache_dir=cache_dir, executor=ex)
+    scores = {s.name: pd.Series(values) for s, values in zip(unique.values(), per_query)}
+    rows = [{"setting": s.name, **{p: s.value(p) for p in PARAMS}, "is_default": s is default,
+             "tune": scores[s.name][tune].mean(), "heldout": scores[s.name][held].mean(), "all": scores[s.name].mean()}
+            for s in unique.values()]
     table = pd.DataFrame(rows)
     by_name = {s.name: s for s in [default, *settings]}
     ranked = table.assign(_order=range(len(table))).sort_values(
@@ -192,6 +182,11 @@ def sweep(vault: "Vault", qs: "QuerySet", grid: Grid, *, measure: str = "nDCG@10
     b_scores, d_scores = scores[best.name], scores[default.name]
     test = paired_test(b_scores[held].to_numpy(), d_scores[held].to_numpy(), seed=seed)
     tune_test = paired_test(b_scores[tune].to_numpy(), d_scores[tune].to_numpy(), seed=seed)
+    slices, high = verdict_slices(subset(qs, held, "heldout"))
+    evidence = Evidence(default=d_scores[held].to_dict(),
+                        candidate=None if best.key == default.key else b_scores[held].to_dict(),
+                        slices=slices, high_overlap=high)
+    decision = judge(evidence, seed=seed, measure=m)
     for col in ("tune", "heldout", "all"):
         table[col] = table[col].round(4)
-    return SweepResult(m, table, best, default, tune, held, test, tune_test, seed)
+    return SweepResult(m, table, best, default, tune, held, test, tune_test, seed, decision)

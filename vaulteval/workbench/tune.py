@@ -3,7 +3,7 @@
 Usage::
 
     result = tune(vault, queryset, test_queryset=None, grid=None, out="runs/")
-    result.decision       # {"chosen": "hybrid:rrf", "adopt": True, "p_randomization": ..., "warning": ...}
+    result.decision       # {"verdict": "adopt", "chosen": "hybrid:rrf", "ci95": [...], "retrieve": {...}, ...}
     result.search         # tune-split mean of the measure per grid strategy
     result.run_dir        # runs/<id>/: the test-split evaluation (baseline vs best) plus tune.json
 
@@ -14,16 +14,16 @@ the tune split by :func:`search_scores`, as (strategy, shard) tasks on the
 workbench executor, so ``scheduler="local:2"`` or a Dask cluster address
 spreads the search without changing its result. The best strategy and the current default are
 then evaluated on the test split like ``eval run`` does (paired tests, Holm,
-report, manifest), plus a paired bootstrap CI of the difference. The best is
-adopted when it beats the default on the test split; the decision says
-whether that gain is significant, and warns when the test split is too small
-to tell. ``eval verify`` recomputes the test run and, from ``tune.json``, the
-search and the decision.
+report, manifest). The decision is a verdict (``vaulteval.workbench.verdict``):
+``adopt`` only when the paired 95% CI of the gain lies above 0 and no query
+kind or overlap band loses significantly, ``keep`` when the default is as good
+or better, else ``inconclusive`` with the number of judged queries a decision
+would need. ``eval verify`` recomputes the test run and, from ``tune.json``,
+the search and the decision.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
+from vaulteval.workbench.grid import default_grid, parse_grid  # noqa: F401  (tune's grid, re-exported)
 
 if TYPE_CHECKING:
     from vaulteval.querysets.queryset import QuerySet
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
     from vaulteval.workbench.strategy import Strategy
 
 TUNE_FILE = "tune.json"
-MIN_TEST_QUERIES = 30
-ALPHA = 0.05
 
 
 def search_scores(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy]", measure: str, *,
@@ -70,25 +69,16 @@ def subset(qs: "QuerySet", ids: Iterable[str], label: str) -> "QuerySet":
     return replace(qs, name=f"{qs.name}-{label}", queries=[q for q in qs.queries if q.query_id in wanted])
 
 
-def hash_split(ids: list[str], test_fraction: float, seed: int) -> tuple[list[str], list[str]]:
-    """Usage: ``tune_ids, test_ids = hash_split(ids, 0.5, 0)``: stable per id, independent of order."""
-    if not 0 < test_fraction < 1:
-        raise UsageError(f"--test-fraction must be between 0 and 1, got {test_fraction}")
-    tune_ids, test_ids = [], []
-    for qid in ids:
-        h = int(hashlib.sha256(f"{seed}:{qid}".encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
-        (test_ids if h < test_fraction else tune_ids).append(qid)
-    return tune_ids, test_ids
-
-
-def own_split(queryset: "QuerySet", test_fraction: float, seed: int) -> tuple[list[str], list[str], str]:
+def tune_test_split(queryset: "QuerySet", test_fraction: float, seed: int) -> tuple[list[str], list[str], str]:
     """Tune and test ids of one query set: its own ``split`` fields when it has both (a generated set
-    assigns them), else a seeded hash of each id."""
+    assigns them), else a seeded hash of each id. The one split of ``tune`` and ``sweep``."""
     marked = {q.split for q in queryset.positive}
     if {"tune", "test"} <= marked:
         return ([q.query_id for q in queryset.positive if q.split == "tune"],
                 [q.query_id for q in queryset.positive if q.split == "test"], "the query set's split field")
-    tune_ids, test_ids = hash_split([q.query_id for q in queryset.positive], test_fraction, seed)
+    from vaulteval.workbench.splits import holdout_split
+
+    tune_ids, test_ids = holdout_split([q.query_id for q in queryset.positive], test_fraction, seed)
     return tune_ids, test_ids, f"sha256 hash, seed {seed}"
 
 
@@ -100,32 +90,17 @@ def current_default(vault: "Vault") -> str:
 
     tuned = tuned_strategy(vault)
     first = {"first": parse_first_stage(tuned["strategy"])} if tuned else {}
-    return Strategy(**first, index=IndexSettings.from_settings(built_index_settings(vault))).text()
+    rerank = (tuned or {}).get("rerank")
+    reranker = None
+    if isinstance(rerank, dict):  # tuned_strategy checked it: a backend and maybe a model
+        from vaulteval.pipeline.stages import registry
 
-
-def default_grid(vault: "Vault", baseline: str) -> list[str]:
-    """Usage: ``default_grid(vault, "bm25")``: the registry's grid (``strategy.tune_grid``); dense stages when embedded."""
-    from vaulteval.rerank.store import store_path
-    from vaulteval.workbench.strategy import tune_grid
-
-    available = frozenset({"bm25", "dense"} if store_path(vault.meta_dir).exists() else {"bm25"})
-    return list(dict.fromkeys([baseline, *tune_grid(available)]))
-
-
-def parse_grid(spec: str) -> list[str]:
-    """``--grid``: strategies separated by ``;``, or ``@FILE`` with one per line (``#`` comments)."""
-    if spec.startswith("@"):
-        try:
-            text = Path(spec[1:]).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"--grid {spec}: cannot read it ({exc})") from None
-        items = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-    else:
-        items = [part.strip() for part in spec.split(";")]
-    items = [i for i in items if i]
-    if not items:
-        raise UsageError("--grid names no strategy")
-    return items
+        reranker = registry.stage("rerank")(backend=rerank["backend"],
+                                            **({"model": rerank["model"]} if rerank.get("model") else {}))
+    depth = (tuned or {}).get("bm25_top")
+    extra = {"bm25_top": depth} if isinstance(depth, int) else {}
+    return Strategy(**first, reranker=reranker, index=IndexSettings.from_settings(built_index_settings(vault)),
+                    **extra).text()
 
 
 @dataclass
@@ -158,7 +133,7 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
     baseline = current_default(vault)
     grid, parsed = _unique_grid([baseline, *(grid or default_grid(vault, baseline))])  # usage errors first
     if test_queryset is None:
-        tune_ids, test_ids, method = own_split(queryset, test_fraction, seed)
+        tune_ids, test_ids, method = tune_test_split(queryset, test_fraction, seed)
         tune_qs, test_qs = subset(queryset, tune_ids, "tune"), subset(queryset, test_ids, "test")
         splits = {"tune": {"path": str(queryset.path), "split": queryset.extra.get("split") or "test",
                            "ids": tune_ids}, "test_ids": test_ids, "method": method,
@@ -170,28 +145,84 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
                            "ids": tune_ids}, "method": "two query sets"}
     if not tune_ids or not test_qs.positive:
         raise UsageError("the tune and the test split each need at least one query with relevant pages")
+    slices, high = verdict_slices(test_qs)
     # One executor (one Dask cluster) for the search and the held-out confirmation.
     with make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress) as ex:
         scores = search_scores(vault, tune_qs, parsed, measure, cache_dir=cache_dir, executor=ex)
         search = search_table(grid, scores)
         best = search[0]["strategy"]
+        by_text = dict(zip(grid, parsed))
+        semantic = {"candidate": is_semantic(by_text[best]), "default": is_semantic(by_text[baseline]),
+                    "grid": any(is_semantic(s) for s in parsed)}
         names = {baseline: "default", best: "best"}
-        chosen = [parsed[grid.index(baseline)].with_name("default")]
+        chosen = [by_text[baseline].with_name("default")]
         if best != baseline:
-            chosen.append(parsed[grid.index(best)].with_name("best"))
+            chosen.append(by_text[best].with_name("best"))
+        rival = _rival(search, by_text, semantic, high, test_qs)
+        if rival is not None:
+            names[rival] = "rival"
+            chosen.append(by_text[rival].with_name("rival"))
         ev = evaluate(vault, test_qs, chosen, measures=[measure, "R@100"], k=10, baseline="default",
                       cache_dir=cache_dir, seed=seed, executor=ex)
-    decision = decide(ev.per_query, measure, best != baseline, seed)
-    chosen_strategy = parsed[grid.index(best if decision["adopt"] else baseline)]
-    # retrieve can only pick the first stage; analyzer, BM25 parameters and chunking are the index's.
+    decision = decide(ev.per_query, measure, best != baseline, seed, slices=slices, high_overlap=high,
+                      semantic=semantic)
+    chosen_strategy = by_text[best if decision["adopt"] else baseline]
+    # retrieve can only pick the pipeline; analyzer, BM25 parameters and chunking are the index's.
     decision.update(chosen=best if decision["adopt"] else baseline, best=best, baseline=baseline,
-                    retrieve_strategy=chosen_strategy.retrieve_text(), index=chosen_strategy.index_settings())
-    params = {"measure": measure, "seed": seed, "grid": grid, "splits": splits, "names": names}
+                    retrieve_strategy=chosen_strategy.retrieve_text(), index=chosen_strategy.index_settings(),
+                    retrieve=pipeline_settings(chosen_strategy), best_retrieve=pipeline_settings(by_text[best]),
+                    best_index=by_text[best].index_settings())
+    params = {"measure": measure, "seed": seed, "grid": grid, "splits": splits, "names": names,
+              "test_slices": slices, "high_overlap": sorted(high) if high is not None else None,
+              "semantic": semantic}
     run_dir = ev.save(out, run_id=run_id)
     result = TuneResult(search, baseline, best, decision, run_dir, params)
     (run_dir / TUNE_FILE).write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n",
                                      encoding="utf-8")
     return result
+
+
+def is_semantic(strategy: "Strategy") -> bool:
+    """Dense, hybrid or reranked: a strategy that matches meaning, not only shared words."""
+    return strategy.reranker is not None or "dense" in strategy.first.needs
+
+
+def pipeline_settings(strategy: "Strategy") -> dict[str, Any]:
+    """What ``retrieve`` needs to run ``strategy`` itself: first stage, reranker (or None) and depth."""
+    rerank = None
+    if strategy.rerank is not None:
+        rerank = {"backend": strategy.rerank.backend, "model": strategy.rerank.model}
+    return {"strategy": strategy.retrieve_text(), "rerank": rerank, "bm25_top": strategy.bm25_top}
+
+
+def verdict_slices(queryset: "QuerySet") -> "tuple[dict[str, list[str]], set[str] | None]":
+    """Query ids per kind (``kind=title``) and per overlap band (``overlap=high``), and the high-overlap ids
+    (None when the set records no overlap band)."""
+    from vaulteval.workbench.verdict import overlap_band
+
+    slices: dict[str, list[str]] = {}
+    banded = False
+    for q in queryset.positive:
+        if q.kind:
+            slices.setdefault(f"kind={q.kind}", []).append(q.query_id)
+        band = overlap_band(q)
+        if band is not None:
+            banded = True
+            slices.setdefault(f"overlap={band}", []).append(q.query_id)
+    high = set(slices.get("overlap=high", [])) if banded else None
+    return slices, high
+
+
+def _rival(search: list[dict[str, Any]], by_text: "dict[str, Strategy]", semantic: dict[str, bool],
+           high: set[str] | None, test_qs: "QuerySet") -> str | None:
+    """The best semantic strategy of the search, evaluated too when the verdict may need to size real questions:
+    the test split is mostly high-overlap and neither the default nor the best is semantic."""
+    if high is None or semantic["candidate"] or semantic["default"] or not semantic["grid"]:
+        return None
+    ids = [q.query_id for q in test_qs.positive]
+    if sum(q in high for q in ids) * 2 <= len(ids):
+        return None
+    return next((row["strategy"] for row in search if is_semantic(by_text[row["strategy"]])), None)
 
 
 def _unique_grid(items: list[str]) -> "tuple[list[str], list[Strategy]]":
@@ -216,49 +247,22 @@ def search_table(grid: list[str], scores: list[dict[str, float]]) -> list[dict[s
     return [{k: v for k, v in r.items() if k != "order"} for r in rows]
 
 
-def decide(per_query: Any, measure: str, has_best: bool, seed: int) -> dict[str, Any]:
-    """Adopt the best when its test-split mean beats the default's; significance, CI and size warning."""
-    from vaulteval.workbench.stats import paired_test
+def decide(per_query: Any, measure: str, has_best: bool, seed: int, *, slices: dict[str, list[str]] | None = None,
+           high_overlap: set[str] | None = None, semantic: dict[str, bool] | None = None) -> dict[str, Any]:
+    """The verdict on the test split (``vaulteval.workbench.verdict``) from ``evaluate``'s per-query table.
+
+    Runs named ``default`` and ``best`` (and ``rival``: the best semantic strategy, when both are lexical
+    on a mostly high-overlap set); ``semantic`` says which of candidate/default/grid are semantic.
+    """
+    from vaulteval.workbench.verdict import Evidence, judge
 
     table = per_query[per_query.measure == measure].pivot_table(index="query_id", columns="run", values="value")
-    base = table["default"].to_numpy(dtype=float)
-    n = int(base.size)
-    out: dict[str, Any] = {"measure": measure, "n_test": n, "default_mean": float(base.mean()) if n else 0.0}
-    if not has_best:
-        out.update(adopt=False, reason="the current default is the best on the tune split", best_mean=out["default_mean"],
-                   delta=0.0, ci95=[0.0, 0.0], p_randomization=1.0, significant=False)
-    else:
-        best = table["best"].to_numpy(dtype=float)
-        test = paired_test(best, base, seed=seed)
-        low, high = bootstrap_ci(best - base, seed)
-        adopt = test.mean_delta > 0
-        out.update(best_mean=float(best.mean()), delta=float(test.mean_delta), ci95=[low, high],
-                   p_randomization=float(test.p_randomization), wins=test.wins, ties=test.ties, losses=test.losses,
-                   significant=bool(test.p_randomization < ALPHA), adopt=bool(adopt),
-                   reason=("better on the test split" + (" (significant)" if test.p_randomization < ALPHA
-                                                         else " (not significant)")) if adopt
-                   else "not better than the default on the test split")
-    warning = None
-    if n < MIN_TEST_QUERIES:
-        warning = f"the test split has {n} queries (< {MIN_TEST_QUERIES}): too small to tell strategies apart"
-    elif has_best and not out["significant"] and out["ci95"][1] - out["ci95"][0] > 0.1:
-        warning = "the test split is too small to tell: the 95% CI of the difference is wider than 0.1"
-    out["warning"] = warning
-    return out
-
-
-def bootstrap_ci(deltas: Any, seed: int, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean per-query difference (scipy.stats.bootstrap), seeded."""
-    import numpy as np
-    from scipy.stats import bootstrap
-
-    deltas = np.asarray(deltas, dtype=float)
-    if deltas.size < 2 or np.allclose(deltas, deltas[0]):
-        value = float(deltas.mean()) if deltas.size else 0.0
-        return value, value
-    res = bootstrap((deltas,), np.mean, confidence_level=level, n_resamples=2000, method="percentile",
-                    random_state=np.random.default_rng(seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    column = {name: {str(q): float(v) for q, v in table[name].items()} for name in table.columns}
+    ev = Evidence(default=column["default"], candidate=column.get("best") if has_best else None,
+                  slices=slices or {}, high_overlap=high_overlap, rival=column.get("rival"))
+    flags = semantic or {}
+    return judge(ev, seed=seed, measure=measure, candidate_semantic=flags.get("candidate", False),
+                 default_semantic=flags.get("default", False), grid_semantic=flags.get("grid", False))
 
 
 def read_tune(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -292,9 +296,12 @@ def verify_tune(tune_info: dict[str, Any], per_query: Any, vault_root: str, cach
             diffs.append(f"tune.json: search {row['strategy']}: {old} -> {row['mean']}")
     if search[0]["strategy"] != tune_info["best"]:
         diffs.append(f"tune.json: best {tune_info['best']} -> {search[0]['strategy']}")
-    decision = decide(per_query, params["measure"], tune_info["best"] != tune_info["baseline"], params["seed"])
+    high = params.get("high_overlap")
+    decision = decide(per_query, params["measure"], tune_info["best"] != tune_info["baseline"], params["seed"],
+                      slices=params.get("test_slices"), high_overlap=set(high) if high is not None else None,
+                      semantic=params.get("semantic"))
     old = tune_info["decision"]
-    for key in ("adopt", "significant", "n_test"):
+    for key in ("verdict", "adopt", "significant", "n_test"):
         if decision.get(key) != old.get(key):
             diffs.append(f"tune.json: decision {key}: {old.get(key)} -> {decision.get(key)}")
     for key in ("delta", "p_randomization", "default_mean", "best_mean"):

@@ -152,7 +152,14 @@ class Reranker(Stage):
     """
 
     role = "rerank"
-    over = "bm25"  # the first stage whose candidates it reranks
+    over = "bm25"  # the first stage ``rerank:...`` strings rerank
+    runs_over = frozenset({"bm25"})  # every first stage whose candidates it may rerank
+    key_params: tuple[str, ...] = ()  # its keys a first stage's string may carry beside ``rerank=``
+
+    def as_key_items(self) -> list[str]:
+        """The reranker as items of another first stage's string: ``rerank=OPTION``, then its keys."""
+        option = self.text().partition(":")[2].split(",")[0]
+        return [f"rerank={option}", *self.items()]
 
     def rerank(self, query: str, texts: list[str], cache_path: Any, cache_anchor: Any = None,
                store: Any = None) -> Any:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 @register
 class EmbeddingRerank(Reranker):
     name = "rerank"
-    summary = "reranks the BM25 candidates by the cosine of embeddings from Ollama or sentence-transformers"
+    summary = ("reranks the first stage's candidates by the cosine of embeddings from Ollama or sentence-transformers "
+               "(BM25's as `rerank:st`; dense's or hybrid's with the key `rerank=st`)")
     needs = frozenset({"embedder"})
     option = Param("backend", str, "ollama", "the embedding backend (`st` is short for sentence-transformers)",
                    choices=("ollama", "sentence-transformers"), aliases={"st": "sentence-transformers"})
@@ -33,6 +34,8 @@ class EmbeddingRerank(Reranker):
         Param("timeout", float, 30.0, "seconds per embedding request", low=0.0, high=600.0, low_open=True),
         Param("batch_size", int, 64, "documents per embedding request", low=1, high=4096),
     )
+    runs_over = frozenset({"bm25", "dense", "hybrid"})  # dense and hybrid write it `rerank=st` (see strategy)
+    key_params = ("model", "host", "timeout", "batch_size")
     allow_remote = False  # the command's --allow-remote-ollama, not a parameter
 
     def config(self) -> Any:

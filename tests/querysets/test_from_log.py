@@ -1,0 +1,129 @@
+"""Real questions with consent: ``retrieve --log FILE`` and ``queryset from-log FILE`` into a pool to judge."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline_fixtures import run_json, run_main, snapshot
+
+QUESTIONS = ["how do I descale the espresso machine", "why does my bread come out flat",
+             "how do I descale   the espresso machine"]  # the third is the first again, spaced differently
+
+
+def _retrieve(vault: Path, query: str, *extra) -> tuple[int, str, str]:
+    return run_main("retrieve", "--vault", vault, query, "--no-rerank", *extra)
+
+
+def test_nothing_is_logged_without_the_flag(fresh_vault: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    before_vault, before_here = snapshot(fresh_vault), sorted(os.listdir(tmp_path))
+    assert _retrieve(fresh_vault, QUESTIONS[0])[0] == 0
+    assert snapshot(fresh_vault) == before_vault and sorted(os.listdir(tmp_path)) == before_here
+
+
+def test_the_log_gets_one_line_per_retrieve_with_query_time_strategy_and_paths(fresh_vault: Path,
+                                                                              tmp_path: Path) -> None:
+    log = tmp_path / "questions.jsonl"
+    results = []
+    for q in QUESTIONS:
+        code, out, err = _retrieve(fresh_vault, q, "--log", log)
+        assert code == 0, err
+        results.append(json.loads(out))
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 3 and oct(log.stat().st_mode & 0o777) == "0o600"
+    for line, result in zip(lines, results):
+        assert set(line) == {"time", "vault", "query", "strategy", "paths"}
+        assert line["query"] == result["query"] and line["strategy"] == result["strategy"] == "bm25-only"
+        assert line["paths"] == [c["page_path"] for c in result["candidates"]] and line["paths"]
+        assert line["vault"] == str(fresh_vault.resolve()) and line["time"].endswith("Z")
+
+
+@pytest.mark.parametrize("where", ["vault", "meta", "symlink_into_vault", "fifo", "no_folder"])
+def test_a_log_inside_the_vault_or_not_a_plain_file_is_refused_before_retrieval(fresh_vault: Path, tmp_path: Path,
+                                                                               where: str) -> None:
+    target = {"vault": fresh_vault / "log.jsonl", "meta": fresh_vault / ".vault-meta" / "log.jsonl",
+              "symlink_into_vault": tmp_path / "link.jsonl", "fifo": tmp_path / "fifo.jsonl",
+              "no_folder": tmp_path / "missing" / "log.jsonl"}[where]
+    if where == "symlink_into_vault":
+        target.symlink_to(fresh_vault / "wiki" / "new.jsonl")
+    if where == "fifo":
+        os.mkfifo(target)
+    before = snapshot(fresh_vault)
+    code, out, err = _retrieve(fresh_vault, QUESTIONS[0], "--log", target)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--log" in err, err
+    assert "Traceback" not in err and snapshot(fresh_vault) == before
+
+
+def test_from_log_makes_a_query_set_and_a_pool_the_judge_notebook_reads(fresh_vault: Path, tmp_path: Path) -> None:
+    from vaulteval.querysets.judging import save_labels
+    from vaulteval.querysets.queryset import open_queryset
+
+    log = tmp_path / "questions.jsonl"
+    for q in QUESTIONS:
+        assert _retrieve(fresh_vault, q, "--log", log)[0] == 0
+    pool_path = tmp_path / "judge" / "pool.yaml"
+    code, out, err = run_main("queryset", "from-log", log, "--out", pool_path)  # the vault comes from the log
+    assert code == 0, err
+    qs_path = tmp_path / "judge" / "pool-queries.yaml"
+    assert str(pool_path) in out and str(qs_path) in out
+    pool = yaml.safe_load(pool_path.read_text(encoding="utf-8"))
+    vault, qs = open_queryset(qs_path)
+    assert vault.root == fresh_vault.resolve()
+    assert len(qs.queries) == 2 and all(q.is_negative and q.tags == ("from-log",) for q in qs.queries)
+    asked = {q.text: q for q in qs.queries}
+    assert asked[QUESTIONS[0]].fields["source"]["asked"] == 2
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {(p["query"], p["page"]) for p in pool["pairs"]} == {
+        (" ".join(r["query"].split()), page) for r in logged for page in r["paths"]}
+    assert all(p["strategies"] == ["bm25-only"] and p["snippet"] for p in pool["pairs"])
+    assert pool["vault"] == str(fresh_vault.resolve()) and pool["queryset"] == str(qs_path.resolve())
+    # the judge notebook's save: grades land in a new query set that loads with judgments
+    first = pool["pairs"][0]
+    saved = save_labels(qs_path, pool, {(first["query_id"], first["page"]): 2}, judge="ana",
+                        out=tmp_path / "judged.yaml")
+    assert saved["judgments_added"] == 1
+    _, judged = open_queryset(tmp_path / "judged.yaml")
+    assert {q.query_id: q.relevant for q in judged.queries}[first["query_id"]] == {first["page"]: 2}
+    # the same questions logged again give the same ids: judgments merge by id
+    again = tmp_path / "again.yaml"
+    assert run_main("queryset", "from-log", log, "--out", again)[0] == 0
+    assert yaml.safe_load(again.read_text())["pairs"] == pool["pairs"]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"not json\n", "log.jsonl:1: not a JSON line"),
+    (b'{"query": "q", "paths": ["a.md"]}\n{"query": 3}\n', "log.jsonl:2: expected"),
+    (b"\xff\xfe\n", "log.jsonl:1: not a JSON line"),
+    (b"\n\n", "holds no logged questions"),
+])
+def test_a_malformed_log_is_one_line_naming_the_line(fresh_vault: Path, tmp_path: Path, content: bytes,
+                                                     message: str) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(content)
+    code, _, err = run_main("queryset", "from-log", log, "--vault", fresh_vault, "--out", tmp_path / "pool.yaml")
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "pool.yaml").exists()
+
+
+def test_from_log_refuses_to_write_into_the_vault_and_skips_other_vaults(fresh_vault: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    assert _retrieve(fresh_vault, QUESTIONS[1], "--log", log)[0] == 0
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"query": "elsewhere", "vault": str(tmp_path / "other"), "paths": ["x.md"]}) + "\n")
+        fh.write(json.dumps({"query": "gone page", "vault": str(fresh_vault.resolve()),
+                             "paths": ["wiki/No such page.md", "../../etc/passwd"]}) + "\n")
+    before = snapshot(fresh_vault)
+    code, _, err = run_main("queryset", "from-log", log, "--vault", fresh_vault, "--out", fresh_vault / "pool.yaml")
+    assert code == 2 and "inside the vault" in err and snapshot(fresh_vault) == before
+    code, _, err = run_main("queryset", "from-log", log, "--out", tmp_path / "p.yaml")
+    assert code == 2 and "names 2 vaults" in err  # which one to judge must be said
+    code, out, err = run_main("queryset", "from-log", log, "--vault", fresh_vault, "--out", tmp_path / "p.yaml")
+    assert code == 0, err
+    assert "skipped 1 logged line(s) from another vault" in out and "2 logged page(s) are gone" in out
+    pool = yaml.safe_load((tmp_path / "p.yaml").read_text())
+    assert {p["query"] for p in pool["pairs"]} == {QUESTIONS[1]}  # the gone pages are left out

@@ -1,0 +1,158 @@
+"""tune measures what retrieve runs: the grid holds every reranker and analyzer the vault can run, and after
+``tune --write`` the default ``retrieve`` is exactly the tuned pipeline (its reranker or none, its depth)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline_fixtures import copy_sample, run_json, run_main
+from vaulteval import Vault
+from vaulteval.pipeline.provision import provision
+from vaulteval.rerank.config import RerankConfig
+from vaulteval.workbench.grid import available_analyzers, default_grid
+from vaulteval.workbench.runs import Run
+from vaulteval.workbench.strategy import Strategy
+
+REPO = Path(__file__).resolve().parents[2]
+QUERYSET = REPO / "querysets" / "sample-vault.yaml"
+UNREACHABLE_OLLAMA = "http://127.0.0.1:9"  # discard port: a rerank that tried Ollama would say so in its label
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = copy_sample(tmp_path_factory.mktemp("embedded") / "vault")
+    provision(Vault(root), embed=RerankConfig(backend="sentence-transformers"))
+    return root
+
+
+@pytest.fixture
+def embedded_copy(embedded: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(embedded, tmp_path / "vault", symlinks=True))
+
+
+def test_the_grid_offers_the_stores_reranker_over_bm25_and_both_hybrids_and_every_analyzer(embedded: Path) -> None:
+    grid = default_grid(Vault(embedded), "bm25")
+    for analyzer in available_analyzers():
+        keys = "" if analyzer == "default" else f",analyzer={analyzer}"
+        assert f"rerank:st{keys}" in grid and f"hybrid:rrf{keys}" in grid and f"hybrid:cc{keys}" in grid
+        assert f"hybrid:rrf{keys},rerank=st" in grid and f"hybrid:cc{keys},rerank=st" in grid
+    parsed = [Strategy.parse(s) for s in grid]  # every entry is a valid, distinct strategy
+    assert len({s.key for s in parsed}) == len(grid)
+    reranked = [s for s in parsed if s.rerank is not None]
+    assert {s.rerank.backend for s in reranked} == {"sentence-transformers"}
+    assert {s.first.label for s in reranked} == {"bm25", "hybrid:rrf", "hybrid:cc"}
+
+
+def test_a_vault_without_stored_embeddings_gets_no_semantic_strategy(fresh_vault: Path) -> None:
+    grid = [Strategy.parse(s) for s in default_grid(Vault(fresh_vault), "bm25")]
+    assert all(not {"dense", "embedder"} & s.first.needs and s.rerank is None for s in grid)
+
+
+def test_a_newly_registered_analyzer_joins_the_grid(fresh_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaulteval.index import tokenize
+
+    monkeypatch.setattr(tokenize, "ANALYZERS", (*tokenize.ANALYZERS, "spanish"))
+    grid = default_grid(Vault(fresh_vault), "bm25")
+    assert "bm25:analyzer=spanish" in grid and "bm25:analyzer=spanish,k1=0.9,b=0.4" in grid
+
+
+POOR = "bm25:w_body=0,w_code=1"  # ranks by code blocks alone: any grid rival beats it on the tune split
+
+
+def _tuned_write(vault: Path, tmp_path: Path, grid: str) -> dict:
+    """``tune --write --force`` with ``grid`` as the only rival of a deliberately poor tuned baseline."""
+    from vaulteval.pipeline.tuned import write_tuned
+
+    write_tuned(Vault(vault), POOR, run_id="poor")
+    out = run_json("tune", "--vault", vault, "--queryset", QUERYSET, "--grid", grid, "--out", tmp_path / "runs",
+                   "--id", "t", "--write", "--force")
+    assert out["best"] == grid, out["search"]  # the only rival: the test needs it written
+    return out
+
+
+def test_after_tune_write_retrieve_runs_exactly_the_tuned_reranked_pipeline(
+        embedded_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", UNREACHABLE_OLLAMA)
+    out = _tuned_write(embedded_copy, tmp_path, "hybrid:cc,rerank=st")
+    stored = json.loads((embedded_copy / ".vaulteval.json").read_text())["retrieve"]
+    assert stored["strategy"] == "hybrid:cc" and stored["rerank"]["backend"] == "sentence-transformers"
+    assert stored["bm25_top"] == 100
+    run = Run.from_trec(Path(out["run_dir"]) / "best.trec")
+    queries = {q["id"]: q["query"] for q in __import__("yaml").safe_load(QUERYSET.read_text())["queries"]}
+    import pandas as pd
+
+    trace = pd.read_csv(Path(out["run_dir"]) / "queries.csv")
+    labels = dict(zip(trace[trace.run == "best"].query_id, trace[trace.run == "best"].label))
+    tested = sorted(set(run.df.query_id))
+    assert len(tested) > 10 and "hybrid:cc+rerank:sentence-transformers" in labels.values()
+    for qid in tested:
+        result = run_json("retrieve", "--vault", embedded_copy, queries[qid])
+        assert result["strategy"] == labels[qid] and "ollama" not in result["strategy"], qid
+        measured = run.df[run.df.query_id == qid].sort_values("rank").doc_id.tolist()[:5]
+        assert [c["page_path"] for c in result["candidates"]] == measured, qid
+    # the baseline of a later tune is the tuned pipeline itself
+    from vaulteval.workbench.tune import current_default
+
+    assert Strategy.parse(current_default(Vault(embedded_copy))) == Strategy.parse("hybrid:cc,rerank=st")
+
+
+def test_a_pipeline_tuned_without_a_reranker_gets_none_added(fresh_vault: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", UNREACHABLE_OLLAMA)
+    before = run_json("retrieve", "--vault", fresh_vault, "espresso")
+    assert before["strategy"].startswith("bm25+noop-rerank:")  # untuned: the Ollama rerank is tried
+    assert "tuned" not in before
+    _tuned_write(fresh_vault, tmp_path, "bm25:w_title=2,w_aliases=2")
+    stored = json.loads((fresh_vault / ".vaulteval.json").read_text())["retrieve"]
+    assert stored["rerank"] is None
+    after = run_json("retrieve", "--vault", fresh_vault, "espresso")
+    assert after["strategy"] == "bm25+fields" and after["tuned"]["strategy"] == "bm25:w_title=2,w_aliases=2"
+    explicit = run_json("retrieve", "--vault", fresh_vault, "espresso", "--embedder", "st")
+    assert explicit["strategy"] == "bm25+fields+rerank:sentence-transformers"  # asked for: added
+
+
+@pytest.mark.parametrize("entry, why", [
+    ({"strategy": "bm25", "rerank": {"backend": "cohere"}}, "rerank must be null"),
+    ({"strategy": "bm25", "rerank": "st"}, "rerank must be null"),
+    ({"strategy": "bm25", "bm25_top": 0}, "bm25_top must be"),
+    ({"strategy": "bm25", "bm25_top": True}, "bm25_top must be"),
+])
+def test_a_malformed_tuned_pipeline_is_ignored_with_a_warning(fresh_vault: Path, entry: dict, why: str,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    from vaulteval.pipeline.tuned import tuned_strategy
+
+    (fresh_vault / ".vaulteval.json").write_text(json.dumps({"retrieve": entry}))
+    assert tuned_strategy(Vault(fresh_vault)) is None and why in caplog.text
+    code, stdout, _ = run_main("retrieve", "--vault", fresh_vault, "espresso", "--no-rerank")
+    assert code == 0 and "tuned" not in json.loads(stdout)
+
+
+@pytest.mark.parametrize("entry, expected", [
+    ({"strategy": "bm25", "rerank": None}, "bm25"),
+    ({"strategy": "bm25:w_title=2", "rerank": {"backend": "sentence-transformers", "model": None}},
+     "rerank:st,w_title=2"),
+    ({"strategy": "hybrid:cc,alpha=0.3", "rerank": {"backend": "sentence-transformers", "model": None},
+      "bm25_top": 40}, "hybrid:cc,alpha=0.3,rerank=st,bm25_top=40"),
+])
+def test_the_next_tunes_baseline_is_the_tuned_pipeline(fresh_vault: Path, entry: dict, expected: str) -> None:
+    from vaulteval.workbench.tune import current_default
+
+    (fresh_vault / ".vaulteval.json").write_text(json.dumps({"retrieve": entry}))
+    assert Strategy.parse(current_default(Vault(fresh_vault))) == Strategy.parse(expected)
+
+
+def test_write_without_force_writes_an_adopted_pipeline(fresh_vault: Path, tmp_path: Path) -> None:
+    from vaulteval.pipeline.tuned import write_tuned
+
+    write_tuned(Vault(fresh_vault), POOR, run_id="poor")
+    code, stdout, err = run_main("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", "bm25",
+                                 "--out", tmp_path / "runs", "--write")
+    out = json.loads(stdout)
+    assert code == 0 and out["decision"]["verdict"] == "adopt" and out["decision"]["ci95"][0] > 0
+    assert f"vaulteval: verdict: adopt: bm25 vs {Strategy.parse(POOR).text()}" in err  # the registry's key order
+    stored = json.loads((fresh_vault / ".vaulteval.json").read_text())["retrieve"]
+    assert stored["strategy"] == "bm25" and stored["verdict"] == "adopt" and stored["forced"] is False

@@ -1,0 +1,124 @@
+"""What ``tune`` searches by default: every analyzer and reranker the vault can run, and ``--grid`` specs.
+
+Usage::
+
+    grid = default_grid(vault, "bm25")      # ["bm25", "bm25:analyzer=english", ..., "rerank:st", ...]
+    parse_grid("bm25;hybrid:rrf")           # ["bm25", "hybrid:rrf"]
+
+The policy:
+
+- lexical: BM25 with every analyzer of the analyzer registry
+  (``vaulteval.index.tokenize.ANALYZERS``, so a new language joins the grid by
+  being registered), the english stemmer and stopword options, and on each
+  language analyzer two k1/b settings and each BM25-index stage's own
+  ``tune_grid`` (field weightings; a new stage joins by being registered);
+- semantic, when the vault has stored embeddings (``provision --embed``):
+  the ``tune_grid`` of every stage that needs them (dense; hybrid per
+  analyzer: rrf, and cc at alpha 0.3, 0.5, 0.7); and the store's reranker
+  (``rerank:st`` for a sentence-transformers store, with the store's model)
+  over BM25 and over each fusion of every hybrid (``hybrid:cc,rerank=st``). A store is what the vault
+  can run without asking anyone: nothing on the grid contacts a model the
+  vault was not provisioned with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vaulteval.errors import UsageError
+
+if TYPE_CHECKING:
+    from vaulteval.vault.vault import Vault
+
+
+
+def available_analyzers() -> list[str]:
+    """The analyzer registry's names, ``default`` first."""
+    from vaulteval.index.tokenize import ANALYZERS
+
+    return list(dict.fromkeys(["default", *ANALYZERS]))
+
+
+def store_reranker(vault: "Vault") -> str | None:
+    """``st`` or ``ollama`` plus the store's model (``st,model=...``), or None without a readable store."""
+    from vaulteval.rerank.config import BACKENDS
+    from vaulteval.rerank.models import default_st_model
+    from vaulteval.rerank.store import StoreError, open_store, store_path
+
+    if not store_path(vault.meta_dir).exists():
+        return None
+    try:
+        store = open_store(vault.meta_dir)
+    except (StoreError, OSError):  # a broken store is doctor's business; tune searches without it
+        return None
+    if store.backend not in BACKENDS or "," in store.model:
+        return None
+    if store.backend == "sentence-transformers":
+        return "st" if store.model == default_st_model() else f"st,model={store.model}"
+    return f"ollama,model={store.model}"
+
+
+def default_grid(vault: "Vault", baseline: str) -> list[str]:
+    """Usage: ``default_grid(vault, "bm25")``: the policy in the module docstring, ``baseline`` first.
+
+    The stages and their settings come from the stage registry: each first stage's ``tune_grid``
+    whose ``needs`` the vault meets (a stage that ranks with the BM25 index, on every analyzer),
+    and each reranker the store runs over the first stages it may rerank (``runs_over``).
+    """
+    from vaulteval.pipeline.stages import registry
+    from vaulteval.workbench.strategy import Strategy
+
+    analyzers = available_analyzers()
+    languages = [a for a in analyzers if a != "default"]
+    grid = [baseline, *(f"bm25:analyzer={a}" for a in languages)]
+    if "english" in languages:
+        from vaulteval.index.analyzers import STEMMERS, STOPLISTS
+
+        grid += [f"bm25:analyzer=english,stemmer={s}" for s in STEMMERS[1:2]]
+        grid += [f"bm25:analyzer=english,stopwords={w}" for w in STOPLISTS[1:2]]
+    for a in languages:
+        grid += [f"bm25:analyzer={a},k1=1.2,b=0.75", f"bm25:analyzer={a},k1=0.9,b=0.4"]
+    reranker = store_reranker(vault)
+    available = frozenset({"bm25", "dense", "embedder"} if reranker is not None else {"bm25"})
+    stages = [cls for cls in registry.first_stages() if cls.needs <= available]
+    for cls in stages:  # lexical stages on every language, semantic ones on every analyzer
+        on = (languages if "dense" not in cls.needs else analyzers) if "bm25" in cls.needs else ["default"]
+        for a in on:
+            keys = [] if a == "default" else [f"analyzer={a}"]
+            grid += [_text(cls.head(), [p for p in (point,) if p] + keys) for point in cls.tune_grid]
+    for rr in registry.rerankers():
+        if reranker is None or not rr.needs <= available:
+            continue
+        backend, _, rest = reranker.partition(",")
+        for a in analyzers:
+            keys = [] if a == "default" else [f"analyzer={a}"]
+            grid.append(_text(f"{rr.name}:{reranker}", keys))
+            for cls in stages:  # the reranker over each fusion of every other stage it may rerank
+                if cls.name == rr.over or cls.name not in rr.runs_over or "bm25" not in cls.needs:
+                    continue
+                for option in (cls.option.choices if cls.option else ("",)):
+                    grid.append(_text(cls.head(), [i for i in (option, *keys, f"rerank={backend}", rest) if i]))
+    return list(dict.fromkeys(Strategy.parse(s).text() for s in grid))
+
+
+def _text(head: str, items: list[str]) -> str:
+    if not items:
+        return head
+    return f"{head},{','.join(items)}" if ":" in head else f"{head}:{','.join(items)}"
+
+
+def parse_grid(spec: str) -> list[str]:
+    """``--grid``: strategies separated by ``;``, or ``@FILE`` with one per line (``#`` comments)."""
+    if spec.startswith("@"):
+        try:
+            text = Path(spec[1:]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--grid {spec}: cannot read it ({exc})") from None
+        items = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    else:
+        items = [part.strip() for part in spec.split(";")]
+    items = [i for i in items if i]
+    if not items:
+        raise UsageError("--grid names no strategy")
+    return items

@@ -1,0 +1,189 @@
+"""The tuner's verdict on a candidate strategy against the default: adopt, keep, or inconclusive.
+
+Usage::
+
+    ev = Evidence(default={"q1": 0.5, ...}, candidate={"q1": 0.7, ...},
+                  slices={"kind=title": ["q1", ...], "overlap=high": [...]}, high_overlap={"q1", ...})
+    v = judge(ev, seed=0, candidate_semantic=True)
+    v["verdict"]          # "adopt" | "keep" | "inconclusive"
+    v["line"]             # one sentence for the terminal
+
+The rules (docs/run-manifest.md, "tune.json"):
+
+- **adopt** only when the paired 95% bootstrap interval of the mean per-query
+  difference (candidate - default, ``intervals.paired_delta_ci``) lies above
+  0, and the candidate loses significantly on no slice (a query kind or an
+  overlap band: randomization test p < 0.05 with a negative mean). Slices are
+  not corrected for multiplicity: each one can veto an adoption.
+- **keep** when the default is as good or better (mean difference <= 0), or
+  when the tune split already found nothing better than the default.
+- **inconclusive** otherwise, with ``queries_needed``: how many judged queries
+  a paired t-test needs to find the observed difference with 80% power
+  (``intervals.queries_needed``, at the spread seen here).
+
+Generated sets favour words the query shares with its target. When more
+than half of the test queries are in the ``high`` overlap band, the verdict
+says so; and a verdict that would favour a lexical strategy over a semantic
+one (dense, hybrid, rerank) on that evidence becomes inconclusive, with the
+number of real questions to judge instead (enough to find a difference of
+``REAL_EFFECT`` at the spread seen between the two).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+ALPHA = 0.05
+REAL_EFFECT = 0.05  # the difference the real-question recommendation is sized to find
+MIN_TEST_QUERIES = 30
+VERDICTS = ("adopt", "keep", "inconclusive")
+
+
+@dataclass
+class Evidence:
+    """Per-query scores on the test split ({query id: value}), and which queries form each slice."""
+
+    default: Mapping[str, float]
+    candidate: Mapping[str, float] | None = None  # None: the tune split found nothing better than the default
+    slices: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    high_overlap: set[str] | None = None  # None: the query set records no overlap
+    rival: Mapping[str, float] | None = None  # the best semantic strategy, when the default and candidate are lexical
+
+
+def judge(ev: Evidence, *, seed: int = 0, measure: str = "nDCG@10", candidate_semantic: bool = False,
+          default_semantic: bool = False, grid_semantic: bool = False) -> dict[str, Any]:
+    """The verdict and its evidence as a JSON-ready dict (see the module docstring for the rules)."""
+    from vaulteval.workbench.intervals import paired_delta_ci, queries_needed
+    from vaulteval.workbench.stats import paired_test
+
+    ids = list(ev.default)
+    base = np.array([ev.default[q] for q in ids], dtype=np.float64)
+    out: dict[str, Any] = {"measure": measure, "n_test": len(ids), "default_mean": _mean(base)}
+    if ev.candidate is None:
+        out.update(verdict="keep", reason="the default is the best strategy on the tune split",
+                   best_mean=out["default_mean"], delta=0.0, ci95=[0.0, 0.0], p_randomization=1.0,
+                   significant=False, slices=[], queries_needed=None)
+    else:
+        cand = np.array([ev.candidate[q] for q in ids], dtype=np.float64)
+        test = paired_test(cand, base, seed=seed)
+        low, high = paired_delta_ci(cand, base, seed=seed)
+        losses = slice_losses(ev, ids, cand, base, seed)
+        out.update(best_mean=_mean(cand), delta=float(test.mean_delta), ci95=[low, high],
+                   p_randomization=float(test.p_randomization), wins=test.wins, ties=test.ties,
+                   losses=test.losses, significant=bool(test.p_randomization < ALPHA), slices=losses,
+                   queries_needed=None)
+        lost = [s for s in losses if s["loses"]]
+        if not test.mean_delta > 0:
+            out.update(verdict="keep", reason="the default is as good or better on the test split")
+        elif low > 0 and not lost:
+            out.update(verdict="adopt", reason="the 95% CI of the gain lies above 0 and no slice loses")
+        else:
+            why = (f"loses significantly on {', '.join(s['slice'] for s in lost)}" if low > 0
+                   else "the 95% CI of the difference includes 0")
+            # More queries settle a CI that straddles 0; a slice that loses is settled already.
+            needed = None if low > 0 else queries_needed(float(np.std(cand - base, ddof=1)), float(test.mean_delta))
+            out.update(verdict="inconclusive", reason=why, queries_needed=needed)
+    out["overlap"] = overlap_share(ev.high_overlap, ids)
+    out["recommendation"] = None
+    if out["overlap"] and out["overlap"]["mostly_high"]:
+        _overlap_caveat(out, ev, ids, base, candidate_semantic, default_semantic, grid_semantic)
+    out["adopt"] = out["verdict"] == "adopt"
+    out["warning"] = size_warning(out)
+    return out
+
+
+def slice_losses(ev: Evidence, ids: list[str], cand: np.ndarray, base: np.ndarray, seed: int) -> list[dict[str, Any]]:
+    """Every slice with its mean difference and randomization p; ``loses`` when it is a significant loss."""
+    from vaulteval.workbench.stats import paired_test
+
+    where = {q: i for i, q in enumerate(ids)}
+    rows = []
+    for name in sorted(ev.slices):
+        rows_of = [where[q] for q in ev.slices[name] if q in where]
+        if not rows_of:
+            continue
+        t = paired_test(cand[rows_of], base[rows_of], seed=seed)
+        rows.append({"slice": name, "n": len(rows_of), "delta": float(t.mean_delta), "p": float(t.p_randomization),
+                     "loses": bool(t.mean_delta < 0 and t.p_randomization < ALPHA)})
+    return rows
+
+
+def overlap_share(high: set[str] | None, ids: list[str]) -> dict[str, Any] | None:
+    """How many test queries are high-overlap; None when the query set records no overlap."""
+    if high is None or not ids:
+        return None
+    count = sum(q in high for q in ids)
+    return {"high": count, "n": len(ids), "share": count / len(ids), "mostly_high": count * 2 > len(ids)}
+
+
+def _overlap_caveat(out: dict[str, Any], ev: Evidence, ids: list[str], base: np.ndarray, candidate_semantic: bool,
+                    default_semantic: bool, grid_semantic: bool) -> None:
+    """Mostly high-overlap evidence cannot rank a lexical strategy above a semantic one: say so, size real questions."""
+    from vaulteval.workbench.intervals import queries_needed
+
+    o = out["overlap"]
+    note = (f"{o['high']} of {o['n']} test queries share most of their words with their target: "
+            "this set measures shared words, not meaning")
+    favours_lexical = ((out["verdict"] == "keep" and not default_semantic and (candidate_semantic or grid_semantic))
+                       or (out["verdict"] == "adopt" and default_semantic and not candidate_semantic))
+    if not favours_lexical:
+        out["overlap"]["note"] = note
+        return
+    other = ev.candidate if (candidate_semantic or ev.rival is None) else ev.rival
+    spread = float(np.std(np.array([other[q] for q in ids]) - base, ddof=1)) if other is not None and len(ids) > 1 else math.nan
+    n = queries_needed(spread, REAL_EFFECT) if math.isfinite(spread) and spread > 0 else None
+    out["overlap"]["note"] = note
+    out["verdict"] = "inconclusive"
+    out["reason"] = f"{out['reason']}; but {note}, so it cannot rank lexical against semantic strategies"
+    out["real_questions_needed"] = n
+    out["recommendation"] = (f"judge {n if n else 'more'} real questions (`retrieve --log`, then `queryset from-log` "
+                             f"and the judge notebook) before choosing between lexical and semantic strategies")
+
+
+def size_warning(out: dict[str, Any]) -> str | None:
+    n = out["n_test"]
+    if n < MIN_TEST_QUERIES:
+        return f"the test split has {n} queries (< {MIN_TEST_QUERIES}): too small to tell strategies apart"
+    return None
+
+
+def verdict_line(decision: dict[str, Any], best: str, baseline: str) -> str:
+    """Usage: ``verdict_line(tune_json["decision"], best, baseline)`` -> one sentence for the terminal."""
+    v = decision["verdict"]
+    measure = decision.get("measure", "")
+    if best == baseline or decision.get("best_mean") is None:
+        head = f"verdict: {v}: {baseline} (nothing on the grid beat it on the tune split)"
+    else:
+        low, high = decision["ci95"]
+        head = (f"verdict: {v}: {best} vs {baseline}: {decision['delta']:+.3f} {measure}, 95% CI "
+                f"[{low:+.3f}, {high:+.3f}], p = {decision['p_randomization']:.3g}, {decision['n_test']} test queries")
+    tail = [decision["reason"]]
+    if v == "inconclusive" and decision.get("queries_needed"):
+        tail.append(f"about {decision['queries_needed']} judged queries would decide it")
+    if decision.get("recommendation"):
+        tail.append(decision["recommendation"])
+    elif (decision.get("overlap") or {}).get("note"):
+        tail.append(decision["overlap"]["note"])
+    return f"{head}; {'; '.join(tail)}"
+
+
+def overlap_band(query: Any) -> str | None:
+    """A generated query's lexical-overlap band (``low``, ``mid``, ``high``), or None when it records none.
+
+    Read from the query's optional fields (``overlap: {band: ...}``, ``overlap: high`` or
+    ``overlap_band: high``): hand-written sets have none, and the verdict then has no overlap slices.
+    """
+    fields = getattr(query, "fields", None) or {}
+    value = fields.get("overlap_band", fields.get("overlap"))
+    if isinstance(value, Mapping):
+        value = value.get("band")
+    return value.strip().lower() if isinstance(value, str) and value.strip() else None
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(values.mean()) if values.size else 0.0
