@@ -157,3 +157,23 @@ def test_reading_a_first_stage_imports_no_numpy_typing_or_dataclasses() -> None:
     loaded = set(json.loads(proc.stdout))
     assert "vaulteval.pipeline.stages.prf" in loaded  # every stage module was read
     assert not {"numpy", "typing", "dataclasses"} & loaded
+
+
+@pytest.mark.parametrize("text", ["hybrid:cc,rerank=st", "hybrid:rrf,analyzer=english,rerank=st",
+                                  "dense:rerank=ollama,model=nomic-embed-text-v2-moe,bm25_top=20"])
+def test_rerank_key_on_dense_and_hybrid_is_the_strategys_reranker(text: str) -> None:
+    s = Strategy.parse(text)  # the form verdict's tune.json and .vaulteval.json hold
+    assert s.reranker is not None and s.reranker.name == "rerank" and s.first.name in ("dense", "hybrid")
+    assert s.text() == text and Strategy.parse(s.text()) == s and Strategy.from_dict(s.to_dict()) == s
+
+
+def test_a_flat_record_of_a_reranked_hybrid_reads_as_its_stages() -> None:
+    flat = {"first": "hybrid:cc", "rerank": {"backend": "sentence-transformers", "model": None, "host": None,
+                                             "allow_remote": False, "timeout": 30.0, "batch_size": 64}}
+    assert Strategy.from_dict(flat) == Strategy.parse("hybrid:cc,rerank=st")
+
+
+@pytest.mark.parametrize("text", ["bm25:rerank=st", "hybrid:cc,rerank=nope", "hybrid:cc,model=m"])
+def test_a_misplaced_rerank_key_is_a_strategy_error(text: str) -> None:
+    with pytest.raises(StrategyError):
+        Strategy.parse(text)
