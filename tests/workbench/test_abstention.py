@@ -62,13 +62,13 @@ def test_the_suggested_command_ranks_as_the_run_does() -> None:
     from vaulteval.cli.querysets import abstention_lines
     from vaulteval.workbench.strategy import Strategy
 
-    names = ["bm25", "hybrid-rrf", "rerank-st", "dense-w_title=2"]
+    names = ["bm25", "hybrid-rrf", "rerank-st", "hybrid-cc-w_title=2"]
     metrics = pd.DataFrame([(run, m, v) for run in names
                             for m, v in (("abstain_min_score@fp0.10", 0.5), ("abstain_recall_kept@fp0.10", 0.8))],
                            columns=["run", "measure", "value"])
-    strategies = {s.name: s for s in map(Strategy.parse, ["bm25", "hybrid:rrf", "rerank:st", "dense:w_title=2"])}
+    strategies = {s.name: s for s in map(Strategy.parse, ["bm25", "hybrid:rrf", "rerank:st", "hybrid:cc,w_title=2"])}
     lines = dict(line.split(": ", 1) for line in abstention_lines(metrics, strategies))
     assert lines["bm25"].startswith("retrieve --no-rerank --min-score 0.5 keeps 80%")
     assert lines["hybrid-rrf"].startswith("retrieve --strategy hybrid:rrf --no-rerank --min-score 0.5")
     assert lines["rerank-st"].startswith("retrieve --embedder st --min-score 0.5")
-    assert lines["dense-w_title=2"].startswith("retrieve --strategy dense:w_title=2 --no-rerank --min-score")
+    assert lines["hybrid-cc-w_title=2"].startswith("retrieve --strategy hybrid:cc,w_title=2 --no-rerank --min-score")
