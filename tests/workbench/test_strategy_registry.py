@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vaulteval.pipeline.stages import registry
-from vaulteval.workbench.strategy import STRATEGY_PARAMS, Strategy, StrategyError, tune_grid
+from vaulteval.workbench.strategy import STRATEGY_PARAMS, Strategy, StrategyError
 from vaulteval.workbench.strategydoc import END, generated_part, key_tables, strategy_help
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,19 +128,6 @@ def test_stages_say_what_they_need() -> None:
     assert "dense" in needs["dense"] and "dense" in needs["hybrid"]
     assert "dense" not in needs["bm25"] and all(n <= {"bm25", "dense"} for n in needs.values())
     assert registry.parse_first_stage("bm25:w_title=2").plain is False and registry.parse_first_stage("bm25").plain
-
-
-def test_the_tune_grid_comes_from_the_registry() -> None:
-    lexical, embedded = tune_grid(frozenset({"bm25"})), tune_grid(frozenset({"bm25", "dense"}))
-    assert set(lexical) < set(embedded)
-    for text in embedded:
-        s = Strategy.parse(text)
-        assert s.first.needs <= {"bm25", "dense"}
-        assert ("dense" in s.first.needs) == (text not in lexical)
-    for cls in registry.first_stages():
-        for point in cls.tune_grid:
-            assert any(Strategy.parse(t).first == registry.build(cls.head(), registry.split_items(point), point)[0]
-                       for t in embedded)
 
 
 def test_reading_a_first_stage_imports_no_numpy_typing_or_dataclasses() -> None:

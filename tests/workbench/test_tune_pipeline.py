@@ -47,6 +47,17 @@ def test_the_grid_offers_the_stores_reranker_over_bm25_and_both_hybrids_and_ever
     assert {s.first.label for s in reranked} == {"bm25", "hybrid:rrf", "hybrid:cc"}
 
 
+def test_the_grid_comes_from_the_registry(embedded: Path, fresh_vault: Path) -> None:
+    from vaulteval.pipeline.stages import registry
+
+    lexical, embedded_grid = default_grid(Vault(fresh_vault), "bm25"), default_grid(Vault(embedded), "bm25")
+    assert set(lexical) < set(embedded_grid)
+    for cls in registry.first_stages():
+        for point in cls.tune_grid:
+            assert any(Strategy.parse(t).first == registry.build(cls.head(), registry.split_items(point), point)[0]
+                       for t in embedded_grid)
+
+
 def test_a_vault_without_stored_embeddings_gets_no_semantic_strategy(fresh_vault: Path) -> None:
     grid = [Strategy.parse(s) for s in default_grid(Vault(fresh_vault), "bm25")]
     assert all(not {"dense", "embedder"} & s.first.needs and s.rerank is None for s in grid)

@@ -285,25 +285,3 @@ def stage_from_dict(data: Any) -> Any:
     if allow_remote is not None:
         stage = stage.with_allow_remote(bool(allow_remote))
     return stage
-
-
-# Index variants `tune` tries with plain BM25 (the stages' own settings come from their ``tune_grid``).
-INDEX_GRID = ("bm25:analyzer=english", "bm25:analyzer=english,stemmer=porter", "bm25:analyzer=english,stopwords=lucene",
-              "bm25:analyzer=english,k1=1.2,b=0.75", "bm25:analyzer=english,k1=0.9,b=0.4")
-
-
-def tune_grid(available: frozenset[str] = frozenset({"bm25"})) -> list[str]:
-    """Usage: ``tune_grid(frozenset({"bm25", "dense"}))``: the strategies ``tune`` searches by default.
-
-    The index variants above, then each registered first stage's ``tune_grid`` points (on the
-    english analyzer when the stage ranks with the BM25 index), for the stages whose ``needs``
-    are ``available``.
-    """
-    out = list(INDEX_GRID)
-    for cls in registry.first_stages():
-        if not cls.needs <= available:
-            continue
-        for point in cls.tune_grid:
-            items = [i for i in (point, "analyzer=english" if "bm25" in cls.needs else "") if i]
-            out.append(Strategy.parse(f"{cls.head()}:{','.join(items)}" if items else cls.head()).text())
-    return list(dict.fromkeys(out))
