@@ -94,21 +94,10 @@ class Embedder(Protocol):
     def close(self) -> None: ...
 
 
-def open_embedder(config: "RerankConfig", onnx_dir: Path | None = None) -> Embedder:
-    """Usage: ``open_embedder(resolve(cfg))`` -> a ready embedder, or raises EmbedFailure.
-
-    ``onnx_dir``: the vault's ONNX export of its sentence-transformers model
-    (``vaulteval.rerank.onnxembed``); when it was made from ``config.model``
-    it embeds without torch.
-    """
+def open_embedder(config: "RerankConfig") -> Embedder:
+    """Usage: ``open_embedder(resolve(cfg))`` -> a ready embedder, or raises EmbedFailure."""
     if config.backend == "ollama":
         return OllamaEmbedder.connect(config)
-    if onnx_dir is not None:
-        from vaulteval.rerank.onnxembed import open_onnx
-
-        exported = open_onnx(onnx_dir, config)
-        if exported is not None:
-            return exported
     return SentenceTransformerEmbedder.load(config)
 
 

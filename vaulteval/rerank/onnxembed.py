@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vaulteval.rerank.embedders import EmbedFailure, InputScheme, _as_vectors, input_scheme
+from vaulteval.rerank.embedders import Embedder, EmbedFailure, InputScheme, _as_vectors, input_scheme, open_embedder
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
@@ -115,6 +115,13 @@ class OnnxEmbedder:
 
     def close(self) -> None:
         """Usage: ``embedder.close()``; the session stays loaded for the next call."""
+
+
+def open_query_embedder(config: "RerankConfig", onnx_dir: Path | None = None) -> Embedder:
+    """``open_embedder``, except that a sentence-transformers model with a matching export in ``onnx_dir``
+    runs without torch. Raises EmbedFailure as ``open_embedder`` does."""
+    exported = open_onnx(onnx_dir, config)
+    return exported if exported is not None else open_embedder(config)
 
 
 def open_onnx(folder: Path | None, config: "RerankConfig") -> OnnxEmbedder | None:
