@@ -63,6 +63,19 @@ def source_signature(model: str) -> dict[str, list[int]]:
     return out
 
 
+def file_signature(st: os.stat_result | None) -> list[int] | None:
+    """(inode, size, mtime_ns) of a file: the same three mean the bytes written then are the bytes there now."""
+    return None if st is None else [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _unchanged_or_hashes_to(path: Path, info: dict[str, Any], name: str, digest_key: str) -> bool:
+    """The file is the one provisioning wrote (by its stat signature), or else its bytes hash to the recorded digest."""
+    written = (info.get("written") or {}).get(name)
+    if written is not None and file_signature(os.stat(path)) == written:
+        return True
+    return file_sha256(path) == info.get(digest_key)
+
+
 def file_sha256(path: Path) -> str:
     with open(path, "rb") as fh:
         return "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()
@@ -148,15 +161,16 @@ def open_onnx(folder: Path | None, config: "RerankConfig") -> OnnxEmbedder | Non
 
 
 def _load(folder: Path, model: str, info: dict[str, Any]) -> OnnxEmbedder | None:
-    """Check the files against their hashes, then open the session and tokenizer (None when anything fails)."""
+    """Check the files (signature as written, else their hashes), then open the session and tokenizer (None when
+    anything fails)."""
     try:
         import onnxruntime
         from tokenizers import Tokenizer
     except ImportError:
         return None
     try:
-        if (file_sha256(folder / MODEL_FILE) != info.get("onnx_sha256")
-                or file_sha256(folder / TOKENIZER_FILE) != info.get("tokenizer_sha256")):
+        if not (_unchanged_or_hashes_to(folder / MODEL_FILE, info, MODEL_FILE, "onnx_sha256")
+                and _unchanged_or_hashes_to(folder / TOKENIZER_FILE, info, TOKENIZER_FILE, "tokenizer_sha256")):
             return None
         tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         tokenizer.enable_truncation(max_length=int(info["max_seq_length"]))
