@@ -14,7 +14,6 @@ written outside ``.vault-meta/`` and nothing is logged unless ``-v``.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from vaulteval.cli.common import int_arg, select_vault

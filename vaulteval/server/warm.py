@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,7 +57,6 @@ class Pipeline:
     explicit_rerank: "RerankConfig | None" = None
     tuned: dict[str, Any] | None = None
     label: str = "bm25"
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _signature(meta_dir: Path) -> tuple:
