@@ -102,7 +102,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 @_cmd("provision")
 def cmd_provision(args: argparse.Namespace) -> int:
-    vault = _vault(args)
+    vault = _vault(args, notes_dir_change=args.rebuild)  # --rebuild may move the recorded notes folder
     from vaulteval.pipeline.provision import index_kwargs, provision
 
     embed, why_not = None, None
@@ -254,6 +254,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             print(f"  - {problem}")
         for note in report.skipped_notes:
             print(f"  skipped: {note['page_path']}: {note['reason']}")
+        if report.empty_pages:
+            from vaulteval.vault.notefiles import printable
+
+            shown = ", ".join(printable(p) for p in report.empty_pages[:10])
+            more = f" and {len(report.empty_pages) - 10} more" if len(report.empty_pages) > 10 else ""
+            print(f"  empty: {len(report.empty_pages)} note(s) with no visible text, not indexed: {shown}{more}")
         if report.rebuild:
             print(f"  fix: {report.rebuild}")
     return EXIT_OK if report.state == "verified" else EXIT_FAILED

@@ -58,7 +58,9 @@ def cmd_pool(args: argparse.Namespace) -> int:
     from vaulteval.vault.paths import is_inside
     from vaulteval.workbench.pooling import pool_queryset, write_pool
 
-    vault, qs = open_queryset(args.queryset, args.vault)
+    from vaulteval.cli.common import vault_choice
+
+    vault, qs = open_queryset(args.queryset, vault_choice(args))
     if is_inside(vault.root, Path(args.out).expanduser().resolve()):
         raise UsageError(f"--out {args.out} is inside the vault; write the pool outside it")
     pool = pool_queryset(vault, qs, args.strategy or ["bm25"], depth=args.depth, cache_dir=args.cache,

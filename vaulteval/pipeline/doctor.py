@@ -53,6 +53,8 @@ class DoctorReport:
     rebuild: str | None = None
     embeddings: dict[str, Any] | None = None
     coexistence: str | None = None  # one line when claude-obsidian's state shares .vault-meta/
+    # Notes with no text Obsidian shows (empty, frontmatter or %%comments%% only): not indexed, not a problem.
+    empty_pages: list[str] = field(default_factory=list)
     # Notes skipped because they cannot be named, opened or read: {"page_path", "reason"}.
     skipped_notes: list[dict[str, str]] = field(default_factory=list)
 
@@ -118,7 +120,9 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
         return _degraded(report, vault, f"{exc} ({index.path})", exc.section, exc.block)
     except NotProvisioned as exc:  # a block read while listing the documents failed its checksum
         return _degraded(report, vault, str(exc), *exc.where)
-    report.unindexed_pages = len(unindexed_pages(pages, indexed))
+    empty: set[str] = set()
+    report.unindexed_pages = len(unindexed_pages(pages, indexed, empty))
+    report.empty_pages = sorted(empty)
     if report.stale_pages:
         report.problems.append(f"{report.stale_pages} page(s) changed since the index was built")
     if report.missing_pages:
@@ -215,9 +219,18 @@ def page_currency(index, checker) -> PageCurrency:
     return out
 
 
-def unindexed_pages(pages: "Iterable[Page]", indexed: set[str]) -> set[str]:
-    """The pages (``vault.iter_pages()``) with text that the index does not hold (new since the build)."""
-    return {p.rel for p in pages if p.rel not in indexed and _has_text(p.path)}
+def unindexed_pages(pages: "Iterable[Page]", indexed: set[str], empty: "set[str] | None" = None) -> set[str]:
+    """The pages (``vault.iter_pages()``) with text that the index does not hold (new since the build);
+    notes without visible text are added to ``empty`` when it is given."""
+    out = set()
+    for p in pages:
+        if p.rel in indexed:
+            continue
+        if _has_text(p.path):
+            out.add(p.rel)
+        elif empty is not None:
+            empty.add(p.rel)
+    return out
 
 
 def stale_pages(vault: "Vault", retriever: "Retriever | None" = None) -> set[str]:
@@ -240,11 +253,13 @@ def _check_pages(index, checker, report: DoctorReport) -> set[str]:
 
 
 def _has_text(path) -> bool:
-    """True when a page would produce at least one chunk (frontmatter-only stubs do not)."""
+    """True when a page would produce at least one chunk: it has text Obsidian shows (frontmatter-only stubs
+    and notes holding only %%comments%% do not)."""
     from vaulteval.chunks.chunking import decode_page, split_frontmatter
+    from vaulteval.chunks.obsidian import visible_text
 
     try:
         body = split_frontmatter(decode_page(read_note_file(path)))[1]
     except OSError:  # a FIFO or device is refused before any read (it would block), as is an unreadable file
         return False
-    return bool(body.strip())
+    return bool(body.strip()) and bool(visible_text(body).strip())

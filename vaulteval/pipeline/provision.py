@@ -6,6 +6,7 @@ Usage: ``report = provision(vault)``; ``report["index"]["docs"]``.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
@@ -16,8 +17,9 @@ from vaulteval.chunks.store import ChunkParams, read_pages, run_prefix
 from vaulteval.index.params import check_bm25_params, check_chunk_params
 from vaulteval.index.reader import invalidate_index, restore_index
 from vaulteval.pipeline.migrate import migrate_old_layout
-from vaulteval.errors import WriteFailed
+from vaulteval.errors import UsageError, WriteFailed
 from vaulteval.vault.locking import vault_lock
+from vaulteval.vault.notesrecord import write_notes_record
 
 if TYPE_CHECKING:
     from vaulteval.rerank.config import RerankConfig
@@ -48,6 +50,11 @@ def _writing(vault: "Vault") -> Iterator[Any]:
 def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, peek: bool = False,
            params: ChunkParams = ChunkParams(), prefix_settings=None):
     """Usage: ``prefix(vault, peek=True).to_dict()``; writes only when ``peek`` is false."""
+    if page is not None:
+        target = vault.linked_note(page)  # PathEscape (exit 2) for a link that leads out of the notes
+        if target is not None:
+            raise UsageError(f"{page} is a symlink to {target}, which is indexed under its own path; "
+                             f"run vaulteval prefix {vault.vault_args} {shlex.quote(target)}")
     if peek:
         return run_prefix(vault, page=page, rebuild=rebuild, peek=True, params=params,
                           prefix_settings=prefix_settings)
@@ -110,6 +117,9 @@ def provision(
 ) -> dict[str, Any]:
     """Prefix every page and build the index in one locked step; returns both reports and timings.
 
+    A notes folder named by ``--notes-dir`` (``vault.notes_origin == "flag"``) is recorded in
+    ``.vault-meta/vaulteval/notes-folder.json``, so every later command finds it without the flag.
+
     A vault in the old layout (vaulteval's files directly in ``.vault-meta/``) is migrated first
     (``vaulteval.pipeline.migrate``); the report then says what was removed under ``migrated``.
 
@@ -152,6 +162,8 @@ def provision(
                 if embed_required:
                     raise
                 embed_failure = str(exc)
+        if vault.notes_origin == "flag":
+            write_notes_record(meta, vault.notes_rel)
         t3 = time.perf_counter()
     vault._index = None
     out = {

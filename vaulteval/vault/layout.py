@@ -6,8 +6,9 @@ Usage::
     rules = IgnoreRules.from_vault(root)                # .obsidian/app.json userIgnoreFilters
     rules.excluded("Archive/old.md")                    # -> True when a filter matches
 
-The notes folder is, in order: an explicit choice (``--notes-dir`` or
-``"notes_dir"`` in ``.vaulteval.json``), ``wiki/`` when it exists (the
+The notes folder is, in order: ``--notes-dir``, the folder the last
+``provision --notes-dir`` recorded in ``.vault-meta/vaulteval/``,
+``"notes_dir"`` in ``.vaulteval.json``, ``wiki/`` when it exists (the
 claude-obsidian layout), the vault root when ``.obsidian/`` exists (a plain
 Obsidian vault). Page paths stay relative to the vault root either way.
 
@@ -54,7 +55,7 @@ def read_config(root: Path) -> dict:
     return data
 
 
-def _clean_notes_dir(root: Path, value: object, origin: str) -> str:
+def _clean_notes_dir(root: Path, value: object, origin: str, *, exists: bool = True) -> str:
     if not isinstance(value, str):
         raise UsageError(f"{origin}: notes_dir must be a string naming a folder inside the vault")
     rel = value.replace("\\", "/").strip()
@@ -63,6 +64,8 @@ def _clean_notes_dir(root: Path, value: object, origin: str) -> str:
         raise UsageError(f"{origin}: notes_dir {value!r} must be a folder inside the vault (relative, no '..')")
     if any(p.startswith(".") for p in parts):
         raise UsageError(f"{origin}: notes_dir {value!r} is a hidden folder, which Obsidian and vaulteval skip")
+    if not exists:
+        return "/".join(parts)
     folder = root.joinpath(*parts)
     if not folder.is_dir():
         raise VaultSelectionError(f"{origin}: notes folder {value!r} does not exist in {root}")
@@ -75,15 +78,37 @@ def _clean_notes_dir(root: Path, value: object, origin: str) -> str:
 
 def notes_root(root: Path, explicit: str | None = None) -> str:
     """The notes folder relative to ``root`` ("" for the root itself); see the module docstring for the order."""
+    return choose_notes_dir(root, explicit)[0]
+
+
+def choose_notes_dir(root: Path, explicit: str | None = None, *, change: bool = False) -> tuple[str, str]:
+    """(the notes folder relative to ``root``, where it came from: ``flag``, ``record``, ``config``, ``wiki`` or
+    ``obsidian``). A ``--notes-dir`` that disagrees with the folder ``provision --notes-dir`` recorded is a usage
+    error naming both, unless ``change`` (``provision --rebuild``, which records the new one)."""
+    from vaulteval.vault.notesrecord import RECORD_REL, read_notes_record
+
+    recorded = read_notes_record(root)
     if explicit is not None:
-        return _clean_notes_dir(root, explicit, "--notes-dir")
+        chosen = _clean_notes_dir(root, explicit, "--notes-dir", exists=False)
+        if recorded is not None and chosen != recorded and not change:
+            raise UsageError(
+                f"--notes-dir {explicit!r} disagrees with the notes folder {recorded or '.'!r} recorded in "
+                f"{RECORD_REL} by provision; drop --notes-dir, or move the notes folder with: vaulteval provision "
+                f"--vault {root} --notes-dir {explicit} --rebuild")
+        return _clean_notes_dir(root, explicit, "--notes-dir"), "flag"
+    if recorded is not None:
+        try:
+            return _clean_notes_dir(root, recorded or ".", f"{root / RECORD_REL}"), "record"
+        except UsageError as exc:
+            raise type(exc)(f"{exc} (recorded by provision --notes-dir); record the right one with: vaulteval "
+                            f"provision --vault {root} --notes-dir DIR --rebuild") from None
     configured = read_config(root).get("notes_dir")
     if configured is not None:
-        return _clean_notes_dir(root, configured, str(root / CONFIG_FILE))
+        return _clean_notes_dir(root, configured, str(root / CONFIG_FILE)), "config"
     if (root / "wiki").is_dir():
-        return "wiki"
+        return "wiki", "wiki"
     if (root / OBSIDIAN_DIR).is_dir():
-        return ""
+        return "", "obsidian"
     raise VaultSelectionError(
         f"{root} has no wiki/ folder and no .obsidian/ folder; pass --notes-dir DIR "
         f"(or set \"notes_dir\" in {CONFIG_FILE}) to name the folder that holds your notes"
