@@ -57,13 +57,15 @@ def select_vault(args: argparse.Namespace, *, notes_dir_change: bool = False):
     from vaulteval.vault.vault import Vault
 
     return Vault.select(getattr(args, "vault", None), notes_dir=getattr(args, "notes_dir", None),
-                        notes_dir_change=notes_dir_change)
+                        notes_dir_change=notes_dir_change,
+                        ignore_obsidian_settings=getattr(args, "ignore_obsidian_settings", False))
 
 
 def vault_choice(args: argparse.Namespace):
     """For commands that may also find the vault elsewhere (a query set, a run): a Vault when the
     user named one or its notes folder, else None."""
-    if getattr(args, "vault", None) or getattr(args, "notes_dir", None) is not None:
+    if getattr(args, "vault", None) or getattr(args, "notes_dir", None) is not None \
+            or getattr(args, "ignore_obsidian_settings", False):
         return select_vault(args)
     return None
 
@@ -74,6 +76,9 @@ def add_vault(p: argparse.ArgumentParser) -> None:
                    help="the folder holding the notes, relative to the vault (default: the folder provision "
                         "--notes-dir recorded, else \"notes_dir\" in .vaulteval.json, else wiki/ when it exists, "
                         "else the vault root when .obsidian/ exists)")
+    p.add_argument("--ignore-obsidian-settings", action="store_true",
+                   help="go on when .obsidian/app.json cannot be read or its excluded-files filters cannot be "
+                        "applied (then nothing is excluded); without it such a vault is refused")
 
 
 def int_arg(text: str) -> int:

@@ -254,6 +254,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             print(f"  - {problem}")
         for note in report.skipped_notes:
             print(f"  skipped: {note['page_path']}: {note['reason']}")
+        if report.exclusions and report.exclusions["configured"]:
+            from vaulteval.vault.notefiles import printable
+
+            print(f"  exclusions: {', '.join(map(printable, report.exclusions['configured']))} (.obsidian/app.json)")
+        elif report.exclusions and report.exclusions["settings_ignored"]:
+            print("  exclusions: none (--ignore-obsidian-settings)")
         if report.empty_pages:
             from vaulteval.vault.notefiles import printable
 

@@ -152,7 +152,8 @@ def build_index(
 
     def current_page_hash(rel: str) -> str | None:
         if rel not in page_hashes:
-            page_hashes[rel] = checker.page_hash(rel) or ""
+            # A note Obsidian's settings now exclude counts as gone: its chunks are not indexed.
+            page_hashes[rel] = "" if vault.ignore and vault.ignore.excluded(rel) else checker.page_hash(rel) or ""
         return page_hashes[rel] or None
 
     def reject(reason: str, where: str) -> None:
@@ -280,6 +281,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "avgdl": float(doc_len.mean()) if len(docs) else 0.0,
         "built_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "chunk_params": chunk_params,
+        "exclusions": list(vault.ignore.filters),  # Obsidian's filters in force: doctor compares them
     }
     sections = {
         "terms": b"".join(encoded),

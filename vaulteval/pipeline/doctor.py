@@ -53,6 +53,8 @@ class DoctorReport:
     rebuild: str | None = None
     embeddings: dict[str, Any] | None = None
     coexistence: str | None = None  # one line when claude-obsidian's state shares .vault-meta/
+    # Obsidian's excluded-files filters: {"configured": [...] now, "indexed_with": [...] or None (an older index)}.
+    exclusions: dict[str, Any] | None = None
     # Notes with no text Obsidian shows (empty, frontmatter or %%comments%% only): not indexed, not a problem.
     empty_pages: list[str] = field(default_factory=list)
     # Notes skipped because they cannot be named, opened or read: {"page_path", "reason"}.
@@ -102,6 +104,8 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
         report.problems.append(f"{len(shared['old_layout_files'])} vaulteval file(s) of the old layout are in "
                                ".vault-meta/; provision moves vaulteval to .vault-meta/vaulteval/ and removes them")
     report.skipped_notes = [{"page_path": rel, "reason": why} for rel, why in unreadable_notes(vault)]
+    report.exclusions = {"configured": list(vault.ignore.filters), "indexed_with": None,
+                         "settings_ignored": vault.ignore_obsidian_settings}
     if not report.index_present:
         report.problems.append("no index: the vault is not provisioned")
         report.rebuild = vault.rebuild_command()
@@ -133,6 +137,7 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
         report.problems.append(f"{report.unindexed_pages} page(s) are not in the index (new, or without text)")
     if index.n_docs == 0:
         report.problems.append("the index has no chunks")
+    _check_exclusions(index, report)
     if deep:
         _deep_fields(vault, report)
     embed_problem = _embeddings(vault, retriever, report)
@@ -142,6 +147,22 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
     else:
         report.state = "verified"
     return report
+
+
+def _check_exclusions(index, report: DoctorReport) -> None:
+    """A problem when Obsidian's excluded-files filters changed since the build (retrieve drops hits under the
+    current ones meanwhile)."""
+    recorded = index.header.get("exclusions")
+    if not isinstance(recorded, list):
+        return  # an index built before the filters were recorded
+    report.exclusions["indexed_with"] = recorded
+    now = report.exclusions["configured"]
+    if sorted(map(str, recorded)) != sorted(now):
+        added = [f for f in now if f not in recorded]
+        removed = [f for f in recorded if f not in now]
+        parts = ([f"added {', '.join(added)}"] if added else []) + ([f"removed {', '.join(removed)}"] if removed else [])
+        report.problems.append(f"Obsidian's excluded files changed since the index was built ({'; '.join(parts)}); "
+                               "retrieve drops notes under the current filters until the next provision")
 
 
 def _deep_fields(vault: "Vault", report: DoctorReport) -> None:

@@ -230,9 +230,14 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
     texts: list[str] = []
     stale = orphaned = 0
     pages: set[str] = set()
+    # Obsidian's exclusions as they are now: a note excluded after the build is never served.
+    excluded = vault.ignore.excluded if vault.ignore else None
     for doc_number, scores in hits:
         doc = index.doc(doc_number)
         if pages_wanted is not None and doc.page_path in pages:
+            continue
+        if excluded is not None and excluded(doc.page_path):
+            stale += 1
             continue
         rec = checker.current_record(doc)
         if rec is None:

@@ -12,29 +12,22 @@ The notes folder is, in order: ``--notes-dir``, the folder the last
 claude-obsidian layout), the vault root when ``.obsidian/`` exists (a plain
 Obsidian vault). Page paths stay relative to the vault root either way.
 
-Obsidian's "Excluded files" setting (``userIgnoreFilters``) holds entries of
-two kinds: ``/regex/`` is a regular expression searched in the vault-relative
-path; anything else is a path prefix (``Archive/`` leaves out the folder,
-``Templates`` also leaves out ``Templates.md``). Both are read as untrusted
-input: a filter that is not a string, too long, or not a valid expression is
-ignored with a warning.
+Obsidian's "Excluded files" setting (``userIgnoreFilters``) is read by
+``vaulteval.vault.exclusions``, which fails closed.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 from vaulteval.errors import UsageError, VaultSelectionError
+from vaulteval.vault.exclusions import APP_SETTINGS, IgnoreRules  # noqa: F401  (the rules' old home)
 
 CONFIG_FILE = ".vaulteval.json"
 OBSIDIAN_DIR = ".obsidian"
-APP_SETTINGS = ".obsidian/app.json"
 MAX_SETTINGS_BYTES = 1 << 20
-MAX_FILTER_CHARS = 500
-MAX_FILTERS = 1000
 
 
 def read_config(root: Path) -> dict:
@@ -113,73 +106,6 @@ def choose_notes_dir(root: Path, explicit: str | None = None, *, change: bool = 
         f"{root} has no wiki/ folder and no .obsidian/ folder; pass --notes-dir DIR "
         f"(or set \"notes_dir\" in {CONFIG_FILE}) to name the folder that holds your notes"
     )
-
-
-def _warn(message: str, *args: object) -> None:
-    # logging is imported only when there is something to say: retrieve's lean start skips it.
-    import logging
-
-    logging.getLogger(__name__).warning(message, *args)
-
-
-class IgnoreRules:
-    """Obsidian's excluded-files filters, applied to vault-relative POSIX paths."""
-
-    __slots__ = ("prefixes", "patterns")
-
-    def __init__(self, prefixes: tuple[str, ...] = (), patterns: tuple[re.Pattern, ...] = ()):
-        self.prefixes, self.patterns = tuple(prefixes), tuple(patterns)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, IgnoreRules) and (self.prefixes, self.patterns) == (other.prefixes, other.patterns)
-
-    def __hash__(self) -> int:
-        return hash((self.prefixes, self.patterns))
-
-    def __repr__(self) -> str:
-        return f"IgnoreRules(prefixes={self.prefixes!r}, patterns={self.patterns!r})"
-
-    @classmethod
-    def from_vault(cls, root: Path) -> "IgnoreRules":
-        path = root / APP_SETTINGS
-        try:
-            if path.is_symlink() or not path.is_file():
-                return cls()
-            raw = path.read_bytes()[: MAX_SETTINGS_BYTES + 1]
-            settings = json.loads(raw) if len(raw) <= MAX_SETTINGS_BYTES else {}
-        except (OSError, ValueError):
-            _warn("%s is unreadable or not JSON; no Obsidian exclusions applied", APP_SETTINGS)
-            return cls()
-        filters = settings.get("userIgnoreFilters") if isinstance(settings, dict) else None
-        return cls.parse(filters if isinstance(filters, list) else [])
-
-    @classmethod
-    def parse(cls, filters: list) -> "IgnoreRules":
-        prefixes: list[str] = []
-        patterns: list[re.Pattern] = []
-        for entry in filters[:MAX_FILTERS]:
-            if not isinstance(entry, str) or not entry.strip() or len(entry) > MAX_FILTER_CHARS:
-                _warn("ignoring unusable Obsidian exclusion %r", entry)
-                continue
-            if len(entry) > 2 and entry.startswith("/") and entry.endswith("/"):
-                try:
-                    patterns.append(re.compile(entry[1:-1]))
-                except re.error:
-                    _warn("ignoring Obsidian exclusion %r: not a valid regular expression", entry)
-                continue
-            prefixes.append(entry.replace("\\", "/").lstrip("/"))
-        return cls(tuple(prefixes), tuple(patterns))
-
-    def __bool__(self) -> bool:
-        return bool(self.prefixes or self.patterns)
-
-    def excluded(self, rel: str) -> bool:
-        """True when Obsidian's settings leave the vault path ``rel`` out."""
-        return any(rel.startswith(p) for p in self.prefixes) or any(p.search(rel) for p in self.patterns)
-
-    def folder_excluded(self, rel_dir: str) -> bool:
-        """True when every path under ``rel_dir`` is left out by a prefix (so the walk can skip the folder)."""
-        return any((rel_dir + "/").startswith(p) for p in self.prefixes)
 
 
 def hidden(rel: str) -> bool:

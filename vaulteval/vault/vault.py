@@ -61,7 +61,8 @@ class Vault:
     """
 
     def __init__(self, root: str | os.PathLike[str], *, meta_dir: str | os.PathLike[str] | None = None,
-                 notes_dir: str | None = None, notes_dir_change: bool = False):
+                 notes_dir: str | None = None, notes_dir_change: bool = False,
+                 ignore_obsidian_settings: bool = False):
         for what, value in (("vault", root), ("meta folder", meta_dir), ("notes folder", notes_dir)):
             text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
             problem = path_text_problem(text) if isinstance(text, str) else None
@@ -80,7 +81,9 @@ class Vault:
         self.notes_rel, self.notes_origin = choose_notes_dir(self.root, notes_dir, change=notes_dir_change)
         self.notes_dir = self.root.joinpath(*self.notes_rel.split("/")) if self.notes_rel else self.root
         self.wiki_dir = self.notes_dir  # the older name, kept for callers written before plain vaults
-        self.ignore = IgnoreRules.from_vault(self.root)
+        # Unusable exclusion settings stop here (exit 2), unless the user chose to go on without them.
+        self.ignore_obsidian_settings = ignore_obsidian_settings
+        self.ignore = IgnoreRules.from_vault(self.root, ignore_settings=ignore_obsidian_settings)
         self.shared_meta_dir = self.root / META_NAME
         # meta_dir may point outside the vault: evaluation builds variants in a cache.
         self.meta_dir = Path(meta_dir).resolve() if meta_dir else self.shared_meta_dir / OWN_NAME
@@ -88,19 +91,22 @@ class Vault:
     # -- selection -------------------------------------------------------
     @classmethod
     def select(cls, explicit: str | os.PathLike[str] | None = None, *, cwd: Path | None = None,
-               notes_dir: str | None = None, notes_dir_change: bool = False) -> "Vault":
+               notes_dir: str | None = None, notes_dir_change: bool = False,
+               ignore_obsidian_settings: bool = False) -> "Vault":
         """Usage: ``Vault.select(args.vault)``: --vault, then env vars, then the nearest marker file."""
+        kw = {"notes_dir": notes_dir, "notes_dir_change": notes_dir_change,
+              "ignore_obsidian_settings": ignore_obsidian_settings}
         if explicit:
-            return cls(explicit, notes_dir=notes_dir, notes_dir_change=notes_dir_change)
+            return cls(explicit, **kw)
         for var in ENV_VARS:
             value = os.environ.get(var)
             if value:
-                return cls(value, notes_dir=notes_dir, notes_dir_change=notes_dir_change)
+                return cls(value, **kw)
         here = (cwd or Path.cwd()).resolve()
         products = _product_roots()
         for folder in (here, *here.parents):
             if any((folder / marker).is_file() for marker in MARKERS):
-                return cls(folder, notes_dir=notes_dir, notes_dir_change=notes_dir_change)
+                return cls(folder, **kw)
             if folder in products:
                 # Working inside vaulteval itself: never fall through to a marker further up.
                 raise VaultSelectionError(
@@ -113,7 +119,8 @@ class Vault:
 
     def with_meta(self, meta_dir: str | os.PathLike[str]) -> "Vault":
         """The same vault and notes folder with derived state in ``meta_dir`` (evaluation variants)."""
-        return Vault(self.root, meta_dir=meta_dir, notes_dir=self.notes_rel, notes_dir_change=True)
+        return Vault(self.root, meta_dir=meta_dir, notes_dir=self.notes_rel, notes_dir_change=True,
+                     ignore_obsidian_settings=self.ignore_obsidian_settings)
 
     @property
     def is_bundled(self) -> bool:
@@ -233,6 +240,8 @@ class Vault:
         args = f"--vault {shlex.quote(str(self.root))}"
         if self.notes_origin in ("flag", "record"):
             args += f" --notes-dir {shlex.quote(self.notes_rel or '.')}"
+        if self.ignore_obsidian_settings:
+            args += " --ignore-obsidian-settings"
         return args
 
     def rebuild_command(self) -> str:

@@ -42,6 +42,7 @@ class TaskContext:
     ollama_host: str  # the client's Ollama setting: a worker embeds with the client's server
     check_vault: bool = True
     notes_dir: str | None = None  # the client's notes folder, relative to the vault ("" for the root)
+    ignore_obsidian_settings: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,8 @@ def _vault(ctx: TaskContext):
     """The vault the client sees, with its notes folder (a worker cannot see the client's flags)."""
     from vaulteval.vault.vault import Vault
 
-    return Vault(ctx.vault_root, notes_dir=ctx.notes_dir, notes_dir_change=True)
+    return Vault(ctx.vault_root, notes_dir=ctx.notes_dir, notes_dir_change=True,
+                 ignore_obsidian_settings=ctx.ignore_obsidian_settings)
 
 
 def _current_digest(ctx: TaskContext) -> str:
