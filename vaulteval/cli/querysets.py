@@ -136,13 +136,26 @@ def fix_dangling(args: argparse.Namespace, dangling: list, vault_root: Any = Non
     from vaulteval.querysets.queryset import QuerySetInvalid, open_queryset
     from vaulteval.vault.paths import is_inside
 
+    from vaulteval.cli.common import vault_choice
+    from vaulteval.querysets.follow import UNREPAIRABLE
+
     out = Path(args.fix).expanduser()
     if vault_root is not None and is_inside(vault_root, out.resolve()):
         raise UsageError(f"--fix {args.fix} is inside the vault; write the repaired query set outside it")
+    gone = [d for d in dangling if not d.new]
+    for d in gone:
+        sys.stderr.write(f"{d.path}:{d.line}: query {d.query_id!r}: {d.key} cannot be repaired: its page was "
+                         "deleted\n")
+    if len(gone) == len(dangling):
+        sys.stderr.write(f"vaulteval: nothing written: {UNREPAIRABLE} (the lines above, in {args.queryset})\n")
+        return 2
     changed = write_fixed(Path(args.queryset).expanduser(), dangling, out)
     print(f"fixed {changed} judgment(s); wrote {out}")
+    if gone:
+        sys.stderr.write(f"vaulteval: {len(gone)} judgment(s) of deleted pages are still in {out}: {UNREPAIRABLE}\n")
+        return 2
     try:
-        open_queryset(out, args.vault)
+        open_queryset(out, vault_choice(args))
     except QuerySetInvalid as exc:
         sys.stderr.write(f"vaulteval: {out} still has problems: {exc}\n")
         return 2

@@ -65,7 +65,9 @@ def _read_settings(root: Path) -> bytes | None:
         with open_regular(path, follow=True) as fh:  # never blocks on a FIFO named app.json
             return fh.read(MAX_SETTINGS_BYTES + 1)
     except FileNotFoundError:
-        return None if not os.path.lexists(path) else b""  # a dangling symlink reads as an unreadable file
+        if os.path.lexists(path):  # a symlink to nothing: settings the user meant, that cannot be read
+            raise _refuse(root, "cannot be read (a symlink to a missing file)") from None
+        return None
     except OSError as exc:
         raise _refuse(root, f"cannot be read ({exc.strerror or 'not a regular file'})") from None
 
