@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Any
-from urllib.parse import unquote
 
 from vaulteval.chunks.codespans import inline_code_spans, map_spans
 from vaulteval.chunks.visible import visible
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: retrieve reads a note's headings without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # Bump when the text given to the chunker changes: the catalog then re-chunks every page.
 # 3: HTML comments and tags, images and badges, link targets, reference definitions and block ids left out.
@@ -139,6 +141,8 @@ def outgoing_links(text: str) -> list[dict]:
     Each: ``{"line", "raw", "target", "heading", "label", "embed", "kind"}``; ``line`` counts from 1
     in ``text``; ``heading`` is the part after ``#`` (a ``^block`` id included), or None.
     """
+    from urllib.parse import unquote
+
     clean = code_and_comments_blanked(text)
     starts = [0] + [i + 1 for i, ch in enumerate(clean) if ch == "\n"]
     out: list[dict] = []

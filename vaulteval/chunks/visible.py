@@ -28,7 +28,6 @@ Fenced and inline code stay exactly as written. Outside code:
 from __future__ import annotations
 
 import bisect
-import html
 import re
 from functools import lru_cache
 
@@ -49,7 +48,7 @@ BADGE_HOSTS = ("shields.io", "badgen.net", "badge.fury.io", "travis-ci.org", "tr
 _URL = r"<?[^\s()<>]*(?:\([^\s()<>]*\)[^\s()<>]*)*>?(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*"
 # An image's source may hold spaces (``raw/HEAD/My Theme.png``): Obsidian still shows the picture.
 _SRC = r"[^()\n]*(?:\([^()\n]*\)[^()\n]*)*"
-# One alternative per construct, each tried where its first character is (see _pattern).
+# The constructs, by the character that starts them (or, for line-anchored ones, the one that marks them).
 _PARTS = {
     "[": [
         (r"linked", r"\[!\[(?P<lalt>[^\[\]\n]*)\]\((?P<limg>" + _SRC + r")\)\]\(" + _URL + r"\)"),
@@ -75,11 +74,11 @@ _PARTS = {
 }
 
 
-@lru_cache(maxsize=64)
-def _pattern(triggers: str) -> re.Pattern[str]:
-    """One regex of the constructs whose first character occurs in the text (most notes need few)."""
-    alternatives = [f"(?P<{name}>{body})" for ch in triggers for name, body in _PARTS[ch]]
-    return re.compile("|".join(alternatives))
+@lru_cache(maxsize=None)
+def _pattern(trigger: str) -> re.Pattern[str]:
+    """The constructs that start with ``trigger``, in one regex (one alternation over all of them compiles
+    ten times slower than these few together)."""
+    return re.compile("|".join(f"(?P<{name}>{body})" for name, body in _PARTS[trigger]))
 
 
 class _Layer:
@@ -242,6 +241,8 @@ def _replacement(m: re.Match, text: str) -> str:
     if kind == "autolink":
         return m.group("auto")
     if kind == "entity":
+        import html  # its entity table costs more to load than most notes take to chunk
+
         return html.unescape(m.group())
     if kind == "callout":
         return m.group("quote") if m.group("title").strip() else m.group("quote") + m.group("kind").strip().capitalize()
@@ -253,18 +254,25 @@ def _replacement(m: re.Match, text: str) -> str:
 
 
 def _markup_edits(text: str) -> list[tuple[int, int, str]]:
-    triggers = "".join(ch for ch in _PARTS if ch in text)
+    triggers = [ch for ch in _PARTS if ch in text]
     if not triggers:
         return []
-    pattern = _pattern(triggers)
+    patterns = [_pattern(ch) for ch in triggers]
     spans = code_spans(text) if "`" in text or "~~~" in text else []
     edits: list[tuple[int, int, str]] = []
     last = 0
     for start, end in spans + [(len(text), len(text))]:
-        for m in pattern.finditer(text, last, start):
+        # Each construct's matches, leftmost first (ties by the order of _PARTS); one inside another is text.
+        found = sorted((m.start(), rank, m) for rank, pattern in enumerate(patterns)
+                       for m in pattern.finditer(text, last, start))
+        taken = last
+        for at, _, m in found:
+            if at < taken:
+                continue
+            taken = m.end()
             repl = _replacement(m, text)
             if repl != m.group():
-                edits.append((m.start(), m.end(), repl))
+                edits.append((at, m.end(), repl))
         last = end
     return edits
 
