@@ -129,3 +129,24 @@ def test_provision_reports_a_summary_and_lists_every_page_with_verbose(tmp_path:
     doctor = json.loads(run_cli("doctor", "--json", "--vault", root).stdout)
     assert doctor["schema"] == "vaulteval.doctor.v1" and doctor["state"] == "verified"
     assert (root / META_REL).is_dir()
+
+
+def _imports_of_retrieve(root: Path) -> set[str]:
+    env = {**os.environ, **cli_env(OLLAMA_HOST=NO_OLLAMA)}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "vaulteval", "retrieve", "--vault", str(root),
+                           "espresso"], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+def test_a_tuned_plain_bm25_retrieve_is_as_lean_as_an_untuned_one(tmp_path: Path) -> None:
+    root = copy_sample(tmp_path / "vault")
+    provision(Vault(root))
+    untuned = _imports_of_retrieve(root)
+    settings = {"analyzer": "default", "k1": 1.5, "b": 0.75, "target": 2000, "overlap": 200, "hard_max": 4000}
+    write_tuned(Vault(root), "bm25", run_id="r1", rerank=None, bm25_top=50, index=settings)
+    tuned = _imports_of_retrieve(root)
+    extra = tuned - untuned
+    assert not {m for m in extra if not m.startswith("vaulteval.")}, sorted(extra)  # no numpy, typing, dataclasses
+    assert "vaulteval.chunks.chunking" not in tuned and "numpy" not in tuned

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from vaulteval.chunks.limits import HARD_MAX_CHARS, MAX_PREFIX_CHARS, OVERLAP_CHARS, TARGET_CHARS  # noqa: F401
 from vaulteval.chunks.pagetext import decode_page, split_frontmatter  # noqa: F401 - imported from here too
 from vaulteval.errors import UsageError
 
@@ -25,10 +26,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_NOTE_BYTES = 8 << 20
 MAX_NOTE_BYTES_ENV = "VAULTEVAL_MAX_NOTE_BYTES"
 
-TARGET_CHARS = 2_000
-OVERLAP_CHARS = 200
-HARD_MAX_CHARS = 4_000
-MAX_PREFIX_CHARS = 1_000
 FIRST_SENTENCE_CHARS = 300
 
 ADDRESS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
