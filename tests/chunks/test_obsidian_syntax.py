@@ -154,3 +154,13 @@ def test_page_terms_line() -> None:
     assert page_terms({"aliases": [{"LawList": "Custom List Styles"}, ["Nested", None]]}, "") == \
         "Aliases: LawList: Custom List Styles; Nested."
     assert page_terms({"aliases": {"A": None}, "tags": {"area": ["x-y", 3]}}, "") == "Tags: area x-y 3 x y. Aliases: A."
+
+
+def test_a_mapping_alias_is_in_the_alias_field(vault: Path) -> None:
+    out = run_json("retrieve", "--vault", vault, "lawlistia custom listing", "--no-rerank", "--explain",
+                   "--strategy", "bm25:w_aliases=3")
+    assert out["label"] == {"first_stage": "bm25+fields", "reranker": None, "fallbacks": []}
+    assert [c["page_path"] for c in out["candidates"]][:1] == ["Mapping alias.md"]
+    from vaulteval.index.fieldbuild import _aliases
+
+    assert _aliases({"aliases": [{"LawList": "Custom List Styles"}]}) == "LawList: Custom List Styles"
