@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from vaulteval.vault.vault import Page, Vault
 
 
+SCHEMA = "vaulteval.doctor.v1"
+
+
 @dataclass
 class DoctorReport:
     state: str
@@ -61,7 +64,7 @@ class DoctorReport:
     skipped_notes: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"schema": SCHEMA, **asdict(self)}
 
 
 def companion_files(vault: "Vault") -> list[tuple[str, Path, str]]:

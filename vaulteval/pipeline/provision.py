@@ -21,6 +21,8 @@ from vaulteval.errors import UsageError, WriteFailed
 from vaulteval.vault.locking import vault_lock
 from vaulteval.vault.notesrecord import write_notes_record
 
+SCHEMA = "vaulteval.provision.v1"
+
 if TYPE_CHECKING:
     from vaulteval.rerank.config import RerankConfig
     from vaulteval.vault.vault import Vault
@@ -167,6 +169,7 @@ def provision(
         t3 = time.perf_counter()
     vault._index = None
     out = {
+        "schema": SCHEMA,
         "prefix": prefix_report.to_dict(),
         "index": index_report.to_dict(),
         "seconds": {"prefix": round(t1 - t0, 3), "index": round(t2 - t1, 3), "total": round(t3 - t0, 3)},
@@ -179,6 +182,17 @@ def provision(
     if migration is not None:
         out["migrated"] = migration.to_dict()
     return out
+
+
+def summarized(report: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    """The provision report with at most ``limit`` (None: all) of ``prefix.changed_pages``, and
+    ``prefix.changed_pages_more`` counting the rest (0 when all are listed): a first provision of a large vault
+    changes every page."""
+    prefix_report = dict(report["prefix"])
+    pages = prefix_report.get("changed_pages", [])
+    listed = pages if limit is None else pages[:limit]
+    prefix_report["changed_pages"], prefix_report["changed_pages_more"] = listed, len(pages) - len(listed)
+    return {**report, "prefix": prefix_report}
 
 
 def index_kwargs(settings: dict[str, Any]) -> dict[str, Any]:

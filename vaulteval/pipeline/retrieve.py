@@ -18,6 +18,7 @@ from pathlib import Path
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.index.reader import BM25Index, Hit, open_index
+from vaulteval.pipeline.passages import Passages
 from vaulteval.pipeline.results import NO_CANDIDATES, Candidate, Label, RetrievalResult
 from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import check_length
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Candidate", "Label", "RetrievalResult", "Retriever", "retrieve", "check_limit", "check_query"]
 
-SNIPPET_CHARS = 200
 MAX_TOP = 1000
 
 
@@ -166,7 +166,8 @@ def _run(
     watch.lap("bm25", parts=stage["timings_ms"])
     # Without rerank or explain only the first `top` current pages are read and verified.
     served_only = rerank is None and not explain
-    pool, texts, stale = _verify(retriever, hits, stage["ranked_by"], top if served_only else None)
+    passages = Passages(query, index, retriever.vault)
+    pool, texts, stale = _verify(retriever, hits, stage["ranked_by"], top if served_only else None, passages)
     watch.lap("integrity")
     label = Label(stage["first_stage"], None, stage["fallbacks"])
     anchored = embed_cache == "default" and not retriever.vault.meta_is_external
@@ -219,7 +220,7 @@ def _first_stage(retriever: Retriever, query: str, first: "FirstStage | None", d
 
 
 def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ranked_by: str,
-            pages_wanted: int | None) -> tuple[list[Candidate], list[str], int]:
+            pages_wanted: int | None, passages: Passages | None = None) -> tuple[list[Candidate], list[str], int]:
     """Candidates whose chunk and note still match the index, in first-stage order; their texts; stale count.
 
     With ``pages_wanted`` only the first chunk of each page is read, and
@@ -247,9 +248,10 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
             continue
         raw = rec["raw_text"]
         absolute = cached_lexical_path(vault.notes_dir, doc.page_path, vault.notes_strip)
+        context = rec.get("contextualized_text") or raw
         pool.append(Candidate(doc.chunk_id, doc.page_address, doc.page_path, absolute, doc.chunk_index,
-                              scores, ranked_by, raw[:SNIPPET_CHARS]))
-        texts.append(rec.get("contextualized_text") or raw)
+                              scores, ranked_by, raw, context=context, passages=passages))
+        texts.append(context)
         if pages_wanted is not None:
             pages.add(doc.page_path)
             if len(pages) == pages_wanted:

@@ -289,12 +289,15 @@ class SentenceTransformerEmbedder:
 
     @classmethod
     def load(cls, config: "RerankConfig") -> "SentenceTransformerEmbedder":
-        """Usage: ``SentenceTransformerEmbedder.load(cfg)``; reuses a model already loaded in this process."""
+        """Usage: ``SentenceTransformerEmbedder.load(cfg)``; the model loads on the first ``embed`` (reusing one
+        already loaded in this process), so a provision with nothing new to embed never loads it."""
         assert config.model is not None, "resolve() the config first"
-        return cls(config.model, config.batch_size, load_st_model(config.model))
+        return cls(config.model, config.batch_size)
 
     def embed(self, inputs: list[str]) -> list[np.ndarray]:
         """Usage: ``embedder.embed(texts)`` -> one float32 vector per text (not normalized)."""
+        if self.st_model is None:
+            self.st_model = load_st_model(self.model)  # EmbedFailure("model-missing") when it cannot load
         try:
             with _ST_ENCODE_LOCK, _torch_threads(1 if len(inputs) <= SINGLE_THREAD_MAX_TEXTS else None):
                 # one encode at a time: the model is shared by every thread
