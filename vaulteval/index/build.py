@@ -32,6 +32,7 @@ from vaulteval.vault.testhooks import pause_point
 from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
 
 if TYPE_CHECKING:
+    from vaulteval.index.fieldbuild import FieldCollector
     from vaulteval.vault.vault import Vault
 
 log = logging.getLogger(__name__)
@@ -128,12 +129,14 @@ def build_index(
     chunk_params: dict | None = None,
     listing: list[tuple[str, str, int, int]] | None = None,
     meta: MetaDir | None = None,
+    fields: "FieldCollector | None" = None,
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
     ``listing`` (address, file name, size, mtime_ns) replaces the directory scan
     when the caller has just written and stat'ed every chunk file (provision).
-    ``meta`` is the opened meta folder (``vault_lock`` yields it).
+    ``meta`` is the opened meta folder (``vault_lock`` yields it). ``fields`` collects the field terms
+    (``index.fieldbuild``) of every chunk read, in the same pass.
     """
     k1, b = check_bm25_params(k1, b)
     check_chunk_dict(chunk_params)
@@ -142,7 +145,7 @@ def build_index(
         with MetaDir.open(vault, create=True) as own:
             own.check_tree()
             return build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                               chunk_params=chunk_params, listing=listing, meta=own)
+                               chunk_params=chunk_params, listing=listing, meta=own, fields=fields)
     report = BuildReport(analyzer=analyzer)
     old, old_docs_meta = _previous(meta, analyzer)
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
@@ -164,14 +167,15 @@ def build_index(
         if listing is None:
             listing = _scan_chunk_files(chunks)
         return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
-                      current_page_hash, reject, k1, b, analyzer, chunk_params)
+                      current_page_hash, reject, k1, b, analyzer, chunk_params, fields)
     finally:
         if chunks is not None:
             chunks.close()
 
 
 def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, tokenize, old, old_docs_meta,
-           old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params) -> BuildReport:
+           old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params,
+           fields: "FieldCollector | None" = None) -> BuildReport:
     pause_point("build-started")
     docs: list[DocMeta] = []
     lengths: list[int] = []
@@ -210,6 +214,8 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
                         rel_file, MAX_INPUT_CHARS)
         terms = tokenize(text, bounded=False)
         lists.add(len(docs), terms)
+        if fields is not None:  # the field index's terms, while the record is at hand
+            fields.add(page_path, f"{address}:{idx}", rec["body_hash"], page_hash, rec["raw_text"])
         docs.append(DocMeta(f"{address}:{idx}", rel_file, page_path, address, idx, rec["body_hash"], page_hash,
                             chunking.sha256_text(text), size, mtime_ns))
         lengths.append(len(terms))
