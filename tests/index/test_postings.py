@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from vaulteval.index.postings import Postings
+from vaulteval.vault.metadir import META_REL
+
+from pipeline_fixtures import fresh_vault  # noqa: F401
 
 WORDS = st.sampled_from(["a", "ab", "b", "東", "東京", "é", "e\u0301", "z" * 40, "0", "_x"])
 
@@ -39,3 +43,46 @@ def test_postings_are_the_term_by_term_lists_in_any_order_of_adding(docs: list[l
         lists.add(d, docs[d])
     words, offsets, post_docs, post_tfs = lists.finish(len(docs))
     assert (words, offsets.tolist(), post_docs.tolist(), post_tfs.tolist()) == _by_hand(docs)
+
+
+TEXTS = ["Descaling the espresso machine", "東京タワー tower's view", "", "ΟΔΟΣ.Β user's well-formed _x_",
+         "m² ﬁlter ①②"] * 7
+
+
+def test_analyzing_with_a_helper_process_gives_the_serial_terms() -> None:
+    from vaulteval.index.analyze_all import analyze_all
+
+    for analyzer in ("default", "english"):
+        assert list(analyze_all(analyzer, TEXTS, parallel=True)) == list(analyze_all(analyzer, TEXTS, parallel=False))
+
+
+def test_a_build_split_over_two_processes_is_the_serial_build_byte_for_byte(
+        fresh_vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Everything but the build time: the same terms, postings, lengths and rows, in the same bytes."""
+    from vaulteval import Vault
+    from vaulteval.index import analyze_all
+    from vaulteval.index.file import read_sections
+    from vaulteval.index.location import index_path
+    from vaulteval.pipeline.provision import build
+
+    def sections() -> tuple[dict, dict]:
+        header, body = read_sections(index_path(fresh_vault / META_REL))
+        return {k: v for k, v in header.items() if k not in ("built_at", "blocks_crc32", "sections")}, \
+            {name: bytes(body.raw(name)) for name in body}
+
+    monkeypatch.setenv("VAULTEVAL_BUILD_WORKERS", "1")
+    index_path(fresh_vault / META_REL).unlink()
+    build(Vault(fresh_vault))
+    serial = sections()
+    monkeypatch.delenv("VAULTEVAL_BUILD_WORKERS")
+    monkeypatch.setattr(analyze_all, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(analyze_all, "_cores", lambda: 2)
+    monkeypatch.setattr(analyze_all, "_idle_cores", lambda: 1.5)
+    spawned: list[bool] = []
+    real = analyze_all.analyze_all
+    monkeypatch.setattr("vaulteval.index.build.analyze_all",
+                        lambda name, texts: spawned.append(analyze_all.parallel_pays(texts)) or real(name, texts))
+    index_path(fresh_vault / META_REL).unlink()
+    build(Vault(fresh_vault))
+    assert spawned == [True]
+    assert sections() == serial

@@ -25,6 +25,7 @@ from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
+from vaulteval.index.analyze_all import analyze_all
 from vaulteval.index.postings import Postings
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.vault.metadir import MetaDir
@@ -181,6 +182,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     lengths: list[int] = []
     reuse_pairs: list[tuple[int, int]] = []  # (old doc, new doc)
     lists = Postings()
+    pending: list[tuple[int, str]] = []  # (document number, text) of every chunk to analyze
     for address, name, size, mtime_ns in progress_bar(listing, len(listing), "index", "chunk"):
         rel_file = f"chunks/{address}/{name}"
         prev = old_by_file.get(rel_file)
@@ -212,15 +214,17 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
             report.oversized.append(f"{address}:{idx}")
             log.warning("chunk %s is longer than %d characters; indexed whole (not written by vaulteval's chunker)",
                         rel_file, MAX_INPUT_CHARS)
-        terms = tokenize(text, bounded=False)
-        lists.add(len(docs), terms)
+        pending.append((len(docs), text))
         if fields is not None:  # the field index's terms, while the record is at hand
             fields.add(page_path, f"{address}:{idx}", rec["body_hash"], page_hash, rec["raw_text"])
         docs.append(DocMeta(f"{address}:{idx}", rel_file, page_path, address, idx, rec["body_hash"], page_hash,
                             chunking.sha256_text(text), size, mtime_ns))
-        lengths.append(len(terms))
+        lengths.append(0)  # set once the text is analyzed, below
         report.tokenized += 1
     report.reused = len(reuse_pairs)
+    for (doc_number, _), terms in zip(pending, analyze_all(analyzer, [text for _, text in pending])):
+        lists.add(doc_number, terms)
+        lengths[doc_number] = len(terms)
 
     if old is not None:
         lists.reuse(old, reuse_pairs)
