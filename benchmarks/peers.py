@@ -339,6 +339,38 @@ def _beir_id(page_path: str) -> str:
     return unquote(page_path.rsplit("/", 1)[-1].removesuffix(".md"))
 
 
+# What the CLI retrieve path may spend importing, in milliseconds (cumulative -X importtime of every
+# top-level import, best of the runs); the issue's profile found 24 ms for vaulteval.pipeline.retrieve alone.
+IMPORT_BUDGET_MS = 40.0
+
+
+def _imports(code: str, *args: object) -> tuple[float, set[str]]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *map(str, args)],
+                          capture_output=True, text=True, env=_env())
+    total, seen = 0, set()
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line and "self [us]" not in line:
+            _self, cumulative, name = line[len("import time:"):].split("|")
+            seen.add(name.strip())
+            if not name.startswith("  "):  # a top-level import: its cumulative time covers its children
+                total += int(cumulative)
+    return total / 1000, seen
+
+
+def import_budget(vault: Path, query: str, runs: int = 5) -> tuple[float, int, int]:
+    """(milliseconds, modules, vaulteval modules) a served CLI query imports beyond ``python -c pass``'s own
+    (site, encodings), best of ``runs``."""
+    code = ("import sys\nfrom vaulteval.cli.main import main\n"
+            "sys.exit(main(['retrieve', '--vault', sys.argv[1], sys.argv[2], '--no-rerank']))")
+    best, names = float("inf"), set()
+    for _ in range(runs):
+        bare, bare_names = _imports("pass")
+        ms, seen = _imports(code, vault, query)
+        if ms - bare < best:
+            best, names = ms - bare, seen - bare_names
+    return best, len(names), sum(1 for n in names if n.startswith("vaulteval"))
+
+
 def _ratio(value: float, best: float) -> str:
     return f"{value / best:.2f}x" if best > 0 else "n/a"
 
@@ -417,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     results = query_all(work, engines, queries, cold=args.cold, passes=args.passes)
     ndcg = None if args.skip_scifact else scifact(args.scifact, work, engines)
     print(report({e: builds[e] for e in engines}, results, ndcg, len(queries), args.passes))
+    ms, modules, own = import_budget(work / "engines" / "vaulteval", queries[0])
+    print(f"CLI retrieve imports: {ms:.1f} ms, {modules} modules ({own} of vaulteval); budget {IMPORT_BUDGET_MS:.0f} ms: "
+          f"{'within' if ms <= IMPORT_BUDGET_MS else 'over'}")
     if not args.work_dir:
         shutil.rmtree(work, ignore_errors=True)
     return 0
