@@ -72,13 +72,15 @@ def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: 
     from dataclasses import asdict
 
     from vaulteval.index.build import build_index
+    from vaulteval.index.fieldbuild import FieldCollector
 
     vault.require_writable()
     check_bm25_params(k1, b)
     with _writing(vault) as meta:
+        fields = FieldCollector(vault, analyzer)
         report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                             chunk_params=asdict(chunk_params or ChunkParams()), meta=meta)
-        _build_fields(vault, meta, report.doc_rows)
+                             chunk_params=asdict(chunk_params or ChunkParams()), meta=meta, fields=fields)
+        _build_fields(vault, meta, report.doc_rows, fields)
     vault._index = None
     return report
 
@@ -94,14 +96,15 @@ def ensure_fields(vault: "Vault") -> bool:
     return True
 
 
-def _build_fields(vault: "Vault", meta: Any, docs: list | None = None) -> None:
+def _build_fields(vault: "Vault", meta: Any, docs: list | None = None, collected: Any = None) -> None:
     """The title/aliases/headings/code postings beside the index just built (field-weighted BM25);
-    ``docs`` are its rows when the build just made them (else they are read from the index)."""
+    ``docs`` are its rows when the build just made them (else they are read from the index), ``collected``
+    the field terms the build took from the chunks it read."""
     from vaulteval.index.fieldbuild import build_fields
     from vaulteval.index.reader import BM25Index, index_path, open_index_file
 
     # Through the folder pinned when the lock was taken, never the path again (it may now lead elsewhere).
-    build_fields(vault, BM25Index(index_path(vault.meta_dir), open_index_file(meta)), meta, docs)
+    build_fields(vault, BM25Index(index_path(vault.meta_dir), open_index_file(meta)), meta, docs, collected)
 
 
 def provision(
@@ -135,6 +138,7 @@ def provision(
     from dataclasses import asdict
 
     from vaulteval.index.build import build_index
+    from vaulteval.index.fieldbuild import FieldCollector
 
     check_bm25_params(k1, b)
     check_chunk_params(params.target, params.overlap, params.hard_max)
@@ -149,10 +153,13 @@ def provision(
                                    page_bytes=page_bytes, pages=pages, meta=meta)
         t1 = time.perf_counter()
         hashes = {rel: chunking.sha256_bytes(raw) for rel, raw in page_bytes.items()}
-        del page_bytes
+        # The field index takes its terms in the build's pass, titles and aliases from the bytes just hashed.
+        fields = FieldCollector(vault, analyzer, page_bytes)
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=hashes,
-                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta)
-        _build_fields(vault, meta, index_report.doc_rows)
+                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
+                                   fields=fields)
+        _build_fields(vault, meta, index_report.doc_rows, fields)
+        del page_bytes, fields
         t2 = time.perf_counter()
         embed_report, embed_failure = None, None
         if embed is not None:
