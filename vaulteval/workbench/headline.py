@@ -158,6 +158,33 @@ def build(report: dict[str, Any], manifest: dict[str, Any]) -> Headline:
     return Headline(context, comparisons, warnings)
 
 
+def index_state(vault: Any) -> str:
+    """The vault's own index in words: provisioned or not, current or stale, and when it was built (doctor)."""
+    from vaulteval.pipeline.doctor import doctor
+
+    rep = doctor(vault)
+    if not rep.index_present:
+        return "index: the vault is not provisioned; indexes are built in the evaluation cache (vault untouched)"
+    built = str((rep.stats or {}).get("built_at") or "")[:10] or "at an unknown date"
+    if not rep.index_readable:
+        return f"index: UNREADABLE ({'; '.join(rep.problems)}); run {rep.rebuild}"
+    if rep.stale_pages or rep.missing_pages or rep.unindexed_pages:
+        return (f"index: STALE, built {built}: {rep.stale_pages} changed, {rep.missing_pages} deleted and "
+                f"{rep.unindexed_pages} new page(s) since; run {rep.rebuild}")
+    return f"index: current (every page as it is now), built {built}"
+
+
+def inputs(vault: Any, queryset: Any) -> Headline:
+    """Usage: ``inputs(v, qs)``: the headline of a notebook that compares nothing (vault, index, query set)."""
+    s = queryset.summary()
+    name = "the bundled sample vault" if vault.is_bundled else f"vault {vault.root.name}"
+    folder = f"notes in {vault.notes_rel}/" if vault.notes_rel else "notes at the root"
+    pages = sum(1 for _ in vault.iter_pages())
+    return Headline([f"{name}, {folder}: {pages} pages; {index_state(vault)}",
+                     f"query set {s['name']}: {s['positive']} judged queries ({s['judgments']} judgments), "
+                     f"{s['negative']} negative queries"])
+
+
 def headline_of_dir(run_dir: str | Path) -> Headline:
     """The headline of a run directory, from its report.json and manifest.json."""
     folder = Path(run_dir)
