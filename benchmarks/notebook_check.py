@@ -114,7 +114,9 @@ def main() -> int:
     out = Path(args.out).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     chosen = [n for n in args.notebooks.split(",") if n] or names()
-    extra = dict(p.split("=", 1) for p in args.param)
+    import yaml
+
+    extra = {k: yaml.safe_load(v) for k, v in (p.split("=", 1) for p in args.param)}
     problems: list[str] = []
     for name in chosen:
         declared = parameters(name)
