@@ -176,3 +176,55 @@ def test_the_grader_saves_atomically_as_you_go_resumes_and_refuses_zero_judgment
     assert again.grades == {("q01", "wiki/coffee/Espresso machine.md"): 2} and again.position == 1
     again.grade(None)  # skip
     assert again.skipped == {("q02", "wiki/coffee/Grinder.md")}
+
+
+# ------------------------------------------------------------ numbers shown
+
+def test_a_threshold_that_keeps_under_half_the_answers_is_no_useful_threshold() -> None:
+    from vaulteval.cli.querysets import abstention_lines
+    from vaulteval.workbench.abstention import useful
+
+    assert useful((0.5, 0.5, 0.1)) and not useful((31.4, 0.14, 0.1)) and not useful(None)
+    metrics = pd.DataFrame([("a", "abstain_min_score@fp0.10", 31.37), ("a", "abstain_recall_kept@fp0.10", 0.14),
+                            ("b", "abstain_min_score@fp0.10", 0.61), ("b", "abstain_recall_kept@fp0.10", 0.8)],
+                           columns=["run", "measure", "value"])
+    lines = abstention_lines(metrics)
+    assert lines[0].startswith("a: no useful threshold") and "14%" in lines[0]
+    assert lines[1].startswith("b: retrieve --min-score 0.61 keeps 80%")
+
+
+class _Ctx:
+    """A query context whose page shares no term with the query (as a dense or hybrid hit can)."""
+
+    def __init__(self):
+        self.terms = ["why", "flat"]
+        self.index = type("I", (), {"doc": staticmethod(lambda d: d), "analyze": staticmethod(lambda w: [w])})()
+        self.checker = type("C", (), {"current_record": staticmethod(lambda d: {"ok": 1})})()
+
+    def absent_terms(self, docs):
+        return list(self.terms)
+
+    def best_rank(self, docs):
+        return 7
+
+
+def test_a_ranked_page_is_explained_by_its_rank_and_absent_terms_leave_out_stopwords() -> None:
+    from vaulteval.workbench.misses import _cause
+
+    cause, _, detail = _cause(_Ctx(), [0], "p.md", 11, 10, 100, False, [], semantic=True)
+    assert cause == "below-cutoff" and "page rank 11" in detail and "flat" in detail and "why" not in detail
+    cause, _, _ = _cause(_Ctx(), [0], "p.md", None, 10, 100, False, [], semantic=True)
+    assert cause == "outside-pool"
+    cause, _, detail = _cause(_Ctx(), [0], "p.md", None, 10, 100, False, [], semantic=False)
+    assert cause == "no-query-term" and detail == "absent from the note: flat"
+
+
+def test_tables_show_a_dash_with_a_footnote_integers_as_integers_and_no_index() -> None:
+    from vaulteval.notebooks.tables import show
+
+    t = show(pd.DataFrame({"run": ["bm25-english", "b"], "n": [8.0, 3.0], "value": [0.12345, float("nan")],
+                           "grade": pd.array([1, None], dtype="Int64")}), "x")
+    html, text = t._repr_html_(), t.text()
+    assert ">8<" in html and ">0.123<" in html and "NaN" not in html and "&lt;NA&gt;" not in html
+    assert "—: no value" in html and "—" in text and "nan" not in text.lower()
+    assert "white-space: nowrap" in html and "row_heading" not in html

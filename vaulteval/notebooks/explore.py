@@ -114,11 +114,9 @@ PREFIX_LABELS = ("tags", "aliases")  # the contextual prefix's labels ("Tags: ..
 
 def left_out_terms(index: "BM25Index") -> set[str]:
     """Analyzed forms of stopwords and of the prefix labels: words that say nothing about the notes."""
-    from vaulteval.index.analyzers import LUCENE_STOPWORDS
-    from vaulteval.index.tokenize import STOPWORDS
+    from vaulteval.workbench.misses import stop_terms
 
-    words = set(STOPWORDS) | set(LUCENE_STOPWORDS) | set(PREFIX_LABELS)
-    return {t for w in words for t in index.analyze(w)} | words
+    return set(stop_terms(index)) | set(PREFIX_LABELS) | {t for w in PREFIX_LABELS for t in index.analyze(w)}
 
 
 def top_terms(index: "BM25Index", n: int = 20) -> "pd.DataFrame":

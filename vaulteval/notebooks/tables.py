@@ -114,6 +114,10 @@ class Table:
             styler = styler.set_properties(subset=numeric, **{"text-align": "right"})
         if nowrap:
             styler = styler.set_properties(subset=nowrap, **{"white-space": "nowrap"})
+        prose = [c for c in text_cols if c not in nowrap]
+        if prose:  # long text (queries, snippets) wraps inside its column so the table fits the page
+            styler = styler.set_properties(subset=prose, **{"max-width": "22em", "white-space": "normal",
+                                                            "overflow-wrap": "anywhere"})
         if self.caption:
             styler = styler.set_caption(self.caption)
         return styler

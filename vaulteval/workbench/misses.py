@@ -24,7 +24,7 @@ that shares no term with the query.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -87,7 +87,7 @@ def _cause(ctx: "_QueryContext", docs: list[int], doc_id: str, rank: int | None,
             f"the page changed after indexing ({len(docs)} stale chunk(s)); re-provision the vault"
         return "not-indexed", None, why
     absent = ctx.absent_terms(current)
-    shown = content_terms(absent)
+    shown = content_terms(absent, ctx.index)
     note = f"; absent from the note: {', '.join(shown)}" if shown else ""
     best = ctx.best_rank(current) if len(absent) < len(ctx.terms) else None
     # A page the run ranked at all (BM25, dense or hybrid) is explained by its rank, whatever its words.
@@ -103,12 +103,38 @@ def _cause(ctx: "_QueryContext", docs: list[int], doc_id: str, rank: int | None,
     return "outside-pool", best, f"best chunk at BM25 rank {best}, the pool is the top {bm25_top}{note}"
 
 
-def content_terms(terms: list[str]) -> list[str]:
-    """``terms`` without stopwords (the short and the Lucene lists): what a reader can act on."""
+def stop_terms(index: Any, languages: tuple[str, ...] = ("en",)) -> frozenset[str]:
+    """Stopwords (stopwords-iso's lists, plus the analyzers' own) as they are written and as ``index`` analyzes
+    them: words a reader cannot act on. Kept on the index object, so it is computed once per index."""
+    cached = getattr(index, "_vaulteval_stop_terms", None)
+    if cached is not None:
+        return cached
     from vaulteval.index.analyzers import LUCENE_STOPWORDS
     from vaulteval.index.tokenize import STOPWORDS
 
-    return [t for t in terms if t not in STOPWORDS and t not in LUCENE_STOPWORDS]
+    words = set(STOPWORDS) | set(LUCENE_STOPWORDS)
+    try:
+        import stopwordsiso
+
+        for lang in languages:
+            words |= set(stopwordsiso.stopwords(lang))
+    except ImportError:  # the notebook extra brings it; without it the analyzers' short lists still apply
+        pass
+    terms = frozenset(words | {t for w in words for t in index.analyze(w)})
+    try:
+        index._vaulteval_stop_terms = terms
+    except AttributeError:  # an index with __slots__: recomputed next time
+        pass
+    return terms
+
+
+def content_terms(terms: list[str], index: Any = None) -> list[str]:
+    """``terms`` without stopwords (``stop_terms``): what a reader can act on."""
+    from vaulteval.index.analyzers import LUCENE_STOPWORDS
+    from vaulteval.index.tokenize import STOPWORDS
+
+    stop = stop_terms(index) if index is not None else frozenset(STOPWORDS | LUCENE_STOPWORDS)
+    return [t for t in terms if t not in stop]
 
 
 class _QueryContext:
