@@ -76,9 +76,19 @@ def output_text(nb_path: Path) -> str:
 
 
 def render(nb_path: Path) -> Path:
+    """nbconvert's HTML of the executed notebook. The saved widget state is left out of the copy rendered, so
+    a widget shows its static HTML form (the grader's card) instead of a view that needs a live kernel."""
     html = nb_path.with_suffix(".html")
-    subprocess.run([sys.executable, "-m", "nbconvert", "--to", "html", "--log-level", "ERROR", str(nb_path)],
-                   check=True, capture_output=True)
+    nb = json.loads(nb_path.read_text(encoding="utf-8"))
+    nb.get("metadata", {}).pop("widgets", None)
+    static = nb_path.with_name(f".{nb_path.stem}.static.ipynb")
+    static.write_text(json.dumps(nb), encoding="utf-8")
+    try:
+        subprocess.run([sys.executable, "-m", "nbconvert", "--to", "html", "--log-level", "ERROR",
+                        "--output", html.stem, "--output-dir", str(html.parent), str(static)],
+                       check=True, capture_output=True)
+    finally:
+        static.unlink(missing_ok=True)
     text = html.read_text(encoding="utf-8")
     html.write_text(text.replace("</body>", MEASURE + "</body>", 1), encoding="utf-8")
     return html

@@ -39,7 +39,10 @@ class Passages:
             self.pages.setdefault(doc.page_path, []).append(i)
 
     def terms(self, text: str) -> set[str]:
-        return set(self.env.index.analyze(text))
+        """The analyzed terms of ``text`` that carry meaning (stopwords are neither marked nor matched)."""
+        from vaulteval.workbench.misses import stop_terms
+
+        return set(self.env.index.analyze(text)) - stop_terms(self.env.index)
 
     def best(self, query: str, page: str, fallback: str = "") -> tuple[str, str]:
         """(heading, passage) of the page's best chunk for ``query``; the pool's snippet when none is indexed."""
@@ -71,7 +74,7 @@ class Passages:
         for m in WORD.finditer(text):
             out.append(escape(text[last:m.start()]))
             word = escape(m.group())
-            out.append(f"<mark>{word}</mark>" if wanted & set(self.env.index.analyze(m.group())) else word)
+            out.append(f"<mark>{word}</mark>" if wanted & self.terms(m.group()) else word)
             last = m.end()
         out.append(escape(text[last:]))
         return "".join(out)

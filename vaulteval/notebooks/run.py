@@ -233,6 +233,7 @@ def refresh(notebooks: list[str] | None = None) -> list[Path]:
         execute(path, path, {}, cwd=path.parent)
         nb = nbformat.read(path, as_version=4)
         nb.metadata.pop("papermill", None)
+        nb.metadata.pop("widgets", None)  # live widget state: new model ids on every run, useless once saved
         for cell in nb.cells:
             for key in VOLATILE_CELL_KEYS:
                 cell.metadata.pop(key, None)
