@@ -102,13 +102,18 @@ def abstention_lines(metrics: Any, strategies: dict[str, Any] | None = None) -> 
     A threshold is on its own strategy's score scale, so the suggested command
     names the strategy's flags when ``strategies`` (run name -> Strategy) are given.
     """
+    from vaulteval.workbench.abstention import MIN_KEPT
+
     rows = metrics[metrics.measure.str.startswith("abstain_")]
     out = []
     for run, grp in rows.groupby("run", sort=False):
         values = dict(zip(grp.measure, grp.value))
         score = next((v for m, v in values.items() if m.startswith("abstain_min_score")), None)
         kept = next((v for m, v in values.items() if m.startswith("abstain_recall_kept")), None)
-        if score is not None and kept is not None:
+        if score is not None and kept is not None and kept < MIN_KEPT:
+            out.append(f"{run}: no useful threshold: the lowest --min-score with false positives at or below 10% "
+                       f"of the negative queries ({score:.4g}) keeps only {kept:.0%} of the relevant pages found")
+        elif score is not None and kept is not None:
             strategy = (strategies or {}).get(run)
             flags = _retrieve_flags(strategy) + " " if strategy is not None else ""
             out.append(f"{run}: retrieve {flags}--min-score {score:.4g} keeps {kept:.0%} of the relevant pages found "
