@@ -42,8 +42,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         first = first.with_embed(embed)
     depth = args.bm25_top or (tuned or {}).get("bm25_top") or 20
     label = args.strategy or (tuned or {}).get("strategy") or "bm25"
-    pipeline = Pipeline(first=first, rerank=_pipeline_rerank(args, tuned), depth=depth, embed=embed,
-                        explicit_rerank=_pipeline_rerank(args, None), tuned=tuned, label=label)
+    pipeline = Pipeline(first=first, rerank=_pipeline_rerank(args, tuned, vault), depth=depth, embed=embed,
+                        explicit_rerank=_pipeline_rerank(args, None, vault), tuned=tuned, label=label)
     warm = WarmVault(vault, pipeline)
     warm.warm_up()
     from vaulteval.server.app import build_server

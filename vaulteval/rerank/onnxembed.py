@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from vaulteval.rerank.embedders import Embedder, EmbedFailure, InputScheme, _as_vectors, input_scheme, open_embedder
+from vaulteval.rerank.models import st_model_name
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
@@ -105,7 +106,8 @@ class OnnxEmbedder:
 
     def __init__(self, model: str, session: Any, tokenizer: Any, output: str, lower: bool = False):
         self.model, self.lower = model, lower
-        self.model_key = model  # as SentenceTransformerEmbedder: the stored vectors were made under this key
+        # As SentenceTransformerEmbedder names it (the shipped MiniLM by package and version): the store's key.
+        self.model_key = st_model_name(model)
         self.session, self.tokenizer, self.output = session, tokenizer, output
         self.inputs = {i.name for i in session.get_inputs()}
 
