@@ -54,9 +54,10 @@ def test_query_vectors_match_torch(embedded: tuple[Path, dict]) -> None:
     root, _ = embedded
     config = resolve(ST)
     exported = open_onnx(Vault(root).meta_dir / ONNX_DIR, config)
-    assert isinstance(exported, OnnxEmbedder) and exported.model_key == config.model
+    torch_embedder = SentenceTransformerEmbedder.load(config)
+    assert isinstance(exported, OnnxEmbedder) and exported.model_key == torch_embedder.model_key  # the store's key
     onnx = np.stack(exported.embed(QUERIES))
-    torch = np.stack(SentenceTransformerEmbedder.load(config).embed(QUERIES))
+    torch = np.stack(torch_embedder.embed(QUERIES))
     cos = (onnx * torch).sum(1) / (np.linalg.norm(onnx, axis=1) * np.linalg.norm(torch, axis=1))
     assert cos.min() >= 1 - 1e-4
 
