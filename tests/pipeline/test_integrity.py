@@ -286,3 +286,55 @@ def test_remembered_verdicts_notice_an_edit_that_keeps_size_and_mtime(fresh_vaul
     second = retrieve(vault, "descale espresso machine citric acid", top=5, explain=True)
     assert "wiki/howto/Descaling.md" not in [c.page_path for c in second.candidates]
     assert second.explain["stale_candidates_skipped"] >= 1
+
+
+def _age_everything(root: Path) -> None:
+    """Move every note's and chunk record's mtime an hour back, out of the racy window, so verdicts are kept."""
+    for path in [*(root / "wiki").rglob("*.md"), *(root / META_REL / "chunks").rglob("*.json")]:
+        past = os.stat(path).st_mtime_ns - 3_600 * 10**9
+        os.utime(path, ns=(past, past))
+
+
+def test_an_open_retriever_stats_each_file_once_a_query_and_reads_only_what_changed(
+        fresh_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The signature cache of a Retriever kept open (issue 26 item 3, issue 24 item 2): a file already verified
+    is stat'ed, not read; no file is stat'ed twice in one query; an edited note is read again and not served."""
+    from vaulteval.chunks import integrity
+    from vaulteval.pipeline.retrieve import Retriever
+
+    _age_everything(fresh_vault)
+    stats: list[str] = []
+    reads: list[str] = []
+    real_stat, real_read = integrity._stat, integrity.read_confined
+    monkeypatch.setattr(integrity, "_stat", lambda path: stats.append(str(path)) or real_stat(path))
+    monkeypatch.setattr(integrity, "read_confined",
+                        lambda base, rel, strip=None: reads.append(rel) or real_read(base, rel, strip))
+    retriever = Retriever(Vault(fresh_vault))
+    query = "descale espresso machine citric acid"
+    first = retriever.retrieve(query, top=5, explain=True)  # every hit checked, several chunks of one page
+    assert first.candidates and reads and not stats  # nothing remembered yet: read, never stat'ed first
+    assert len(reads) == len(set(reads))
+    reads.clear()
+    second = retriever.retrieve(query, top=5, explain=True)
+    assert [c.chunk_id for c in second.pool] == [c.chunk_id for c in first.pool]
+    assert reads == []  # every verdict came from the signature cache
+    assert stats and len(stats) == len(set(stats))  # one stat per file for the whole query
+    pages_in_pool = {c.page_path for c in first.pool}
+    assert len(pages_in_pool) < len(first.pool)  # the check above did see a page named by several candidates
+
+    append_text(fresh_vault, "wiki/howto/Descaling.md", "\nEdited after the index was built.\n")
+    stats.clear()
+    third = retriever.retrieve(query, top=5, explain=True)
+    assert "wiki/howto/Descaling.md" not in [c.page_path for c in third.candidates]
+    assert "wiki/howto/Descaling.md" in reads  # the changed signature made it read again
+    assert len(stats) == len(set(stats))
+
+
+def test_rerank_false_means_no_rerank(provisioned_sample: Path) -> None:
+    from vaulteval.pipeline.retrieve import Retriever
+
+    retriever = Retriever(Vault(provisioned_sample))
+    plain = retriever.retrieve("descale espresso machine", top=5, rerank=None)
+    off = retriever.retrieve("descale espresso machine", top=5, rerank=False)
+    assert off.to_dict() == plain.to_dict()
+    assert off.label.reranker is None and not any(name == "rerank" for name, _ in off.label.fallbacks)

@@ -174,12 +174,19 @@ _HEADING_LINE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+)$")
 def headings(text: str) -> list[dict]:
     """ATX headings outside code and comments: ``{"level", "text", "line"}`` (line counts from 1 in ``text``)."""
     clean = code_and_comments_blanked(text)
+    original = text.split("\n")
     out = []
     for number, line in enumerate(clean.split("\n"), start=1):
         m = _HEADING_LINE.match(line)
         if m:
+            # Found on the blanked line (no heading inside code), read from the note's own line: blanking keeps
+            # every column, and Obsidian's heading (and its links) keep inline code: "Use `with` here".
             # Closing '#'s trimmed by rstrip, not by the pattern (a lazy pattern backtracks on "# # # ...x").
-            rest = m.group(2)
+            own = original[number - 1]
+            start = m.end(1)
+            while start < len(own) and own[start] in " \t":  # the '#'s and the blank after them are the same on both lines
+                start += 1
+            rest = own[start:]
             text = rest.rstrip(" \t#") or rest[:1]
             out.append({"level": len(m.group(1)), "text": text.strip(), "line": number})
     return out

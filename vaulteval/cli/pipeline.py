@@ -105,7 +105,7 @@ LISTED = 20  # changed pages a provision report lists without --verbose
 
 @_cmd("provision")
 def cmd_provision(args: argparse.Namespace) -> int:
-    vault = _vault(args)
+    vault = _vault(args, notes_dir_change=args.rebuild)  # --rebuild may move the recorded notes folder
     from vaulteval.pipeline.provision import index_kwargs, provision
 
     embed, why_not = None, None
@@ -264,6 +264,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             print(f"  - {problem}")
         for note in report.skipped_notes:
             print(f"  skipped: {note['page_path']}: {note['reason']}")
+        if report.exclusions and report.exclusions["configured"]:
+            from vaulteval.vault.notefiles import printable
+
+            print(f"  exclusions: {', '.join(map(printable, report.exclusions['configured']))} (.obsidian/app.json)")
+        elif report.exclusions and report.exclusions["settings_ignored"]:
+            print("  exclusions: none (--ignore-obsidian-settings)")
+        if report.empty_pages:
+            from vaulteval.vault.notefiles import printable
+
+            shown = ", ".join(printable(p) for p in report.empty_pages[:10])
+            more = f" and {len(report.empty_pages) - 10} more" if len(report.empty_pages) > 10 else ""
+            print(f"  empty: {len(report.empty_pages)} note(s) with no visible text, not indexed: {shown}{more}")
         if report.rebuild:
             print(f"  fix: {report.rebuild}")
     return EXIT_OK if report.state == "verified" else EXIT_FAILED

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -26,12 +25,15 @@ from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
+from vaulteval.index.analyze_all import analyze_all
+from vaulteval.index.postings import Postings
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
 from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
 
 if TYPE_CHECKING:
+    from vaulteval.index.fieldbuild import FieldCollector
     from vaulteval.vault.vault import Vault
 
 log = logging.getLogger(__name__)
@@ -128,12 +130,14 @@ def build_index(
     chunk_params: dict | None = None,
     listing: list[tuple[str, str, int, int]] | None = None,
     meta: MetaDir | None = None,
+    fields: "FieldCollector | None" = None,
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
     ``listing`` (address, file name, size, mtime_ns) replaces the directory scan
     when the caller has just written and stat'ed every chunk file (provision).
-    ``meta`` is the opened meta folder (``vault_lock`` yields it).
+    ``meta`` is the opened meta folder (``vault_lock`` yields it). ``fields`` collects the field terms
+    (``index.fieldbuild``) of every chunk read, in the same pass.
     """
     k1, b = check_bm25_params(k1, b)
     check_chunk_dict(chunk_params)
@@ -142,7 +146,7 @@ def build_index(
         with MetaDir.open(vault, create=True) as own:
             own.check_tree()
             return build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                               chunk_params=chunk_params, listing=listing, meta=own)
+                               chunk_params=chunk_params, listing=listing, meta=own, fields=fields)
     report = BuildReport(analyzer=analyzer)
     old, old_docs_meta = _previous(meta, analyzer)
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
@@ -152,7 +156,8 @@ def build_index(
 
     def current_page_hash(rel: str) -> str | None:
         if rel not in page_hashes:
-            page_hashes[rel] = checker.page_hash(rel) or ""
+            # A note Obsidian's settings now exclude counts as gone: its chunks are not indexed.
+            page_hashes[rel] = "" if vault.ignore and vault.ignore.excluded(rel) else checker.page_hash(rel) or ""
         return page_hashes[rel] or None
 
     def reject(reason: str, where: str) -> None:
@@ -164,22 +169,21 @@ def build_index(
         if listing is None:
             listing = _scan_chunk_files(chunks)
         return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
-                      current_page_hash, reject, k1, b, analyzer, chunk_params)
+                      current_page_hash, reject, k1, b, analyzer, chunk_params, fields)
     finally:
         if chunks is not None:
             chunks.close()
 
 
 def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, tokenize, old, old_docs_meta,
-           old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params) -> BuildReport:
+           old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params,
+           fields: "FieldCollector | None" = None) -> BuildReport:
     pause_point("build-started")
     docs: list[DocMeta] = []
     lengths: list[int] = []
     reuse_pairs: list[tuple[int, int]] = []  # (old doc, new doc)
-    vocab: dict[str, int] = {}
-    new_terms: list[np.ndarray] = []
-    new_docs: list[np.ndarray] = []
-    new_tfs: list[np.ndarray] = []
+    lists = Postings()
+    pending: list[tuple[int, str]] = []  # (document number, text) of every chunk to analyze
     for address, name, size, mtime_ns in progress_bar(listing, len(listing), "index", "chunk"):
         rel_file = f"chunks/{address}/{name}"
         prev = old_by_file.get(rel_file)
@@ -211,51 +215,21 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
             report.oversized.append(f"{address}:{idx}")
             log.warning("chunk %s is longer than %d characters; indexed whole (not written by vaulteval's chunker)",
                         rel_file, MAX_INPUT_CHARS)
-        terms = tokenize(text, bounded=False)
-        counts = Counter(terms)
-        doc_id = len(docs)
-        ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in counts), dtype=np.int64, count=len(counts))
-        new_terms.append(ids)
-        new_docs.append(np.full(len(counts), doc_id, dtype=np.int64))
-        new_tfs.append(np.fromiter(counts.values(), dtype=np.int64, count=len(counts)))
+        pending.append((len(docs), text))
+        if fields is not None:  # the field index's terms, while the record is at hand
+            fields.add(page_path, f"{address}:{idx}", rec["body_hash"], page_hash, rec["raw_text"])
         docs.append(DocMeta(f"{address}:{idx}", rel_file, page_path, address, idx, rec["body_hash"], page_hash,
                             chunking.sha256_text(text), size, mtime_ns))
-        lengths.append(len(terms))
+        lengths.append(0)  # set once the text is analyzed, below
         report.tokenized += 1
     report.reused = len(reuse_pairs)
+    for (doc_number, _), terms in zip(pending, analyze_all(analyzer, [text for _, text in pending])):
+        lists.add(doc_number, terms)
+        lengths[doc_number] = len(terms)
 
-    # Postings of reused documents, pulled from the old inverted lists in bulk.
-    if reuse_pairs and old is not None:
-        remap = np.full(old.n_docs, -1, dtype=np.int64)
-        pairs = np.array(reuse_pairs, dtype=np.int64)
-        remap[pairs[:, 0]] = pairs[:, 1]
-        old_docs = old.post_docs.astype(np.int64)
-        keep = remap[old_docs] >= 0
-        df_old = np.diff(old.section("post_offsets").astype(np.int64))
-        old_term_of = np.repeat(np.arange(old.n_terms, dtype=np.int64), df_old)[keep]
-        used_old_terms = np.unique(old_term_of)
-        old_words = old.all_terms()
-        old_to_new = np.full(old.n_terms, -1, dtype=np.int64)
-        for t in used_old_terms.tolist():
-            old_to_new[t] = vocab.setdefault(old_words[t], len(vocab))
-        new_terms.append(old_to_new[old_term_of])
-        new_docs.append(remap[old_docs[keep]])
-        new_tfs.append(old.post_tfs[keep].astype(np.int64))
-
-    term_ids = np.concatenate(new_terms) if new_terms else np.zeros(0, np.int64)
-    doc_ids = np.concatenate(new_docs) if new_docs else np.zeros(0, np.int64)
-    tfs = np.concatenate(new_tfs) if new_tfs else np.zeros(0, np.int64)
-    # Final vocabulary: sorted by code point (== UTF-8 byte order) for binary search.
-    words = sorted(vocab)
-    rank = np.empty(len(vocab), dtype=np.int64)
-    for new_id, word in enumerate(words):
-        rank[vocab[word]] = new_id
-    term_ids = rank[term_ids] if term_ids.size else term_ids
-    order = np.lexsort((doc_ids, term_ids))
-    term_ids, doc_ids, tfs = term_ids[order], doc_ids[order], tfs[order]
-    df = np.bincount(term_ids, minlength=len(words)) if words else np.zeros(0, np.int64)
-    post_off = np.zeros(len(words) + 1, dtype=np.int64)
-    np.cumsum(df, out=post_off[1:])
+    if old is not None:
+        lists.reuse(old, reuse_pairs)
+    words, post_off, doc_ids, tfs = lists.finish(len(docs))
     # Newline-terminated terms: binary search by offsets, bulk decode by split.
     encoded = [w.encode("utf-8") + b"\n" for w in words]
     term_off = np.zeros(len(words) + 1, dtype=np.int64)
@@ -280,6 +254,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "avgdl": float(doc_len.mean()) if len(docs) else 0.0,
         "built_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "chunk_params": chunk_params,
+        "exclusions": list(vault.ignore.filters),  # Obsidian's filters in force: doctor compares them
     }
     sections = {
         "terms": b"".join(encoded),

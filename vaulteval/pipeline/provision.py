@@ -6,6 +6,7 @@ Usage: ``report = provision(vault)``; ``report["index"]["docs"]``.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
@@ -16,8 +17,9 @@ from vaulteval.chunks.store import ChunkParams, read_pages, run_prefix
 from vaulteval.index.params import check_bm25_params, check_chunk_params
 from vaulteval.index.reader import invalidate_index, restore_index
 from vaulteval.pipeline.migrate import migrate_old_layout
-from vaulteval.errors import WriteFailed
+from vaulteval.errors import UsageError, WriteFailed
 from vaulteval.vault.locking import vault_lock
+from vaulteval.vault.notesrecord import write_notes_record
 
 SCHEMA = "vaulteval.provision.v1"
 
@@ -50,6 +52,11 @@ def _writing(vault: "Vault") -> Iterator[Any]:
 def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, peek: bool = False,
            params: ChunkParams = ChunkParams(), prefix_settings=None):
     """Usage: ``prefix(vault, peek=True).to_dict()``; writes only when ``peek`` is false."""
+    if page is not None:
+        target = vault.linked_note(page)  # PathEscape (exit 2) for a link that leads out of the notes
+        if target is not None:
+            raise UsageError(f"{page} is a symlink to {target}, which is indexed under its own path; "
+                             f"run vaulteval prefix {vault.vault_args} {shlex.quote(target)}")
     if peek:
         return run_prefix(vault, page=page, rebuild=rebuild, peek=True, params=params,
                           prefix_settings=prefix_settings)
@@ -65,13 +72,15 @@ def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: 
     from dataclasses import asdict
 
     from vaulteval.index.build import build_index
+    from vaulteval.index.fieldbuild import FieldCollector
 
     vault.require_writable()
     check_bm25_params(k1, b)
     with _writing(vault) as meta:
+        fields = FieldCollector(vault, analyzer)
         report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                             chunk_params=asdict(chunk_params or ChunkParams()), meta=meta)
-        _build_fields(vault, meta, report.doc_rows)
+                             chunk_params=asdict(chunk_params or ChunkParams()), meta=meta, fields=fields)
+        _build_fields(vault, meta, report.doc_rows, fields)
     vault._index = None
     return report
 
@@ -87,14 +96,15 @@ def ensure_fields(vault: "Vault") -> bool:
     return True
 
 
-def _build_fields(vault: "Vault", meta: Any, docs: list | None = None) -> None:
+def _build_fields(vault: "Vault", meta: Any, docs: list | None = None, collected: Any = None) -> None:
     """The title/aliases/headings/code postings beside the index just built (field-weighted BM25);
-    ``docs`` are its rows when the build just made them (else they are read from the index)."""
+    ``docs`` are its rows when the build just made them (else they are read from the index), ``collected``
+    the field terms the build took from the chunks it read."""
     from vaulteval.index.fieldbuild import build_fields
     from vaulteval.index.reader import BM25Index, index_path, open_index_file
 
     # Through the folder pinned when the lock was taken, never the path again (it may now lead elsewhere).
-    build_fields(vault, BM25Index(index_path(vault.meta_dir), open_index_file(meta)), meta, docs)
+    build_fields(vault, BM25Index(index_path(vault.meta_dir), open_index_file(meta)), meta, docs, collected)
 
 
 def provision(
@@ -112,6 +122,9 @@ def provision(
 ) -> dict[str, Any]:
     """Prefix every page and build the index in one locked step; returns both reports and timings.
 
+    A notes folder named by ``--notes-dir`` (``vault.notes_origin == "flag"``) is recorded in
+    ``.vault-meta/vaulteval/notes-folder.json``, so every later command finds it without the flag.
+
     A vault in the old layout (vaulteval's files directly in ``.vault-meta/``) is migrated first
     (``vaulteval.pipeline.migrate``); the report then says what was removed under ``migrated``.
 
@@ -125,6 +138,7 @@ def provision(
     from dataclasses import asdict
 
     from vaulteval.index.build import build_index
+    from vaulteval.index.fieldbuild import FieldCollector
 
     check_bm25_params(k1, b)
     check_chunk_params(params.target, params.overlap, params.hard_max)
@@ -139,10 +153,13 @@ def provision(
                                    page_bytes=page_bytes, pages=pages, meta=meta)
         t1 = time.perf_counter()
         hashes = {rel: chunking.sha256_bytes(raw) for rel, raw in page_bytes.items()}
-        del page_bytes
+        # The field index takes its terms in the build's pass, titles and aliases from the bytes just hashed.
+        fields = FieldCollector(vault, analyzer, page_bytes)
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=hashes,
-                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta)
-        _build_fields(vault, meta, index_report.doc_rows)
+                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
+                                   fields=fields)
+        _build_fields(vault, meta, index_report.doc_rows, fields)
+        del page_bytes, fields
         t2 = time.perf_counter()
         embed_report, embed_failure = None, None
         if embed is not None:
@@ -154,6 +171,8 @@ def provision(
                 if embed_required:
                     raise
                 embed_failure = str(exc)
+        if vault.notes_origin == "flag":
+            write_notes_record(meta, vault.notes_rel)
         t3 = time.perf_counter()
     vault._index = None
     out = {

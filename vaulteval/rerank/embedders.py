@@ -276,9 +276,16 @@ class SentenceTransformerEmbedder:
         return input_scheme(self.model)
 
     @property
+    def model_name(self) -> str:
+        """What a store records: the shipped MiniLM by package and version, else the folder or model id."""
+        from vaulteval.rerank.models import st_model_name
+
+        return st_model_name(self.model)
+
+    @property
     def model_key(self) -> str:
-        """Usage: ``embedder.model_key``; cache identity: the resolved folder or model id."""
-        return self.model
+        """Usage: ``embedder.model_key``; cache identity: the model's name (``model_name``)."""
+        return self.model_name
 
     @classmethod
     def load(cls, config: "RerankConfig") -> "SentenceTransformerEmbedder":
