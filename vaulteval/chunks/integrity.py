@@ -1,6 +1,10 @@
-"""Is an indexed chunk still current? Checked against the chunk file and the page bytes.
+"""Is an indexed chunk still current? Checked against its chunk record, the page bytes and the page text.
 
 Usage: ``record = checker.current_record(doc)``; None means stale and must not be served.
+
+Records are read through ``vaulteval.chunks.segments.StoreReader.record`` (the packed
+store; ``store/<segment>@<offset>``), or as one JSON file each (``chunks/...``) for an
+index built before the packed store.
 """
 
 from __future__ import annotations
@@ -62,6 +66,17 @@ class IntegrityChecker:
         self.vault = vault
         self._page_hash: dict[str, tuple[tuple, str]] = {}
         self._records: dict[str, tuple[tuple, dict]] = {}
+        self._packed: dict[str, dict] = {}
+        self._derived: dict[tuple[str, str], bool] = {}
+        self._store = None
+
+    def store(self):
+        """The packed store's reader (segments opened once and kept: the generation this checker reads)."""
+        if self._store is None:
+            from vaulteval.chunks.segments import StoreReader
+
+            self._store = StoreReader(self.vault.meta_dir)
+        return self._store
 
     def _cacheable(self, st: os.stat_result) -> bool:
         return time.time() - st.st_mtime > _RACY_SECONDS
@@ -89,6 +104,15 @@ class IntegrityChecker:
 
     def record(self, doc: "DocMeta") -> dict | None:
         """The chunk record on disk if it is the one the index was built from, else None."""
+        if doc.chunk_file.startswith("store/"):
+            hit = self._packed.get(doc.chunk_file)
+            if hit is None:
+                # A published segment never changes and its descriptor stays open: one check per record.
+                hit = self.store().record(doc.chunk_file, doc.size, doc.mtime_ns)
+                if hit is None or not self._matches(doc, hit):
+                    return None
+                self._packed[doc.chunk_file] = hit
+            return hit
         if not doc.chunk_file.startswith("chunks/"):
             return None
         return self._read(self._records, self.vault.meta_dir, doc.chunk_file, None, json.loads,
@@ -121,4 +145,24 @@ class IntegrityChecker:
         rec = self.record(doc)
         if rec is None or self.page_hash(doc.page_path) != doc.page_body_hash:
             return None
-        return rec
+        return rec if self.text_of_note(doc, rec["raw_text"]) else None
+
+    def text_of_note(self, doc: "DocMeta", raw: str) -> bool:
+        """True when ``raw`` is text of the note as it is now (the page the index names, with its hash).
+
+        A record forged with right checksums cannot serve words the note does not hold: the chunk,
+        whitespace runs collapsed, must occur in what Obsidian shows of the note, equally collapsed.
+        """
+        key = (doc.page_body_hash, doc.body_hash)
+        verdict = self._derived.get(key)
+        if verdict is None:
+            try:
+                data = read_confined(self.vault.notes_dir, doc.page_path, self.vault.notes_strip)[1]
+            except (OSError, PathEscape):
+                return False
+            if "sha256:" + hashlib.sha256(data).hexdigest() != doc.page_body_hash:
+                return False
+            from vaulteval.chunks.derived import chunk_in_note
+
+            verdict = self._derived[key] = chunk_in_note(raw, data, doc.page_path)
+        return verdict

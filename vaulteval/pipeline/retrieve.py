@@ -110,7 +110,17 @@ class Retriever:
     def index(self) -> BM25Index:
         """The verified BM25 index (exit 10 with the rebuild command when it is missing or corrupt)."""
         if self._index is None:
-            self._index = open_index(self.vault)
+            for _ in range(3):
+                index = open_index(self.vault)
+                try:
+                    # Hold the generation: its segments stay readable even when a writer removes them later.
+                    self.integrity().store().pin(index.header.get("store") or [])
+                except FileNotFoundError:
+                    continue  # a newer generation was published and this one removed meanwhile: open that one
+                except OSError:
+                    pass  # a segment that is not one: its records are refused when served
+                break
+            self._index = index
         return self._index
 
     def integrity(self) -> IntegrityChecker:
