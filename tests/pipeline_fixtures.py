@@ -124,10 +124,71 @@ def snapshot(root: Path, *, mtimes: bool = True) -> dict[str, tuple]:
     return out
 
 
+def chunk_locations(root: Path) -> list[tuple[str, int, int, str]]:
+    """(location, frame size, CRC, chunk id) of every record the catalog names, in (address, index) order."""
+    from vaulteval.chunks.catalog import catalog_listing
+    from vaulteval.vault.metadir import MetaDir
+
+    with MetaDir.open(Vault(root)) as meta:
+        return catalog_listing(meta) or []
+
+
 def chunk_records(root: Path) -> list[dict]:
-    """Every chunk record under ``<root>/.vault-meta/vaulteval/chunks`` (sorted by file path)."""
-    files = sorted((Path(root) / META_REL / "chunks").glob("*/chunk-*.json"))
-    return [json.loads(f.read_bytes()) for f in files]
+    """Every chunk record of ``<root>/.vault-meta/vaulteval/store`` that the catalog names (by address, index)."""
+    from vaulteval.chunks.segments import StoreReader
+
+    reader = StoreReader(Path(root) / META_REL)
+    try:
+        return [reader.record(where, size, crc) for where, size, crc, _ in chunk_locations(root)]
+    finally:
+        reader.close()
+
+
+def record_frame(root: Path, chunk_id: str) -> tuple[Path, int, int]:
+    """(segment file, frame offset, frame size) of a chunk's record, to damage it in a test."""
+    from vaulteval.chunks.segments import parse_location
+
+    where, size, _crc, _ = next(loc for loc in chunk_locations(root) if loc[3] == chunk_id)
+    name, offset = parse_location(where)
+    return Path(root) / META_REL / "store" / name, offset, size
+
+
+def put_record(root: Path, rec: dict, key: str | None = None) -> str:
+    """Add ``rec`` to the packed store as another tool could: a new segment, and a catalog entry naming it
+    (``index build`` then indexes it like any record). Returns its location."""
+    from vaulteval.chunks.catalog import CATALOG_NAME
+    from vaulteval.chunks.segments import SegmentWriter
+    from vaulteval.vault.metadir import MetaDir
+
+    with MetaDir.open(Vault(root), create=True) as meta:
+        with SegmentWriter(meta) as seg:
+            where = seg.append(rec)
+        catalog = json.loads(meta.read_bytes(CATALOG_NAME))
+        catalog["pages"][key or f"{rec['page_address']}.md"] = {
+            "hash": rec.get("page_body_hash") or "sha256:", "address": rec["page_address"], "chunks": 1,
+            "stat": None, "records": [list(where)]}
+        meta.write_bytes(CATALOG_NAME, json.dumps(catalog).encode("utf-8"))
+    return where[0]
+
+
+def forge_record(root: Path, chunk_id: str, edit) -> dict:
+    """Rewrite a chunk's record in place with ``edit(record)`` applied and a right CRC (same byte length required)."""
+    import struct
+    import zlib
+
+    from vaulteval.chunks.segments import decode_frame, encode
+
+    path, offset, size = record_frame(root, chunk_id)
+    data = bytearray(path.read_bytes())
+    header = struct.unpack_from("<II", data, offset)
+    rec = decode_frame(bytes(data[offset:offset + size]), size, header[1])
+    edit(rec)
+    payload = encode(rec)
+    assert len(payload) == size - 8, "the forged record must keep its length"
+    struct.pack_into("<II", data, offset, len(payload), zlib.crc32(payload))
+    data[offset + 8:offset + size] = payload
+    path.write_bytes(bytes(data))
+    return rec
 
 
 def records_for(root: Path, page_rel: str) -> list[dict]:

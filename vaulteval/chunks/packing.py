@@ -11,8 +11,8 @@ Usage (``run_prefix`` in ``vaulteval.chunks.store`` opens the meta folder and ca
 - A record equal to the stored one in every field but ``created_at`` keeps its
   location; every other record is appended to one new segment.
 - When the dead share of the segments in use passes ``COMPACT_DEAD_SHARE`` (or
-  they are more than ``MAX_SEGMENTS``), every live record is copied into the
-  new segment and the old ones fall out of use.
+  they are more than ``MAX_SEGMENTS``, or one is damaged anywhere), every live
+  record is copied into the new segment and the old ones fall out of use.
 - The new segment is published before the catalog that names it; the index in
   service keeps naming the old segments, which stay until the next writer finds
   them named by neither (``vaulteval.chunks.storegc``).
@@ -24,14 +24,14 @@ import logging
 import mmap
 import os
 import stat
-import zlib
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from vaulteval.chunks import chunking, obsidian
 from vaulteval.chunks.catalog import CATALOG_NAME, CATALOG_SCHEMA, LEGACY_SCHEMA, ChunkParams, chunk_file_name, \
     load_catalog, prefix_key, written_ns
-from vaulteval.chunks.segments import FRAME, MAGIC, STORE_DIR, SegmentWriter, parse_location
+from vaulteval.chunks.segments import FRAME, MAGIC, STORE_DIR, SegmentWriter, decode_payload, parse_location, \
+    scan_segment
 from vaulteval.chunks.store import PrefixReport, _duplicate, _record_intact, build_records, note_signature, \
     progress_bar, read_note
 from vaulteval.errors import PageMissing
@@ -49,37 +49,36 @@ MAX_SEGMENTS = 8
 LEGACY_DIR = "chunks"
 
 
-def sound_frames(meta: "MetaDir | None", names: set[str]) -> dict[str, mmap.mmap | None]:
-    """Each named segment mapped read-only (None when missing, not a segment or not a regular file)."""
-    out: dict[str, mmap.mmap | None] = {}
-    if meta is None or not meta.is_dir(STORE_DIR):
-        return {name: None for name in names}
-    with meta.sub(STORE_DIR) as folder:
-        for name in names:
-            try:
-                with folder.open_read(name) as fh:
-                    size = os.fstat(fh.fileno()).st_size
-                    mm = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) if size else None
-                out[name] = mm if mm is not None and mm[: len(MAGIC)] == MAGIC else None
-            except (OSError, ValueError):
-                out[name] = None
-    return out
+class Segments:
+    """The segments a catalog names, mapped read-only and scanned once: which frames are whole and check."""
 
+    def __init__(self, meta: "MetaDir | None", names: set[str]):
+        self.maps: dict[str, mmap.mmap | None] = {name: None for name in names}
+        self.frames: dict[str, set[tuple[int, int, int]]] = {}
+        self.damaged: set[str] = set(names)
+        if meta is None or not meta.is_dir(STORE_DIR):
+            return
+        with meta.sub(STORE_DIR) as folder:
+            for name in names:
+                try:
+                    with folder.open_read(name) as fh:
+                        size = os.fstat(fh.fileno()).st_size
+                        mm = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) if size else None
+                except (OSError, ValueError):
+                    continue
+                if mm is None:
+                    continue
+                found, problem = scan_segment(mm)
+                self.maps[name], self.frames[name] = mm, set(found)
+                if problem is None:
+                    self.damaged.discard(name)
 
-def frame_ok(maps: dict, where: str, size: int, crc: int) -> bytes | None:
-    """The payload at ``where`` when its frame is whole and matches ``crc`` (checked against the bytes)."""
-    parsed = parse_location(where)
-    mm = maps.get(parsed[0]) if parsed else None
-    if mm is None or size < FRAME.size:
-        return None
-    off = parsed[1]
-    if off + size > len(mm):
-        return None
-    length, stored = FRAME.unpack_from(mm, off)
-    payload = mm[off + FRAME.size: off + size]
-    if length != size - FRAME.size or stored != crc or zlib.crc32(payload) != crc:
-        return None
-    return payload
+    def payload(self, where: str, size: int, crc: int) -> bytes | None:
+        """The payload at ``where`` when a whole frame with this size and CRC starts there."""
+        parsed = parse_location(where)
+        if parsed is None or (parsed[1], size, crc) not in self.frames.get(parsed[0], ()):
+            return None
+        return self.maps[parsed[0]][parsed[1] + FRAME.size: parsed[1] + size]
 
 
 def _segments_of(entries) -> set[str]:
@@ -128,8 +127,8 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
     if meta is not None and not stored and meta.is_dir(LEGACY_DIR) and not rebuild:
         legacy = load_catalog(meta, params, key, schema=LEGACY_SCHEMA)
     catalog = {} if rebuild else stored
-    maps = sound_frames(meta, _segments_of(stored.values()))
-    sound = {rel for rel, info in catalog.items() if all(frame_ok(maps, *r) is not None for r in info["records"])}
+    maps = Segments(meta, _segments_of(stored.values()))
+    sound = {rel for rel, info in catalog.items() if all(maps.payload(*r) is not None for r in info["records"])}
     since = written_ns(meta)
     # A single-page run keeps every other page's entry; a full run rebuilds the catalog.
     new_catalog = dict(stored) if page is not None else {}
@@ -260,23 +259,18 @@ def _same(old: dict, new: dict) -> bool:
             and _record_intact(old))
 
 
-def _stored_records(info: dict, maps: dict) -> dict[int, tuple[dict, list]]:
-    import json
-
+def _stored_records(info: dict, maps: Segments) -> dict[int, tuple[dict, list]]:
     out = {}
     for where, size, crc in info["records"]:
-        payload = frame_ok(maps, where, size, crc)
-        try:
-            rec = json.loads(payload) if payload is not None else None
-        except (ValueError, RecursionError):
-            rec = None
+        payload = maps.payload(where, size, crc)
+        rec = decode_payload(payload) if payload is not None else None
         idx = rec.get("chunk_index") if isinstance(rec, dict) else None
         if isinstance(idx, int) and not isinstance(idx, bool):
             out[idx] = (rec, (where, size, crc))
     return out
 
 
-def _maybe_compact(meta: "MetaDir", catalog: dict, writer: SegmentWriter, maps: dict) -> int:
+def _maybe_compact(meta: "MetaDir", catalog: dict, writer: SegmentWriter, maps: Segments) -> int:
     """Copy every live record out of old segments when too much of them is dead; returns the records copied."""
     own = f"{STORE_DIR}/{writer.name}@"
     live: dict[str, int] = {}
@@ -293,14 +287,16 @@ def _maybe_compact(meta: "MetaDir", catalog: dict, writer: SegmentWriter, maps: 
             st = folder.lstat(name)
             total += st.st_size - len(MAGIC) if st is not None and stat.S_ISREG(st.st_mode) else 0
     dead_share = 1 - sum(live.values()) / total if total else 0.0
-    if dead_share <= COMPACT_DEAD_SHARE and len(live) + 1 <= MAX_SEGMENTS:
+    # A segment damaged outside the live records (a cut tail, a flipped bit in a dead one) is copied out too.
+    damaged = bool(maps.damaged & set(live))
+    if dead_share <= COMPACT_DEAD_SHARE and len(live) + 1 <= MAX_SEGMENTS and not damaged:
         return 0
     copied = 0
     for info in catalog.values():
         moved = []
         for where, size, crc in info["records"]:
             if not where.startswith(own):
-                payload = frame_ok(maps, where, size, crc)
+                payload = maps.payload(where, size, crc)
                 if payload is None:  # checked when planned; a segment changed under the lock is not copied
                     raise OSError(f"chunk record {where} changed while compacting")
                 where, size, crc = writer.append_payload(bytes(payload), crc)

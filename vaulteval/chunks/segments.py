@@ -8,7 +8,9 @@ Usage::
     rec = reader.record("store/seg-….vcs@16", size, crc)    # the record (a dict), or None
 
 A segment is ``MAGIC`` then frames: payload length (u32 LE), CRC-32 of the
-payload (u32 LE), payload (the record as compact UTF-8 JSON). A record is
+payload (u32 LE), payload (the record as compact UTF-8 JSON; a ``contextualized_text`` that is
+exactly ``prefix``, a blank line and ``raw_text`` is left out and marked
+``"~ctx": 1``, and rebuilt when read). A record is
 named by its segment and the frame's offset; the index row that names it also
 holds the frame's size and CRC, so a truncated, bit-flipped or moved frame is
 refused before it is parsed. A segment is written to a hidden temporary
@@ -68,10 +70,31 @@ class Location(tuple):
     crc = property(lambda self: self[2])
 
 
+# A record's contextualized text is its prefix, a blank line and its chunk text: stored once, rebuilt on read.
+_DERIVED = "contextualized_text"
+_MARK = "~ctx"
+
+
 def encode(record: dict) -> bytes:
+    """The payload of one record: compact JSON, without a contextualized text that its other fields give."""
     import json
 
+    prefix, raw = record.get("prefix"), record.get("raw_text")
+    if (isinstance(prefix, str) and prefix and isinstance(raw, str) and _MARK not in record
+            and record.get(_DERIVED) == f"{prefix}\n\n{raw}"):
+        record = {k: v for k, v in record.items() if k != _DERIVED}
+        record[_MARK] = 1
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _rebuilt(record: dict) -> dict | None:
+    if record.pop(_MARK, None) != 1:
+        return record
+    prefix, raw = record.get("prefix"), record.get("raw_text")
+    if _DERIVED in record or not isinstance(prefix, str) or not isinstance(raw, str):
+        return None
+    record[_DERIVED] = f"{prefix}\n\n{raw}"
+    return record
 
 
 def decode_frame(frame: bytes, size: int, crc: int) -> dict | None:
@@ -84,11 +107,18 @@ def decode_frame(frame: bytes, size: int, crc: int) -> dict | None:
     payload = frame[FRAME.size:]
     if length != len(payload) or stored != crc or zlib.crc32(payload) != crc:
         return None
+    return decode_payload(payload)
+
+
+def decode_payload(payload: bytes) -> dict | None:
+    """The record a payload holds (its derived text rebuilt), or None when it is not one."""
+    import json
+
     try:
         record = json.loads(payload)
     except (ValueError, RecursionError):
         return None
-    return record if isinstance(record, dict) else None
+    return _rebuilt(record) if isinstance(record, dict) else None
 
 
 class SegmentWriter:

@@ -299,6 +299,8 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "chunk_params": chunk_params,
         # The segments this index reads: a writer keeps them while this index (or the one before it) is served.
         "store": sorted({name for d in docs if (name := segment_of(d.chunk_file)) is not None}),
+        # Records of the old layout (one file each under chunks/) this index reads: they stay while it is served.
+        "loose_records": sum(1 for d in docs if d.chunk_file.startswith("chunks/")),
     }
     sections = {
         "terms": b"".join(encoded),

@@ -263,7 +263,7 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
         # An index whose chunk records are gone (deleted by another tool or by hand) must not look like
         # "no such notes": the answer would be an empty success for every query.
         raise NotProvisioned(f"the index names chunk records that are missing or were rewritten ({orphaned} of "
-                             f"{len(hits)} candidates, under {vault.meta_dir / 'chunks'})",
+                             f"{len(hits)} candidates, under {vault.meta_dir / 'store'})",
                              rebuild=vault.rebuild_command())
     return pool, texts, stale
 

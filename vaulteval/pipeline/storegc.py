@@ -39,9 +39,10 @@ def segments_in_service(meta: "MetaDir") -> set[str]:
     except (IndexFileError, OSError, ValueError):
         return set()
     store = header.get("store")
-    if isinstance(store, list) and all(isinstance(s, str) for s in store):
-        return {s for s in store if SEGMENT_RE.match(s)}
-    return {LEGACY} if header.get("n_docs") else set()
+    if not isinstance(store, list):  # built before the packed store: every record is a loose file
+        return {LEGACY} if header.get("n_docs") else set()
+    names = {s for s in store if isinstance(s, str) and SEGMENT_RE.match(s)}
+    return names | {LEGACY} if header.get("loose_records") else names
 
 
 def collect(meta: "MetaDir", keep: set[str]) -> dict[str, int]:
