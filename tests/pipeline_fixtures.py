@@ -153,6 +153,55 @@ def record_frame(root: Path, chunk_id: str) -> tuple[Path, int, int]:
     return Path(root) / META_REL / "store" / name, offset, size
 
 
+def to_loose_layout(root: Path) -> int:
+    """Turn a provisioned vault into the layout before the packed store: one JSON file per record under
+    ``chunks/<address>/``, a schema-2 catalog and an index built from those files. Returns the record count."""
+    import shutil
+
+    from vaulteval.chunks.catalog import CATALOG_NAME, LEGACY_SCHEMA
+    from vaulteval.pipeline.provision import build
+
+    meta = Path(root) / META_REL
+    catalog = json.loads((meta / CATALOG_NAME).read_bytes())
+    records = dict(zip((loc[3] for loc in chunk_locations(root)), chunk_records(root)))
+    for info in catalog["pages"].values():
+        files = []
+        for idx in range(info["chunks"]):
+            path = meta / "chunks" / info["address"] / f"chunk-{idx:03d}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(records[f"{info['address']}:{idx}"], ensure_ascii=False, indent=1),
+                            encoding="utf-8")
+            files.append([path.stat().st_size, path.stat().st_mtime_ns])
+        info["files"] = files
+        del info["records"], info["stat"]
+    catalog["schema"] = LEGACY_SCHEMA
+    (meta / CATALOG_NAME).write_text(json.dumps(catalog), encoding="utf-8")
+    shutil.rmtree(meta / "store")
+    (meta / "bm25" / "index.vti").unlink()
+    build(Vault(root))
+    return len(records)
+
+
+def replace_record(root: Path, chunk_id: str, payload: bytes) -> str:
+    """Point the catalog's entry for ``chunk_id`` at a new frame holding ``payload`` (any bytes, right CRC),
+    as a damaged or hand-edited store would. Returns the new location."""
+    import zlib
+
+    from vaulteval.chunks.catalog import CATALOG_NAME
+    from vaulteval.chunks.segments import SegmentWriter
+    from vaulteval.vault.metadir import MetaDir
+
+    address, _, idx = chunk_id.partition(":")
+    with MetaDir.open(Vault(root)) as meta:
+        with SegmentWriter(meta) as seg:
+            where = seg.append_payload(payload, zlib.crc32(payload))
+        catalog = json.loads(meta.read_bytes(CATALOG_NAME))
+        info = next(i for i in catalog["pages"].values() if i["address"] == address)
+        info["records"][int(idx)] = list(where)
+        meta.write_bytes(CATALOG_NAME, json.dumps(catalog).encode("utf-8"))
+    return where[0]
+
+
 def put_record(root: Path, rec: dict, key: str | None = None) -> str:
     """Add ``rec`` to the packed store as another tool could: a new segment, and a catalog entry naming it
     (``index build`` then indexes it like any record). Returns its location."""

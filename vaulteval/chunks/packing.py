@@ -107,7 +107,7 @@ def _legacy_records(meta: "MetaDir", rel: str, info: dict, page_hash: str) -> li
 
 
 def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek, params: ChunkParams,
-                 prefix_settings, page_bytes, pages) -> PrefixReport:
+                 prefix_settings, page_bytes, pages, distrust: frozenset[str] = frozenset()) -> PrefixReport:
     prefixer = None
     report = PrefixReport(peek=peek)
     if prefix_settings is not None and prefix_settings.tier != "synthetic":
@@ -128,7 +128,8 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
         legacy = load_catalog(meta, params, key, schema=LEGACY_SCHEMA)
     catalog = {} if rebuild else stored
     maps = Segments(meta, _segments_of(stored.values()))
-    sound = {rel for rel, info in catalog.items() if all(maps.payload(*r) is not None for r in info["records"])}
+    sound = {rel for rel, info in catalog.items()
+             if rel not in distrust and all(maps.payload(*r) is not None for r in info["records"])}
     since = written_ns(meta)
     # A single-page run keeps every other page's entry; a full run rebuilds the catalog.
     new_catalog = dict(stored) if page is not None else {}
@@ -188,6 +189,7 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
     finally:
         if writer is not None:
             writer.close()
+    report.addresses = {info["address"]: rel for rel, info in new_catalog.items()}
     if page is None:
         report.chunk_listing = [(*r, f"{info['address']}:{i}")
                                 for info in sorted(new_catalog.values(), key=lambda x: x["address"])

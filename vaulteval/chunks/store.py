@@ -55,11 +55,12 @@ class PrefixReport:
     chunk_listing: list[tuple[str, int, int, str]] | None = field(default=None, repr=False)
     # Each page's hash as this run saw it (the build's staleness check needs no second read).
     page_hashes: dict[str, str] = field(default_factory=dict, repr=False)
+    addresses: dict[str, str] = field(default_factory=dict, repr=False)  # address -> page, as cataloged
 
     def to_dict(self) -> dict:
         # Not asdict(): it would deep-copy the chunk listing (a tuple per chunk) only to drop it.
         return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self)
-                if f.name not in ("chunk_listing", "page_hashes")}
+                if f.name not in ("chunk_listing", "page_hashes", "addresses")}
 
 
 def read_pages(vault: "Vault", pages: list["Page"]) -> dict[str, bytes]:
@@ -184,7 +185,7 @@ def run_prefix(
     page_bytes: dict[str, bytes] | None = None,
     pages: list["Page"] | None = None,
     meta: MetaDir | None = None,
-    **_ignored,
+    distrust: frozenset[str] = frozenset(),
 ) -> PrefixReport:
     """Chunk pages into records of the packed store under the meta dir; the caller holds the vault lock unless ``peek``.
 
@@ -192,6 +193,7 @@ def run_prefix(
     catalog that names them; published segments are never changed, so the
     index in service keeps reading the records it was built from. ``meta`` is
     the opened meta folder (``vault_lock`` yields it); every change goes through it.
+    ``distrust`` names pages whose stored records the index build refused: they are re-chunked.
     """
     own = None
     if meta is None:
@@ -205,7 +207,7 @@ def run_prefix(
         from vaulteval.chunks.packing import prefix_pages
 
         return prefix_pages(vault, meta, page=page, rebuild=rebuild, peek=peek, params=params,
-                            prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages)
+                            prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages, distrust=distrust)
     finally:
         if own is not None:
             own.close()

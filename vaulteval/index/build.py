@@ -57,9 +57,11 @@ class BuildReport:
     path: str = ""
     # The rows just written, for the field index built next under the same lock (not reported).
     doc_rows: list[DocMeta] | None = field(default=None, repr=False)
+    # Chunk ids of the packed records refused (provision re-chunks their pages; not reported).
+    rejected_ids: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
-        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name != "doc_rows"}
+        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name not in ("doc_rows", "rejected_ids")}
 
 
 def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocMeta]]:
@@ -215,9 +217,13 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
             page_path, idx, text, page_hash = validate_record(vault, address, rel_file, rec)
         except (OSError, ValueError, RecursionError):
             reject("unreadable", rel_file)
+            if chunk_id is not None:
+                report.rejected_ids.append(chunk_id)
             continue
         except RecordRejected as exc:
             reject(str(exc), rel_file)
+            if chunk_id is not None:
+                report.rejected_ids.append(chunk_id)
             continue
         if current_page_hash(page_path) != page_hash:
             report.stale_skipped += 1

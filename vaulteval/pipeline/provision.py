@@ -155,6 +155,13 @@ def provision(
         t1 = time.perf_counter()
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=prefix_report.page_hashes,
                                    chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta)
+        refused = {prefix_report.addresses.get(cid.partition(":")[0]) for cid in index_report.rejected_ids} - {None}
+        if refused:  # records the build could not use (damaged or malformed in place): chunk those pages again
+            again = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
+                               pages=pages, meta=meta, distrust=frozenset(refused))
+            prefix_report.chunks_written += again.chunks_written
+            index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=again.page_hashes,
+                                       chunk_params=asdict(params), listing=again.chunk_listing, meta=meta)
         _build_fields(vault, meta, index_report.doc_rows)
         t2 = time.perf_counter()
         embed_report, embed_failure = None, None

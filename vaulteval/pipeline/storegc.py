@@ -54,7 +54,7 @@ def collect(meta: "MetaDir", keep: set[str]) -> dict[str, int]:
         folder = meta.sub(sub) if sub else meta
         try:
             for entry in list(folder.scandir()):
-                if not entry.is_file(follow_symlinks=False):
+                if entry.is_dir(follow_symlinks=False):
                     continue
                 if _TMP_RE.match(entry.name):
                     out["temporary"] += folder.unlink(entry.name)
