@@ -205,17 +205,26 @@ def replace_record(root: Path, chunk_id: str, payload: bytes) -> str:
 def put_record(root: Path, rec: dict, key: str | None = None) -> str:
     """Add ``rec`` to the packed store as another tool could: a new segment, and a catalog entry naming it
     (``index build`` then indexes it like any record). Returns its location."""
+    from vaulteval.chunks.segments import encode
+
+    return put_payload(root, rec["page_address"], encode(rec), rec.get("page_body_hash"), key)
+
+
+def put_payload(root: Path, address: str, payload: bytes, page_hash: str | None = None, key: str | None = None) -> str:
+    """Any bytes as one record of the packed store (right CRC), named by a catalog entry for ``address``."""
+    import zlib
+
     from vaulteval.chunks.catalog import CATALOG_NAME
     from vaulteval.chunks.segments import SegmentWriter
     from vaulteval.vault.metadir import MetaDir
 
     with MetaDir.open(Vault(root), create=True) as meta:
         with SegmentWriter(meta) as seg:
-            where = seg.append(rec)
+            where = seg.append_payload(payload, zlib.crc32(payload))
         catalog = json.loads(meta.read_bytes(CATALOG_NAME))
-        catalog["pages"][key or f"{rec['page_address']}.md"] = {
-            "hash": rec.get("page_body_hash") or "sha256:", "address": rec["page_address"], "chunks": 1,
-            "stat": None, "records": [list(where)]}
+        catalog["pages"][key or f"{address}.md"] = {"hash": page_hash if isinstance(page_hash, str) else "sha256:",
+                                                    "address": address, "chunks": 1, "stat": None,
+                                                    "records": [list(where)]}
         meta.write_bytes(CATALOG_NAME, json.dumps(catalog).encode("utf-8"))
     return where[0]
 

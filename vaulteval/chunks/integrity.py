@@ -68,6 +68,7 @@ class IntegrityChecker:
         self._records: dict[str, tuple[tuple, dict]] = {}
         self._packed: dict[str, dict] = {}
         self._derived: dict[tuple[str, str], bool] = {}
+        self._last_page: tuple[str, str, bytes] | None = None
         self._store = None
 
     def store(self):
@@ -100,7 +101,12 @@ class IntegrityChecker:
     def page_hash(self, page_rel: str) -> str | None:
         """``sha256:<hex>`` of the page's exact bytes, or None when it is missing or outside the notes folder."""
         return self._read(self._page_hash, self.vault.notes_dir, page_rel, self.vault.notes_strip,
-                          lambda data: "sha256:" + hashlib.sha256(data).hexdigest())
+                          lambda data: self._hashed(page_rel, data))
+
+    def _hashed(self, page_rel: str, data: bytes) -> str:
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        self._last_page = (page_rel, digest, data)  # the text check that follows needs no second read
+        return digest
 
     def record(self, doc: "DocMeta") -> dict | None:
         """The chunk record on disk if it is the one the index was built from, else None."""
@@ -156,12 +162,16 @@ class IntegrityChecker:
         key = (doc.page_body_hash, doc.body_hash)
         verdict = self._derived.get(key)
         if verdict is None:
-            try:
-                data = read_confined(self.vault.notes_dir, doc.page_path, self.vault.notes_strip)[1]
-            except (OSError, PathEscape):
-                return False
-            if "sha256:" + hashlib.sha256(data).hexdigest() != doc.page_body_hash:
-                return False
+            last = self._last_page
+            if last is not None and last[0] == doc.page_path and last[1] == doc.page_body_hash:
+                data = last[2]
+            else:
+                try:
+                    data = read_confined(self.vault.notes_dir, doc.page_path, self.vault.notes_strip)[1]
+                except (OSError, PathEscape):
+                    return False
+                if "sha256:" + hashlib.sha256(data).hexdigest() != doc.page_body_hash:
+                    return False
             from vaulteval.chunks.derived import chunk_in_note
 
             verdict = self._derived[key] = chunk_in_note(raw, data, doc.page_path)
