@@ -73,6 +73,11 @@ class Segments:
                 if problem is None:
                     self.damaged.discard(name)
 
+    def holds(self, where: str, size: int, crc: int) -> bool:
+        """Whether a whole frame with this size and CRC starts at ``where``."""
+        parsed = parse_location(where)
+        return parsed is not None and (parsed[1], size, crc) in self.frames.get(parsed[0], ())
+
     def payload(self, where: str, size: int, crc: int) -> bytes | None:
         """The payload at ``where`` when a whole frame with this size and CRC starts there."""
         parsed = parse_location(where)
@@ -129,7 +134,7 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
     catalog = {} if rebuild else stored
     maps = Segments(meta, _segments_of(stored.values()))
     sound = {rel for rel, info in catalog.items()
-             if rel not in distrust and all(maps.payload(*r) is not None for r in info["records"])}
+             if rel not in distrust and all(maps.holds(*r) for r in info["records"])}
     since = written_ns(meta)
     # A single-page run keeps every other page's entry; a full run rebuilds the catalog.
     new_catalog = dict(stored) if page is not None else {}
@@ -190,6 +195,7 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
         if writer is not None:
             writer.close()
     report.addresses = {info["address"]: rel for rel, info in new_catalog.items()}
+    report.segments = _segments_of(new_catalog.values())
     if page is None:
         report.chunk_listing = [(*r, f"{info['address']}:{i}")
                                 for info in sorted(new_catalog.values(), key=lambda x: x["address"])

@@ -43,13 +43,20 @@ _LOCATION_RE = re.compile(r"^store/(seg-[0-9a-f]{16}\.vcs)@([0-9]{1,15})$")
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
+_PARSED: dict[str, tuple[str, int] | None] = {}
+
+
 def parse_location(location: str) -> tuple[str, int] | None:
     """(segment file name, frame offset) of ``store/seg-<16 hex>.vcs@OFFSET``; None for anything else."""
-    m = _LOCATION_RE.match(location)
-    if m is None:
-        return None
-    offset = int(m.group(2))
-    return (m.group(1), offset) if offset >= len(MAGIC) else None
+    head, at, tail = location.partition("@")
+    if len(head) == 30 and at and 0 < len(tail) <= 15 and tail.isdigit() and tail.isascii():
+        name = head[6:]
+        known = _PARSED.get(name)
+        if known is None:  # a segment name is checked once; offsets are plain digits
+            known = _PARSED[name] = (name, 0) if _LOCATION_RE.match(f"{head}@0") else None
+        if known is not None and int(tail) >= len(MAGIC):
+            return name, int(tail)
+    return None
 
 
 def segment_of(location: str) -> str | None:

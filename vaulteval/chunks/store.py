@@ -56,11 +56,12 @@ class PrefixReport:
     # Each page's hash as this run saw it (the build's staleness check needs no second read).
     page_hashes: dict[str, str] = field(default_factory=dict, repr=False)
     addresses: dict[str, str] = field(default_factory=dict, repr=False)  # address -> page, as cataloged
+    segments: set[str] = field(default_factory=set, repr=False)  # the segments the new catalog names
 
     def to_dict(self) -> dict:
         # Not asdict(): it would deep-copy the chunk listing (a tuple per chunk) only to drop it.
         return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self)
-                if f.name not in ("chunk_listing", "page_hashes", "addresses")}
+                if f.name not in ("chunk_listing", "page_hashes", "addresses", "segments")}
 
 
 def read_pages(vault: "Vault", pages: list["Page"]) -> dict[str, bytes]:

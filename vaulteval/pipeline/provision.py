@@ -66,10 +66,13 @@ def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, pe
         return report
 
 
-def _collect(meta: Any, before: set[str]) -> dict[str, int]:
-    """Remove what neither the index in service, the one served when the run started, nor the catalog needs.
-    Loose records of the old layout stay only while the index in service reads them."""
-    keep = (before - {LEGACY}) | segments_in_service(meta) | segments_named(read_catalog(meta))
+def _collect(meta: Any, before: set[str], cataloged: set[str] | None = None) -> dict[str, int]:
+    """Remove what neither the index in service, the one served when the run started, nor the catalog needs
+    (``cataloged``: the segments the catalog just written names). Loose records of the old layout stay only
+    while the index in service reads them."""
+    if cataloged is None:
+        cataloged = segments_named(read_catalog(meta))
+    keep = (before - {LEGACY}) | segments_in_service(meta) | cataloged
     return collect(meta, keep)
 
 
@@ -160,6 +163,7 @@ def provision(
             again = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
                                pages=pages, meta=meta, distrust=frozenset(refused))
             prefix_report.chunks_written += again.chunks_written
+            prefix_report.segments = again.segments
             index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=again.page_hashes,
                                        chunk_params=asdict(params), listing=again.chunk_listing, meta=meta)
         _build_fields(vault, meta, index_report.doc_rows)
@@ -174,7 +178,7 @@ def provision(
                 if embed_required:
                     raise
                 embed_failure = str(exc)
-        collected = _collect(meta, before)
+        collected = _collect(meta, before, prefix_report.segments)
         t3 = time.perf_counter()
     vault._index = None
     out = {
