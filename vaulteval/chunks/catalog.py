@@ -70,7 +70,9 @@ def _valid_entry(info: object, schema: int = CATALOG_SCHEMA) -> bool:
         return files is None or (isinstance(files, list) and len(files) == chunks and all(
             isinstance(f, list) and len(f) == 2 and all(_whole(v) for v in f) for f in files))
     sig, records = info.get("stat"), info.get("records")
-    if sig is not None and not (isinstance(sig, list) and len(sig) == 3 and all(_whole(v) for v in sig)):
+    # [size, mtime_ns, inode]; the inode is negative for a note read through a symlink.
+    if sig is not None and not (isinstance(sig, list) and len(sig) == 3 and _whole(sig[0]) and _whole(sig[1])
+                                and isinstance(sig[2], int) and not isinstance(sig[2], bool)):
         return False
     return isinstance(records, list) and len(records) == chunks and all(
         isinstance(r, list) and len(r) == 3 and isinstance(r[0], str) and segment_of(r[0]) is not None

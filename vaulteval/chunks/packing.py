@@ -150,7 +150,7 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
         if cached is not None and sig_list is not None and cached.get("stat") == sig_list and sig[1] < since - RACY_NS:
             plan = (entry.rel, None, cached["address"], cached["hash"], sig_list)
         else:
-            raw = page_bytes.get(entry.rel) if page_bytes is not None else read_note(entry)
+            raw = page_bytes.get(entry.rel) if page_bytes is not None else read_note(entry, sig)
             if raw is None:
                 continue  # not a regular file, or unreadable: skipped with a warning
             page_hash = chunking.sha256_bytes(raw)  # of every byte, so doctor's check of the whole note holds

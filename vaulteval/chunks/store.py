@@ -17,6 +17,7 @@ import copy
 import errno
 import logging
 import os
+import stat
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -75,20 +76,30 @@ def read_pages(vault: "Vault", pages: list["Page"]) -> dict[str, bytes]:
 
 
 def note_signature(page: "Page") -> tuple[int, int, int] | None:
-    """(size, mtime_ns, inode) of a note, as git compares them; None when it cannot be stat'ed."""
+    """(size, mtime_ns, inode) of a note, as git compares them; None when it cannot be stat'ed. A note that is
+    a symlink (one the walk accepted, inside the notes folder) is described by its target."""
     try:
-        st = os.stat(page.abspath)
+        st = os.lstat(page.abspath)
+        if stat.S_ISLNK(st.st_mode):
+            st = os.stat(page.abspath)
+            return (st.st_size, st.st_mtime_ns, -st.st_ino - 1)  # negative: read through the link
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def read_note(page: "Page") -> bytes | None:
-    """A note's bytes, or None (skipped with a warning). A note that was a plain file when the vault was walked
-    is opened without following a symlink, so one swapped for a link meanwhile is skipped, never copied."""
+def read_note(page: "Page", signature: tuple[int, int, int] | None = None) -> bytes | None:
+    """A note's bytes, or None (skipped with a warning). A note that was a plain file when it was stat'ed
+    (``signature``) is opened without following a symlink and must still be that file (same inode), so one
+    swapped for a link or another file meanwhile is skipped, never copied."""
+    if signature is None:
+        signature = note_signature(page)
+    follow = signature is not None and signature[2] < 0
     try:
-        follow = os.path.islink(page.abspath)  # a link the walk accepted (it stays inside the notes folder)
         with open_regular(page.abspath, follow=follow) as fh:
+            if signature is not None and not follow and os.fstat(fh.fileno()).st_ino != signature[2]:
+                log.warning("skipping %s: it was replaced while vaulteval was reading the vault", printable(page.rel))
+                return None
             return fh.read()
     except NotRegularFile:
         log.warning("skipping %s: not a regular file", printable(page.rel))
