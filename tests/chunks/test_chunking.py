@@ -283,7 +283,7 @@ def test_index_built_from_foreign_records(tmp_path: Path) -> None:
 def test_full_prefix_run_lists_exactly_the_records_of_the_catalog(fresh_vault: Path) -> None:
     """provision hands this listing to the index build instead of reading the catalog again; it must match."""
     from vaulteval import Vault
-    from vaulteval.chunks.store import run_prefix
+    from vaulteval.chunks.packing import run_prefix
 
     vault = Vault(fresh_vault)
     append_text(fresh_vault, "wiki/howto/Descaling.md", "\n\nA new paragraph about citric acid.\n")

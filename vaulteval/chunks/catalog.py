@@ -3,7 +3,7 @@
 Usage::
 
     catalog = load_catalog(meta, ChunkParams(), prefix_key("synthetic"))   # {} when absent or stale
-    records = listing(catalog)                                             # what it vouches for
+    records = catalog_listing(meta)                                        # (location, size, crc, chunk id)
 
 The catalog lets an unchanged page be skipped without reading it: it holds each
 page's hash, its stat signature (size, mtime_ns, inode) and where its records
@@ -112,14 +112,6 @@ def written_ns(meta: "MetaDir | None") -> int:
     """When the catalog was last written (its mtime): a page modified since then may hide an edit in one tick."""
     st = meta.lstat(CATALOG_NAME) if meta is not None else None
     return st.st_mtime_ns if st is not None else 0
-
-
-def listing(catalog: dict[str, dict]) -> list[tuple[str, int, int]]:
-    """Every record the catalog vouches for, as (location, size, crc), in (address, chunk index) order."""
-    out = []
-    for info in sorted(catalog.values(), key=lambda i: i["address"]):
-        out.extend(tuple(r) for r in info["records"])
-    return out
 
 
 def segments_named(catalog: object) -> set[str]:

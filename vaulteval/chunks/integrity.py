@@ -156,8 +156,8 @@ class IntegrityChecker:
     def text_of_note(self, doc: "DocMeta", raw: str) -> bool:
         """True when ``raw`` is text of the note as it is now (the page the index names, with its hash).
 
-        A record forged with right checksums cannot serve words the note does not hold: the chunk,
-        whitespace runs collapsed, must occur in what Obsidian shows of the note, equally collapsed.
+        A record forged with right checksums cannot serve words the note does not hold
+        (``vaulteval.chunks.derived``).
         """
         key = (doc.page_body_hash, doc.body_hash)
         verdict = self._derived.get(key)
@@ -174,5 +174,5 @@ class IntegrityChecker:
                     return False
             from vaulteval.chunks.derived import chunk_in_note
 
-            verdict = self._derived[key] = chunk_in_note(raw, data, doc.page_path)
+            verdict = self._derived[key] = chunk_in_note(raw, data)
         return verdict

@@ -1,8 +1,8 @@
 """The incremental ``prefix`` run over the packed store: plan every page, write what changed, compact, publish.
 
-Usage (``run_prefix`` in ``vaulteval.chunks.store`` opens the meta folder and calls this)::
+Usage::
 
-    report = prefix_pages(vault, meta, page=None, rebuild=False, peek=False, params=ChunkParams(), ...)
+    report = run_prefix(vault, rebuild=False, peek=False, params=ChunkParams())   # opens the meta folder itself
 
 - A page whose stat signature (size, mtime_ns, inode) is the one in the catalog,
   and which was not modified within ``RACY_NS`` of the catalog's writing, is
@@ -35,10 +35,10 @@ from vaulteval.chunks.segments import FRAME, MAGIC, STORE_DIR, SegmentWriter, de
 from vaulteval.chunks.store import PrefixReport, _duplicate, _record_intact, build_records, note_signature, \
     progress_bar, read_note
 from vaulteval.errors import PageMissing
+from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
 
 if TYPE_CHECKING:
-    from vaulteval.vault.metadir import MetaDir
     from vaulteval.vault.vault import Page, Vault
 
 log = logging.getLogger(__name__)
@@ -207,6 +207,43 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
     meta.write_bytes(CATALOG_NAME, json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     pause_point("catalog-written")
     return report
+
+
+def run_prefix(
+    vault: "Vault",
+    *,
+    page: str | None = None,
+    rebuild: bool = False,
+    peek: bool = False,
+    params: ChunkParams = ChunkParams(),
+    prefix_settings=None,
+    page_bytes: dict[str, bytes] | None = None,
+    pages: list["Page"] | None = None,
+    meta: MetaDir | None = None,
+    distrust: frozenset[str] = frozenset(),
+) -> PrefixReport:
+    """Chunk pages into records of the packed store under the meta dir; the caller holds the vault lock unless ``peek``.
+
+    New and changed records go to one new segment, published before the
+    catalog that names them; published segments are never changed, so the
+    index in service keeps reading the records it was built from. ``meta`` is
+    the opened meta folder (``vault_lock`` yields it); every change goes through it.
+    ``distrust`` names pages whose stored records the index build refused: they are re-chunked.
+    """
+    own = None
+    if meta is None:
+        try:
+            own = meta = MetaDir.open(vault, create=not peek)
+            if not peek:
+                meta.check_tree()
+        except FileNotFoundError:
+            meta = None
+    try:
+        return prefix_pages(vault, meta, page=page, rebuild=rebuild, peek=peek, params=params,
+                            prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages, distrust=distrust)
+    finally:
+        if own is not None:
+            own.close()
 
 
 def _select(vault: "Vault", all_pages: list["Page"], page: str | None) -> list["Page"]:

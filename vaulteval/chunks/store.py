@@ -1,8 +1,9 @@
-"""Chunk records on disk: the incremental ``prefix`` run.
+"""Chunk records: what a page's records hold, how notes are read for them, and the report of a ``prefix`` run.
 
 Usage::
 
-    report = run_prefix(vault, pages=None, rebuild=False, peek=False)
+    records = build_records(parsed, address, page_hash, ChunkParams())
+    data = read_note(page, note_signature(page))
 
 Records have claude-obsidian's chunk schema and live packed in segment files
 under ``<meta>/store/`` (``vaulteval.chunks.segments``); ``vaulteval.chunks.packing``
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 from vaulteval.chunks import chunking, obsidian
 from vaulteval.chunks.catalog import ChunkParams
 from vaulteval.errors import DuplicateAddress
-from vaulteval.vault.metadir import MetaDir, NotRegularFile, open_regular
+from vaulteval.vault.metadir import NotRegularFile, open_regular
 from vaulteval.vault.notefiles import printable
 
 if TYPE_CHECKING:
@@ -63,16 +64,6 @@ class PrefixReport:
         # Not asdict(): it would deep-copy the chunk listing (a tuple per chunk) only to drop it.
         return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self)
                 if f.name not in ("chunk_listing", "page_hashes", "addresses", "segments")}
-
-
-def read_pages(vault: "Vault", pages: list["Page"]) -> dict[str, bytes]:
-    """Each page's bytes; a page that is not a regular file (a FIFO, a device) or cannot be read is skipped with a warning."""
-    out = {}
-    for page in pages:
-        data = read_note(page)
-        if data is not None:
-            out[page.rel] = data
-    return out
 
 
 def note_signature(page: "Page") -> tuple[int, int, int] | None:
@@ -184,42 +175,3 @@ def progress_bar(iterable, total: int | None, desc: str, unit: str = "page"):
 def _duplicate(address: str, first: str, second: str) -> DuplicateAddress:
     return DuplicateAddress(f"address {address} is declared by both {first} and {second}; "
                             "give one of them a unique address (nothing was changed)")
-
-
-def run_prefix(
-    vault: "Vault",
-    *,
-    page: str | None = None,
-    rebuild: bool = False,
-    peek: bool = False,
-    params: ChunkParams = ChunkParams(),
-    prefix_settings=None,
-    page_bytes: dict[str, bytes] | None = None,
-    pages: list["Page"] | None = None,
-    meta: MetaDir | None = None,
-    distrust: frozenset[str] = frozenset(),
-) -> PrefixReport:
-    """Chunk pages into records of the packed store under the meta dir; the caller holds the vault lock unless ``peek``.
-
-    New and changed records go to one new segment, published before the
-    catalog that names them; published segments are never changed, so the
-    index in service keeps reading the records it was built from. ``meta`` is
-    the opened meta folder (``vault_lock`` yields it); every change goes through it.
-    ``distrust`` names pages whose stored records the index build refused: they are re-chunked.
-    """
-    own = None
-    if meta is None:
-        try:
-            own = meta = MetaDir.open(vault, create=not peek)
-            if not peek:
-                meta.check_tree()
-        except FileNotFoundError:
-            meta = None
-    try:
-        from vaulteval.chunks.packing import prefix_pages
-
-        return prefix_pages(vault, meta, page=page, rebuild=rebuild, peek=peek, params=params,
-                            prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages, distrust=distrust)
-    finally:
-        if own is not None:
-            own.close()

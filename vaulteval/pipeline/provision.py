@@ -18,7 +18,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from vaulteval.index import bm25
 from vaulteval.chunks.catalog import read_catalog, segments_named
-from vaulteval.chunks.store import ChunkParams, run_prefix
+from vaulteval.chunks.catalog import ChunkParams
+from vaulteval.chunks.packing import run_prefix
 from vaulteval.index.params import check_bm25_params, check_chunk_params
 from vaulteval.index.reader import restore_index
 from vaulteval.pipeline.migrate import migrate_old_layout
