@@ -247,3 +247,104 @@ def test_store_folder_symlinked_outside_is_refused(fresh_vault: Path, tmp_path: 
     (meta / "store").unlink()
     run_json("provision", "--vault", fresh_vault)
     assert _pages(retrieve_json(fresh_vault, "zanzibarword")) == [DESCALING_NOTE]
+
+
+# -- 5. CRLF --------------------------------------------------------------------
+
+def test_crlf_page_hash_and_freshness(provisioned_sample: Path) -> None:
+    raw = (provisioned_sample / CRLF_NOTE).read_bytes()
+    assert b"\r\n" in raw
+    recs = records_for(provisioned_sample, CRLF_NOTE)
+    assert recs
+    for rec in recs:
+        assert rec["page_body_hash"] == sha256_file(provisioned_sample / CRLF_NOTE)
+        assert "\r" not in rec["raw_text"]
+        assert rec["body_hash"] == sha256_text(rec["raw_text"])
+    assert recs[0]["raw_text"].startswith("# Router reset"), "frontmatter of a CRLF page must be parsed"
+    assert recs[0]["prefix"].startswith("Router reset.")
+    result = retrieve_json(provisioned_sample, "zyxel router factory reset PPPoE")
+    assert _pages(result)[0] == CRLF_NOTE
+    assert result["explain"]["stale_candidates_skipped"] == 0
+    code, report = _doctor(provisioned_sample)
+    assert code == 0 and report["stale_pages"] == 0
+
+
+def test_crlf_edit_is_detected(fresh_vault: Path) -> None:
+    """Converting the CRLF page to LF changes its bytes: stale, even though the text is the same."""
+    path = fresh_vault / CRLF_NOTE
+    path.write_bytes(path.read_bytes().replace(b"\r\n", b"\n"))
+    result = retrieve_json(fresh_vault, "zyxel router factory reset PPPoE")
+    assert CRLF_NOTE not in _pages(result)
+    assert result["explain"]["stale_candidates_skipped"] >= 1
+
+
+def test_remembered_verdicts_notice_an_edit_that_keeps_size_and_mtime(fresh_vault: Path) -> None:
+    """A long-lived process caches verdicts by stat; a same-size edit with a restored mtime is still caught."""
+    page = fresh_vault / "wiki" / "howto" / "Descaling.md"
+    old = os.stat(page)
+    past = old.st_mtime_ns - 3_600 * 10**9  # older than the racy window, so verdicts are cached
+    for path in (fresh_vault / "wiki").rglob("*.md"):
+        os.utime(path, ns=(past, past))
+    vault = Vault(fresh_vault)
+    first = retrieve(vault, "descale espresso machine citric acid", top=5)
+    assert "wiki/howto/Descaling.md" in [c.page_path for c in first.candidates]
+    data = page.read_bytes()
+    flipped = data.replace(b"citric", b"CITRIC", 1)
+    assert flipped != data and len(flipped) == len(data)
+    page.write_bytes(flipped)
+    os.utime(page, ns=(past, past))  # same size, same mtime: only the ctime and the bytes changed
+    second = retrieve(vault, "descale espresso machine citric acid", top=5, explain=True)
+    assert "wiki/howto/Descaling.md" not in [c.page_path for c in second.candidates]
+    assert second.explain["stale_candidates_skipped"] >= 1
+
+
+def _age_everything(root: Path) -> None:
+    """Move every note's and chunk record's mtime an hour back, out of the racy window, so verdicts are kept."""
+    for path in [*(root / "wiki").rglob("*.md"), *(root / META_REL / "chunks").rglob("*.json")]:
+        past = os.stat(path).st_mtime_ns - 3_600 * 10**9
+        os.utime(path, ns=(past, past))
+
+
+def test_an_open_retriever_stats_each_file_once_a_query_and_reads_only_what_changed(
+        fresh_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The signature cache of a Retriever kept open (issue 26 item 3, issue 24 item 2): a file already verified
+    is stat'ed, not read; no file is stat'ed twice in one query; an edited note is read again and not served."""
+    from vaulteval.chunks import integrity
+    from vaulteval.pipeline.retrieve import Retriever
+
+    _age_everything(fresh_vault)
+    stats: list[str] = []
+    reads: list[str] = []
+    real_stat, real_read = integrity._stat, integrity.read_confined
+    monkeypatch.setattr(integrity, "_stat", lambda path: stats.append(str(path)) or real_stat(path))
+    monkeypatch.setattr(integrity, "read_confined",
+                        lambda base, rel, strip=None: reads.append(rel) or real_read(base, rel, strip))
+    retriever = Retriever(Vault(fresh_vault))
+    query = "descale espresso machine citric acid"
+    first = retriever.retrieve(query, top=5, explain=True)  # every hit checked, several chunks of one page
+    assert first.candidates and reads and not stats  # nothing remembered yet: read, never stat'ed first
+    assert len(reads) == len(set(reads))
+    reads.clear()
+    second = retriever.retrieve(query, top=5, explain=True)
+    assert [c.chunk_id for c in second.pool] == [c.chunk_id for c in first.pool]
+    assert reads == []  # every verdict came from the signature cache
+    assert stats and len(stats) == len(set(stats))  # one stat per file for the whole query
+    pages_in_pool = {c.page_path for c in first.pool}
+    assert len(pages_in_pool) < len(first.pool)  # the check above did see a page named by several candidates
+
+    append_text(fresh_vault, "wiki/howto/Descaling.md", "\nEdited after the index was built.\n")
+    stats.clear()
+    third = retriever.retrieve(query, top=5, explain=True)
+    assert "wiki/howto/Descaling.md" not in [c.page_path for c in third.candidates]
+    assert "wiki/howto/Descaling.md" in reads  # the changed signature made it read again
+    assert len(stats) == len(set(stats))
+
+
+def test_rerank_false_means_no_rerank(provisioned_sample: Path) -> None:
+    from vaulteval.pipeline.retrieve import Retriever
+
+    retriever = Retriever(Vault(provisioned_sample))
+    plain = retriever.retrieve("descale espresso machine", top=5, rerank=None)
+    off = retriever.retrieve("descale espresso machine", top=5, rerank=False)
+    assert off.to_dict() == plain.to_dict()
+    assert off.label.reranker is None and not any(name == "rerank" for name, _ in off.label.fallbacks)

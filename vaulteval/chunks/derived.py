@@ -4,16 +4,13 @@ Usage: ``chunk_in_note(raw_text, note_bytes)`` -> bool.
 
 A chunk is paragraphs of the note's visible text (and the tail of the chunk
 before it), joined by blank lines, so with every whitespace run collapsed to
-one space it occurs in the visible text collapsed the same way. A note without
-Obsidian markup is its own visible text; one with markup goes through the
+one space it occurs in the visible text collapsed the same way. Most chunks
+occur in the note as written; for the others the note goes through the
 chunker's own ``visible_text`` (imported only then: this runs on the query
 path, which must stay lean).
 """
 
 from __future__ import annotations
-
-_MARKUP = ("[[", "%%", "[!")
-
 
 def _collapse(text: str) -> str:
     return " ".join(text.split())
@@ -27,8 +24,6 @@ def chunk_in_note(raw: str, data: bytes) -> bool:
     text = data.decode("utf-8", errors="replace")
     if needle in _collapse(text):
         return True
-    if not any(mark in text for mark in _MARKUP):
-        return False
     from vaulteval.chunks.obsidian import visible_text
 
     # The whole note: its frontmatter only adds words, and the chunker's comment, link and callout rules apply.

@@ -153,6 +153,7 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
             raw = page_bytes.get(entry.rel) if page_bytes is not None else read_note(entry, sig)
             if raw is None:
                 continue  # not a regular file, or unreadable: skipped with a warning
+            report.page_bytes[entry.rel] = raw
             page_hash = chunking.sha256_bytes(raw)  # of every byte, so doctor's check of the whole note holds
             old = legacy.get(entry.rel)
             if cached is not None and cached.get("hash") == page_hash:

@@ -59,11 +59,12 @@ class PrefixReport:
     page_hashes: dict[str, str] = field(default_factory=dict, repr=False)
     addresses: dict[str, str] = field(default_factory=dict, repr=False)  # address -> page, as cataloged
     segments: set[str] = field(default_factory=set, repr=False)  # the segments the new catalog names
+    page_bytes: dict[str, bytes] = field(default_factory=dict, repr=False)  # the notes this run read
 
     def to_dict(self) -> dict:
         # Not asdict(): it would deep-copy the chunk listing (a tuple per chunk) only to drop it.
         return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self)
-                if f.name not in ("chunk_listing", "page_hashes", "addresses", "segments")}
+                if f.name not in ("chunk_listing", "page_hashes", "addresses", "segments", "page_bytes")}
 
 
 def note_signature(page: "Page") -> tuple[int, int, int] | None:
@@ -113,11 +114,6 @@ def _record_intact(rec: dict) -> bool:
     )
 
 
-def visible_body(parsed: chunking.ParsedPage) -> str:
-    """The text a page's chunks are cut from (``vaulteval.chunks.derived`` checks served chunks against it)."""
-    return obsidian.visible_text(parsed.body)
-
-
 def build_records(
     parsed: chunking.ParsedPage,
     address: str,
@@ -130,7 +126,7 @@ def build_records(
     The text is what Obsidian shows (no %%comments%%, link labels, callout titles);
     the page's tags and aliases follow every prefix so a query can find them.
     """
-    body = visible_body(parsed)
+    body = obsidian.visible_text(parsed.body)
     pieces = chunking.split_chunks(body, params.target, params.overlap, params.hard_max)
     terms = obsidian.page_terms(parsed.frontmatter, body)
     synthetic = chunking.synthetic_prefix(parsed.title, body)

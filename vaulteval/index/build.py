@@ -2,11 +2,9 @@
 
 Usage: ``report = build_index(vault, analyzer="default")`` (the caller holds the vault lock).
 
-Any record in claude-obsidian's chunk schema is accepted, whoever wrote it. A record
-whose chunk id, frame size and CRC match the previous index reuses that index's
-postings, so a rebuild re-tokenizes only the chunks that changed (a record moved
-by compaction keeps its postings). An index of a vault still in the old layout
-(one file per record under ``<meta>/chunks/``) is built from those files.
+Any record in claude-obsidian's chunk schema is accepted, whoever wrote it. A chunk file
+whose size and mtime match the previous index reuses that index's postings,
+so a rebuild re-tokenizes only the chunks that changed.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -28,6 +25,8 @@ from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
+from vaulteval.index.analyze_all import analyze_all
+from vaulteval.index.postings import Postings
 from vaulteval.chunks.catalog import catalog_listing
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.chunks.segments import StoreReader, segment_of
@@ -36,6 +35,7 @@ from vaulteval.vault.testhooks import pause_point
 from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
 
 if TYPE_CHECKING:
+    from vaulteval.index.fieldbuild import FieldCollector
     from vaulteval.vault.vault import Vault
 
 log = logging.getLogger(__name__)
@@ -134,12 +134,14 @@ def build_index(
     chunk_params: dict | None = None,
     listing: list[tuple[str, int, int, str]] | None = None,
     meta: MetaDir | None = None,
+    fields: "FieldCollector | None" = None,
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
     ``listing`` (location, frame size, CRC, chunk id) replaces reading the
     catalog when the caller has just written it (provision).
-    ``meta`` is the opened meta folder (``vault_lock`` yields it).
+    ``meta`` is the opened meta folder (``vault_lock`` yields it). ``fields`` collects the field terms
+    (``index.fieldbuild``) of every chunk read, in the same pass.
     """
     k1, b = check_bm25_params(k1, b)
     check_chunk_dict(chunk_params)
@@ -148,7 +150,7 @@ def build_index(
         with MetaDir.open(vault, create=True) as own:
             own.check_tree()
             return build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                               chunk_params=chunk_params, listing=listing, meta=own)
+                               chunk_params=chunk_params, listing=listing, meta=own, fields=fields)
     report = BuildReport(analyzer=analyzer)
     old, old_docs_meta = _previous(meta, analyzer)
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
@@ -158,7 +160,8 @@ def build_index(
 
     def current_page_hash(rel: str) -> str | None:
         if rel not in page_hashes:
-            page_hashes[rel] = checker.page_hash(rel) or ""
+            # A note Obsidian's settings now exclude counts as gone: its chunks are not indexed.
+            page_hashes[rel] = "" if vault.ignore and vault.ignore.excluded(rel) else checker.page_hash(rel) or ""
         return page_hashes[rel] or None
 
     def reject(reason: str, where: str) -> None:
@@ -172,22 +175,21 @@ def build_index(
         if listing is None:  # the old layout, not provisioned since: its loose files
             listing = [(f"chunks/{a}/{n}", size, mtime, None) for a, n, size, mtime in _scan_chunk_files(chunks)]
         return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
-                      current_page_hash, reject, k1, b, analyzer, chunk_params)
+                      current_page_hash, reject, k1, b, analyzer, chunk_params, fields)
     finally:
         if chunks is not None:
             chunks.close()
 
 
 def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, tokenize, old, old_docs_meta,
-           old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params) -> BuildReport:
+           old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params,
+           fields: "FieldCollector | None" = None) -> BuildReport:
     pause_point("build-started")
     docs: list[DocMeta] = []
     lengths: list[int] = []
     reuse_pairs: list[tuple[int, int]] = []  # (old doc, new doc)
-    vocab: dict[str, int] = {}
-    new_terms: list[np.ndarray] = []
-    new_docs: list[np.ndarray] = []
-    new_tfs: list[np.ndarray] = []
+    lists = Postings()
+    pending: list[tuple[int, str]] = []  # (document number, text) of every chunk to analyze
     old_by_id = {d.chunk_id: i for i, d in enumerate(old_docs_meta)}
     store = StoreReader(meta.fd_path())
     for rel_file, size, mtime_ns, chunk_id in progress_bar(listing, len(listing), "index", "chunk"):
@@ -232,52 +234,22 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
             report.oversized.append(f"{address}:{idx}")
             log.warning("chunk %s is longer than %d characters; indexed whole (not written by vaulteval's chunker)",
                         rel_file, MAX_INPUT_CHARS)
-        terms = tokenize(text, bounded=False)
-        counts = Counter(terms)
-        doc_id = len(docs)
-        ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in counts), dtype=np.int64, count=len(counts))
-        new_terms.append(ids)
-        new_docs.append(np.full(len(counts), doc_id, dtype=np.int64))
-        new_tfs.append(np.fromiter(counts.values(), dtype=np.int64, count=len(counts)))
+        pending.append((len(docs), text))
+        if fields is not None:  # the field index's terms, while the record is at hand
+            fields.add(page_path, f"{address}:{idx}", rec["body_hash"], page_hash, rec["raw_text"])
         docs.append(DocMeta(f"{address}:{idx}", rel_file, page_path, address, idx, rec["body_hash"], page_hash,
                             chunking.sha256_text(text), size, mtime_ns))
-        lengths.append(len(terms))
+        lengths.append(0)  # set once the text is analyzed, below
         report.tokenized += 1
     store.close()
     report.reused = len(reuse_pairs)
+    for (doc_number, _), terms in zip(pending, analyze_all(analyzer, [text for _, text in pending])):
+        lists.add(doc_number, terms)
+        lengths[doc_number] = len(terms)
 
-    # Postings of reused documents, pulled from the old inverted lists in bulk.
-    if reuse_pairs and old is not None:
-        remap = np.full(old.n_docs, -1, dtype=np.int64)
-        pairs = np.array(reuse_pairs, dtype=np.int64)
-        remap[pairs[:, 0]] = pairs[:, 1]
-        old_docs = old.post_docs.astype(np.int64)
-        keep = remap[old_docs] >= 0
-        df_old = np.diff(old.section("post_offsets").astype(np.int64))
-        old_term_of = np.repeat(np.arange(old.n_terms, dtype=np.int64), df_old)[keep]
-        used_old_terms = np.unique(old_term_of)
-        old_words = old.all_terms()
-        old_to_new = np.full(old.n_terms, -1, dtype=np.int64)
-        for t in used_old_terms.tolist():
-            old_to_new[t] = vocab.setdefault(old_words[t], len(vocab))
-        new_terms.append(old_to_new[old_term_of])
-        new_docs.append(remap[old_docs[keep]])
-        new_tfs.append(old.post_tfs[keep].astype(np.int64))
-
-    term_ids = np.concatenate(new_terms) if new_terms else np.zeros(0, np.int64)
-    doc_ids = np.concatenate(new_docs) if new_docs else np.zeros(0, np.int64)
-    tfs = np.concatenate(new_tfs) if new_tfs else np.zeros(0, np.int64)
-    # Final vocabulary: sorted by code point (== UTF-8 byte order) for binary search.
-    words = sorted(vocab)
-    rank = np.empty(len(vocab), dtype=np.int64)
-    for new_id, word in enumerate(words):
-        rank[vocab[word]] = new_id
-    term_ids = rank[term_ids] if term_ids.size else term_ids
-    order = np.lexsort((doc_ids, term_ids))
-    term_ids, doc_ids, tfs = term_ids[order], doc_ids[order], tfs[order]
-    df = np.bincount(term_ids, minlength=len(words)) if words else np.zeros(0, np.int64)
-    post_off = np.zeros(len(words) + 1, dtype=np.int64)
-    np.cumsum(df, out=post_off[1:])
+    if old is not None:
+        lists.reuse(old, reuse_pairs)
+    words, post_off, doc_ids, tfs = lists.finish(len(docs))
     # Newline-terminated terms: binary search by offsets, bulk decode by split.
     encoded = [w.encode("utf-8") + b"\n" for w in words]
     term_off = np.zeros(len(words) + 1, dtype=np.int64)
@@ -303,6 +275,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "avgdl": float(doc_len.mean()) if len(docs) else 0.0,
         "built_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "chunk_params": chunk_params,
+        "exclusions": list(vault.ignore.filters),  # Obsidian's filters in force: doctor compares them
         # The segments this index reads: a writer keeps them while this index (or the one before it) is served.
         "store": sorted({name for d in docs if (name := segment_of(d.chunk_file)) is not None}),
         # Records of the old layout (one file each under chunks/) this index reads: they stay while it is served.

@@ -12,20 +12,23 @@ writer removes its leftovers (``vaulteval.pipeline.storegc``).
 from __future__ import annotations
 
 import contextlib
+import shlex
 import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from vaulteval.index import bm25
-from vaulteval.chunks.catalog import read_catalog, segments_named
-from vaulteval.chunks.catalog import ChunkParams
+from vaulteval.chunks.catalog import ChunkParams, read_catalog, segments_named
 from vaulteval.chunks.packing import run_prefix
 from vaulteval.index.params import check_bm25_params, check_chunk_params
 from vaulteval.index.reader import restore_index
 from vaulteval.pipeline.migrate import migrate_old_layout
 from vaulteval.pipeline.storegc import LEGACY, collect, segments_in_service
-from vaulteval.errors import WriteFailed
+from vaulteval.errors import UsageError, WriteFailed
 from vaulteval.vault.locking import vault_lock
+from vaulteval.vault.notesrecord import write_notes_record
+
+SCHEMA = "vaulteval.provision.v1"
 
 if TYPE_CHECKING:
     from vaulteval.rerank.config import RerankConfig
@@ -55,6 +58,11 @@ def _writing(vault: "Vault") -> Iterator[Any]:
 def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, peek: bool = False,
            params: ChunkParams = ChunkParams(), prefix_settings=None):
     """Usage: ``prefix(vault, peek=True).to_dict()``; writes only when ``peek`` is false."""
+    if page is not None:
+        target = vault.linked_note(page)  # PathEscape (exit 2) for a link that leads out of the notes
+        if target is not None:
+            raise UsageError(f"{page} is a symlink to {target}, which is indexed under its own path; "
+                             f"run vaulteval prefix {vault.vault_args} {shlex.quote(target)}")
     if peek:
         return run_prefix(vault, page=page, rebuild=rebuild, peek=True, params=params,
                           prefix_settings=prefix_settings)
@@ -83,14 +91,16 @@ def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: 
     from dataclasses import asdict
 
     from vaulteval.index.build import build_index
+    from vaulteval.index.fieldbuild import FieldCollector
 
     vault.require_writable()
     check_bm25_params(k1, b)
     with _writing(vault) as meta:
         before = segments_in_service(meta)
+        fields = FieldCollector(vault, analyzer)
         report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                             chunk_params=asdict(chunk_params or ChunkParams()), meta=meta)
-        _build_fields(vault, meta, report.doc_rows)
+                             chunk_params=asdict(chunk_params or ChunkParams()), meta=meta, fields=fields)
+        _build_fields(vault, meta, report.doc_rows, fields)
         _collect(meta, before)
     vault._index = None
     return report
@@ -107,14 +117,15 @@ def ensure_fields(vault: "Vault") -> bool:
     return True
 
 
-def _build_fields(vault: "Vault", meta: Any, docs: list | None = None) -> None:
+def _build_fields(vault: "Vault", meta: Any, docs: list | None = None, collected: Any = None) -> None:
     """The title/aliases/headings/code postings beside the index just built (field-weighted BM25);
-    ``docs`` are its rows when the build just made them (else they are read from the index)."""
+    ``docs`` are its rows when the build just made them (else they are read from the index), ``collected``
+    the field terms the build took from the chunks it read."""
     from vaulteval.index.fieldbuild import build_fields
     from vaulteval.index.reader import BM25Index, index_path, open_index_file
 
     # Through the folder pinned when the lock was taken, never the path again (it may now lead elsewhere).
-    build_fields(vault, BM25Index(index_path(vault.meta_dir), open_index_file(meta)), meta, docs)
+    build_fields(vault, BM25Index(index_path(vault.meta_dir), open_index_file(meta)), meta, docs, collected)
 
 
 def provision(
@@ -132,6 +143,9 @@ def provision(
 ) -> dict[str, Any]:
     """Prefix every page and build the index in one locked step; returns both reports and timings.
 
+    A notes folder named by ``--notes-dir`` (``vault.notes_origin == "flag"``) is recorded in
+    ``.vault-meta/vaulteval/notes-folder.json``, so every later command finds it without the flag.
+
     A vault in the old layout (vaulteval's files directly in ``.vault-meta/``) is migrated first
     (``vaulteval.pipeline.migrate``); the report then says what was removed under ``migrated``.
 
@@ -145,6 +159,7 @@ def provision(
     from dataclasses import asdict
 
     from vaulteval.index.build import build_index
+    from vaulteval.index.fieldbuild import FieldCollector
 
     check_bm25_params(k1, b)
     check_chunk_params(params.target, params.overlap, params.hard_max)
@@ -157,17 +172,24 @@ def provision(
         prefix_report = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
                                    pages=pages, meta=meta)
         t1 = time.perf_counter()
+        # The field index takes its terms in the build's pass, titles and aliases from the bytes just read.
+        fields = FieldCollector(vault, analyzer, prefix_report.page_bytes)
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=prefix_report.page_hashes,
-                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta)
+                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
+                                   fields=fields)
         refused = {prefix_report.addresses.get(cid.partition(":")[0]) for cid in index_report.rejected_ids} - {None}
         if refused:  # records the build could not use (damaged or malformed in place): chunk those pages again
             again = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
                                pages=pages, meta=meta, distrust=frozenset(refused))
             prefix_report.chunks_written += again.chunks_written
             prefix_report.segments = again.segments
+            fields = FieldCollector(vault, analyzer, again.page_bytes)
             index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=again.page_hashes,
-                                       chunk_params=asdict(params), listing=again.chunk_listing, meta=meta)
-        _build_fields(vault, meta, index_report.doc_rows)
+                                       chunk_params=asdict(params), listing=again.chunk_listing, meta=meta,
+                                       fields=fields)
+        _build_fields(vault, meta, index_report.doc_rows, fields)
+        prefix_report.page_bytes = {}
+        del fields
         t2 = time.perf_counter()
         embed_report, embed_failure = None, None
         if embed is not None:
@@ -179,10 +201,13 @@ def provision(
                 if embed_required:
                     raise
                 embed_failure = str(exc)
+        if vault.notes_origin == "flag":
+            write_notes_record(meta, vault.notes_rel)
         collected = _collect(meta, before, prefix_report.segments)
         t3 = time.perf_counter()
     vault._index = None
     out = {
+        "schema": SCHEMA,
         "prefix": prefix_report.to_dict(),
         "index": index_report.to_dict(),
         "seconds": {"prefix": round(t1 - t0, 3), "index": round(t2 - t1, 3), "total": round(t3 - t0, 3)},
@@ -198,6 +223,17 @@ def provision(
         out["migrated_store"] = {"records": prefix_report.migrated_records, "removed": collected["loose_records"]}
     out["store"] = collected
     return out
+
+
+def summarized(report: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    """The provision report with at most ``limit`` (None: all) of ``prefix.changed_pages``, and
+    ``prefix.changed_pages_more`` counting the rest (0 when all are listed): a first provision of a large vault
+    changes every page."""
+    prefix_report = dict(report["prefix"])
+    pages = prefix_report.get("changed_pages", [])
+    listed = pages if limit is None else pages[:limit]
+    prefix_report["changed_pages"], prefix_report["changed_pages_more"] = listed, len(pages) - len(listed)
+    return {**report, "prefix": prefix_report}
 
 
 def index_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
