@@ -121,7 +121,17 @@ class Retriever:
     def index(self) -> BM25Index:
         """The verified BM25 index (exit 10 with the rebuild command when it is missing or corrupt)."""
         if self._index is None:
-            self._index = open_index(self.vault)
+            for _ in range(3):
+                index = open_index(self.vault)
+                try:
+                    # Hold the generation: its segments stay readable even when a writer removes them later.
+                    self.integrity().store().pin(index.header.get("store") or [])
+                except FileNotFoundError:
+                    continue  # a newer generation was published and this one removed meanwhile: open that one
+                except OSError:
+                    pass  # a segment that is not one: its records are refused when served
+                break
+            self._index = index
         return self._index
 
     def integrity(self) -> IntegrityChecker:
@@ -274,7 +284,7 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
         # An index whose chunk records are gone (deleted by another tool or by hand) must not look like
         # "no such notes": the answer would be an empty success for every query.
         raise NotProvisioned(f"the index names chunk records that are missing or were rewritten ({orphaned} of "
-                             f"{len(hits)} candidates, under {vault.meta_dir / 'chunks'})",
+                             f"{len(hits)} candidates, under {vault.meta_dir / 'store'})",
                              rebuild=vault.rebuild_command())
     return pool, texts, stale
 
