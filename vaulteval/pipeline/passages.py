@@ -27,6 +27,9 @@ from vaulteval.index.tokenize import WORD_RE, get_analyzer
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
     from vaulteval.index.reader import BM25Index
+    from typing import Callable
+
+    from vaulteval.chunks.location import NoteLayouts
     from vaulteval.vault.vault import Vault
 
 SNIPPET_CHARS = 200
@@ -71,8 +74,10 @@ def _cut(text: str, start: int, end: int, limit: int) -> str:
 class Passages:
     """The per-query parts of explaining a hit; every method works on one candidate's texts."""
 
-    def __init__(self, query: str, index: "BM25Index", vault: "Vault | None" = None):
+    def __init__(self, query: str, index: "BM25Index", vault: "Vault | None" = None,
+                 layouts: "Callable[[], NoteLayouts] | None" = None):
         self.query, self.index, self.vault = query, index, vault
+        self._layouts = layouts  # gives a Retriever's notes worked out for earlier queries (opened on first use)
         self._analyze = get_analyzer(index.analyzer_name)
         self._weights: dict[str, float] | None = None
         self._words: list[tuple[str, list[str]]] = []
@@ -146,8 +151,7 @@ class Passages:
         out = dict.fromkeys(LOCATION_FIELDS)
         if self.vault is None:
             return out
-        from vaulteval.chunks.location import chunk_location
-        from vaulteval.chunks.pagetext import decode_page
+        from vaulteval.chunks.location import NoteLayouts
         from vaulteval.errors import PathEscape
         from vaulteval.vault.paths import read_confined
 
@@ -156,7 +160,10 @@ class Passages:
         except (OSError, PathEscape):
             return out
         out["modified"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(st.st_mtime))
-        where = chunk_location(decode_page(data), raw, snippet)
+        if self._layouts is None:  # no Retriever to keep them: this query's own
+            own = NoteLayouts()
+            self._layouts = lambda: own
+        where = self._layouts().locate(page_path, data, raw, snippet)
         if where is not None:
             out.update(where)
         return out

@@ -27,6 +27,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not im
 if TYPE_CHECKING:
     from typing import Any
 
+    from vaulteval.chunks.location import NoteLayouts
     from vaulteval.pipeline.firststage import FirstStage
     from vaulteval.rerank.stage import RerankConfig
     from vaulteval.rerank.store import EmbeddingStore
@@ -78,6 +79,7 @@ class Retriever:
         self._store = None
         self._store_docs: list[int] | None = None
         self._fields: Any = False
+        self._layouts: "NoteLayouts | None" = None
 
     def store(self) -> "EmbeddingStore":
         """The verified embedding store (exit 10 naming ``provision --embed`` when missing or corrupt)."""
@@ -134,6 +136,14 @@ class Retriever:
             self._index = index
         return self._index
 
+    def note_layouts(self) -> "NoteLayouts":
+        """Where served chunks sit in their notes, remembered across queries (keyed by each note's bytes)."""
+        if self._layouts is None:
+            from vaulteval.chunks.location import NoteLayouts
+
+            self._layouts = NoteLayouts()
+        return self._layouts
+
     def integrity(self) -> IntegrityChecker:
         """The checker that verifies candidates against chunk files and pages (remembers verdicts)."""
         if self._integrity is None:
@@ -187,7 +197,7 @@ def _run(
     watch.lap("bm25", parts=stage["timings_ms"])
     # Without rerank or explain only the first `top` current pages are read and verified.
     served_only = rerank is None and not explain
-    passages = Passages(query, index, retriever.vault)
+    passages = Passages(query, index, retriever.vault, retriever.note_layouts)
     pool, texts, stale = _verify(retriever, hits, stage["ranked_by"], top if served_only else None, passages)
     watch.lap("integrity")
     label = Label(stage["first_stage"], None, stage["fallbacks"])

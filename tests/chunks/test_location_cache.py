@@ -1,0 +1,56 @@
+"""Chunk locations remembered across queries, and the whitespace-tolerant search they rest on.
+
+Usage: ``.venv/bin/python -m pytest tests/chunks/test_location_cache.py -q``
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from vaulteval.chunks.location import NoteLayouts, _Squeezed, chunk_location
+
+NOTE = "---\ntags: [coffee]\n---\n# Descaling\n\nIntro line.\n\n## How often\n\nEvery month with citric acid.\n"
+CHUNK = "Every month with citric acid."
+
+
+def test_a_remembered_location_is_not_reused_after_the_note_changes() -> None:
+    layouts = NoteLayouts()
+    before = layouts.locate("wiki/Descaling.md", NOTE.encode(), CHUNK)
+    assert before == chunk_location(NOTE, CHUNK) and before["heading_path"] == ["Descaling", "How often"]
+    edited = NOTE.replace("## How often\n", "## How often\n\nNew paragraph.\n\n### Monthly\n")
+    after = layouts.locate("wiki/Descaling.md", edited.encode(), CHUNK)
+    assert after == chunk_location(edited, CHUNK)
+    assert after["first_line"] == before["first_line"] + 4 and after["heading_path"][-1] == "Monthly"
+    # The same bytes again are the same answer, and a caller's change to it does not reach the cache.
+    after["heading_path"].append("changed by the caller")
+    assert layouts.locate("wiki/Descaling.md", edited.encode(), CHUNK) == chunk_location(edited, CHUNK)
+
+
+def test_a_note_removed_from_under_a_chunk_gives_none() -> None:
+    layouts = NoteLayouts()
+    assert layouts.locate("a.md", NOTE.encode(), CHUNK)["first_line"] == 10
+    assert layouts.locate("a.md", NOTE.replace(CHUNK, "Rewritten.").encode(), CHUNK) is None
+
+
+def _regex(haystack: str, needle: str) -> tuple[int, int] | None:
+    m = re.search(r"\s*".join(map(re.escape, needle.split())), haystack)
+    return (m.start(), m.end()) if m else None
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_squeezed_search_finds_what_the_whitespace_pattern_finds(seed: int) -> None:
+    rng = random.Random(seed)
+    alphabet = "ab长 \n\t\u3000"
+    haystack = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+    squeezed = _Squeezed(haystack)
+    for _ in range(30):
+        if rng.random() < 0.5 and haystack:  # a real piece of the text with its whitespace changed
+            start = rng.randrange(len(haystack))
+            piece = haystack[start:start + rng.randint(1, 12)]
+            needle = re.sub(r"\s+", lambda _: rng.choice(["", " ", "\n\n"]), piece)
+        else:
+            needle = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6)))
+        assert squeezed.find(needle) == _regex(haystack, needle), (haystack, needle)
