@@ -166,3 +166,36 @@ def test_an_unprovisioned_vault_serves_status_and_reports_search_as_the_cli_does
     assert "rebuild with: vaulteval provision" in search.content[0].text
     assert status.isError is False and status.structuredContent["state"] == "available"
     assert not (unprovisioned_vault / ".vault-meta").exists()
+
+
+def test_a_read_after_a_backlink_is_added_or_removed_sees_it(fresh_vault: Path) -> None:
+    before = outside_meta(fresh_vault)
+    linker = "wiki/inbox/Links here.md"
+    in_place = next(rel for rel in sorted(before) if rel.startswith("wiki/") and rel.endswith(".md")
+                    and rel != DESCALING_NOTE)
+
+    async def script(client: ClientSession) -> dict:
+        async def backlinks() -> list[tuple[str, int]]:
+            result = await client.call_tool("read", {"page": "[[Descaling]]"})
+            assert result.isError is False, result.content
+            return [(b["page_path"], b["line"]) for b in result.structuredContent["backlinks"]]
+
+        async def many() -> list[tuple[str, int]]:
+            result = await client.call_tool("read_many", {"pages": ["[[Descaling]]"]})
+            return [(b["page_path"], b["line"]) for b in result.structuredContent["notes"][0]["backlinks"]]
+
+        out = {"first": await backlinks(), "again": await backlinks()}
+        write_note(fresh_vault, linker, "# Links here\n\nSee [[Descaling]] first.\n")
+        out["new note"] = await backlinks()
+        append_text(fresh_vault, in_place, "\nAlso [[Descaling#How often]].\n")  # edited where it is
+        out["edited"], out["many"] = await backlinks(), await many()
+        (fresh_vault / linker).unlink()
+        out["removed"] = await backlinks()
+        return out
+
+    out = run(fresh_vault, script)
+    assert out["again"] == out["first"] and (linker, 3) not in out["first"]
+    assert out["new note"] == sorted(out["first"] + [(linker, 3)])
+    added = (in_place, (fresh_vault / in_place).read_text(encoding="utf-8").count("\n"))
+    assert added in out["edited"] and (linker, 3) in out["edited"] and out["many"] == out["edited"]
+    assert (linker, 3) not in out["removed"] and added in out["removed"]

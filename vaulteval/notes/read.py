@@ -25,6 +25,8 @@ from vaulteval.errors import PageMissing, VaultevalError
 from vaulteval.notes.text import read_note_bytes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from vaulteval.vault.vault import Vault
 
 SCHEMA = "vaulteval.read.v1"
@@ -87,8 +89,12 @@ def _section(lines: list[str], heads: list[dict], wanted: str, offset: int, rel:
 
 
 def read_note(vault: "Vault", page: str, *, heading: str | None = None,
-              resolver: LinkResolver | None = None) -> dict:
-    """One note as a dict (see docs/json.md, ``vaulteval read``); raises PathEscape (2) or PageMissing (3)."""
+              resolver: LinkResolver | None = None,
+              backlinks_of: "Callable[[str], list[dict]] | None" = None) -> dict:
+    """One note as a dict (see docs/json.md, ``vaulteval read``); raises PathEscape (2) or PageMissing (3).
+
+    ``resolver`` and ``backlinks_of`` may come from a caller that keeps them for the vault as it is now
+    (the MCP server's ``vaulteval.server.links.LinkTable``); otherwise the vault is scanned for them."""
     resolver = resolver or LinkResolver.from_vault(vault)
     rel = page.replace("\\", "/").removeprefix("./")
     bare = not rel.endswith(".md") and not rel.startswith("/") and ".." not in rel.split("/")
@@ -131,7 +137,7 @@ def read_note(vault: "Vault", page: str, *, heading: str | None = None,
     for link in obsidian.outgoing_links(body):
         target, status = resolve_link(resolver, rel, link)
         out["links"].append({**link, "line": link["line"] + offset, "page_path": target, "status": status})
-    out["backlinks"] = backlinks(vault, resolver, rel)
+    out["backlinks"] = backlinks_of(rel) if backlinks_of is not None else backlinks(vault, resolver, rel)
     return out
 
 

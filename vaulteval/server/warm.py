@@ -33,6 +33,7 @@ from vaulteval.server.args import checked
 if TYPE_CHECKING:
     from vaulteval.pipeline.firststage import FirstStage
     from vaulteval.rerank.config import RerankConfig
+    from vaulteval.server.links import LinkTable
     from vaulteval.vault.vault import Vault
 
 # The files provisioning publishes by rename: a new one has a new inode.
@@ -80,6 +81,7 @@ class WarmVault:
         self._retriever = Retriever(vault)
         self.reopened = 0
         self.started_at = time.time()
+        self._links: "LinkTable | None" = None
 
     def retriever(self) -> Retriever:
         """The current Retriever; a new one when the index or its companions were republished (one stat each)."""
@@ -144,24 +146,35 @@ class WarmVault:
             first = first.with_embed(pipe.embed)
         return first, pipe.explicit_rerank, None
 
+    def links(self) -> "LinkTable":
+        """The vault's link table, kept between reads (checked against the notes on every use)."""
+        if self._links is None:
+            with self._lock:
+                if self._links is None:
+                    from vaulteval.server.links import LinkTable
+
+                    self._links = LinkTable(self.vault)
+        return self._links
+
     def read(self, **arguments: Any) -> dict[str, Any]:
         args = checked("read", arguments)
         from vaulteval.notes.read import read_note
 
-        view = read_note(self.vault, args["page"], heading=args.get("heading"))
+        resolver, backlinks_of = self.links().current()
+        view = read_note(self.vault, args["page"], heading=args.get("heading"), resolver=resolver,
+                         backlinks_of=backlinks_of)
         return _line_range(view, args.get("start_line"), args.get("end_line"))
 
     def read_many(self, **arguments: Any) -> dict[str, Any]:
         args = checked("read_many", arguments)
-        from vaulteval.chunks.links import LinkResolver
         from vaulteval.errors import VaultevalError
         from vaulteval.notes.read import read_note
 
-        resolver = LinkResolver.from_vault(self.vault)  # one scan of the vault for the whole batch
+        resolver, backlinks_of = self.links().current()  # one check of the vault for the whole batch
         notes = []
         for page in args["pages"]:
             try:
-                notes.append(read_note(self.vault, page, resolver=resolver))
+                notes.append(read_note(self.vault, page, resolver=resolver, backlinks_of=backlinks_of))
             except VaultevalError as exc:
                 notes.append({"page": page, "error": str(exc), "exit_code": exc.exit_code})
         return {"schema": READ_MANY_SCHEMA, "notes": notes}
