@@ -114,3 +114,21 @@ def test_an_export_that_no_longer_matches_is_not_used(embedded: tuple[Path, dict
     assert open_onnx(folder, config) is None  # its hash no longer matches export.json
     (folder / "export.json").write_text("{not json")
     assert open_onnx(folder, config) is None
+
+
+def test_a_query_whose_vector_is_cached_never_opens_the_session(embedded: tuple[Path, dict], tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaulteval.rerank import onnxembed
+    from vaulteval.rerank.stage import embed_query
+
+    folder, config, cache = Vault(embedded[0]).meta_dir / ONNX_DIR, resolve(ST), tmp_path / "cache.sqlite"
+    first = embed_query("router factory reset", config, cache, onnx_dir=folder)
+    assert first.vector is not None and first.fallback_reason is None
+    opened: list[Path] = []
+    real = onnxembed._open_session
+    monkeypatch.setattr(onnxembed, "_SESSIONS", {})  # as a fresh server process has it
+    monkeypatch.setattr(onnxembed, "_open_session", lambda where, info: opened.append(where) or real(where, info))
+    again = embed_query("router factory reset", config, cache, onnx_dir=folder)
+    assert opened == [] and np.array_equal(again.vector, first.vector) and again.model_key == first.model_key
+    fresh = embed_query("budget for the month", config, cache, onnx_dir=folder)
+    assert opened == [folder] and fresh.vector is not None and fresh.fallback_reason is None

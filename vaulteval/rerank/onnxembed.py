@@ -100,30 +100,61 @@ def export_matches(info: dict[str, Any] | None, model: str) -> bool:
 
 
 class OnnxEmbedder:
-    """A sentence-transformers model run by onnxruntime; presents the same identity as the torch one."""
+    """A sentence-transformers model run by onnxruntime; presents the same identity as the torch one.
+
+    The tokenizer and the session open on the first ``embed`` (a query whose vector is cached never waits
+    for them); when they cannot open, ``fallback()`` (the torch model) embeds instead, as it would have
+    had the export been refused up front.
+    """
 
     source = "sentence-transformers"
 
-    def __init__(self, model: str, session: Any, tokenizer: Any, output: str, lower: bool = False):
-        self.model, self.lower = model, lower
+    def __init__(self, model: str, folder: Path, info: dict[str, Any], fallback: Any = None):
+        self.model, self.lower = model, info.get("do_lower_case") is True
         # As SentenceTransformerEmbedder names it (the shipped MiniLM by package and version): the store's key.
         self.model_key = st_model_name(model)
-        self.session, self.tokenizer, self.output = session, tokenizer, output
-        self.inputs = {i.name for i in session.get_inputs()}
+        self.folder, self.info, self.output = folder, info, str(info.get("output", "sentence_embedding"))
+        self._fallback = fallback
+        self._opened: tuple[Any, Any, set[str]] | Embedder | None = None
+        self._open_lock = threading.Lock()
+
+    @classmethod
+    def with_session(cls, model: str, session: Any, tokenizer: Any, output: str, lower: bool) -> "OnnxEmbedder":
+        """One over a session already open (the export's check against torch at provision time)."""
+        embedder = cls(model, Path(), {"output": output, "do_lower_case": lower})
+        embedder._opened = (session, tokenizer, {i.name for i in session.get_inputs()})
+        return embedder
 
     @property
     def scheme(self) -> InputScheme:
         return input_scheme(self.model)
 
+    def _open(self) -> tuple[Any, Any, set[str]] | Embedder:
+        """(session, tokenizer, input names), opened once; or the fallback embedder when they cannot be."""
+        if self._opened is None:
+            with self._open_lock:
+                if self._opened is None:
+                    opened = _open_session(self.folder, self.info)
+                    if opened is None:
+                        if self._fallback is None:
+                            raise EmbedFailure("backend-error", "the ONNX export could not be opened")
+                        opened = self._fallback()
+                    self._opened = opened
+        return self._opened
+
     def embed(self, inputs: list[str]) -> list[np.ndarray]:
         """Usage: ``embedder.embed(texts)`` -> one float32 vector per text (what the torch model returns)."""
+        opened = self._open()
+        if not isinstance(opened, tuple):
+            return opened.embed(inputs)
+        session, tokenizer, names = opened
         try:
             texts = [t.lower() for t in inputs] if self.lower else list(inputs)
-            encoded = self.tokenizer.encode_batch(texts)
+            encoded = tokenizer.encode_batch(texts)
             feed = {"input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
                     "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
                     "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64)}
-            (raw,) = self.session.run([self.output], {k: v for k, v in feed.items() if k in self.inputs})
+            (raw,) = session.run([self.output], {k: v for k, v in feed.items() if k in names})
         except Exception as exc:  # noqa: BLE001 - a failed run is a fallback, never a crash
             raise EmbedFailure("backend-error", f"onnxruntime: {type(exc).__name__}: {exc}"[:200]) from None
         return _as_vectors(raw, len(inputs))
@@ -161,25 +192,37 @@ def open_onnx(folder: Path | None, config: "RerankConfig") -> OnnxEmbedder | Non
         return None
     with _LOCK:
         if key not in _SESSIONS:
-            loaded = _load(folder, model, info)
+            loaded = _load(folder, model, info, fallback=lambda: open_embedder(config))
             if loaded is None:
                 return None
             _SESSIONS[key] = loaded
         return _SESSIONS[key]
 
 
-def _load(folder: Path, model: str, info: dict[str, Any]) -> OnnxEmbedder | None:
-    """Check the files (signature as written, else their hashes), then open the session and tokenizer (None when
-    anything fails)."""
+def _load(folder: Path, model: str, info: dict[str, Any], fallback: Any = None) -> OnnxEmbedder | None:
+    """Check that onnxruntime and tokenizers import and the files are the export's (signature as written, else
+    their hashes); None when not. The session itself opens on first use."""
     try:
-        import onnxruntime
-        from tokenizers import Tokenizer
+        import onnxruntime  # noqa: F401 - importable, or sentence-transformers serves
+        from tokenizers import Tokenizer  # noqa: F401
     except ImportError:
         return None
     try:
         if not (_unchanged_or_hashes_to(folder / MODEL_FILE, info, MODEL_FILE, "onnx_sha256")
                 and _unchanged_or_hashes_to(folder / TOKENIZER_FILE, info, TOKENIZER_FILE, "tokenizer_sha256")):
             return None
+        int(info["max_seq_length"])
+    except Exception:  # noqa: BLE001 - an unusable export means: use sentence-transformers
+        return None
+    return OnnxEmbedder(model, folder, info, fallback)
+
+
+def _open_session(folder: Path, info: dict[str, Any]) -> tuple[Any, Any, set[str]] | None:
+    """The tokenizer and the onnxruntime session of an export already checked by ``_load``; None on failure."""
+    try:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
         tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         tokenizer.enable_truncation(max_length=int(info["max_seq_length"]))
         tokenizer.enable_padding(pad_id=int(info.get("pad_id", 0)), pad_token=str(info.get("pad_token", "[PAD]")))
@@ -189,7 +232,6 @@ def _load(folder: Path, model: str, info: dict[str, Any]) -> OnnxEmbedder | None
         options.inter_op_num_threads = 1
         options.graph_optimization_level = optimization_level(onnxruntime)
         session = onnxruntime.InferenceSession(str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"])
-        return OnnxEmbedder(model, session, tokenizer, str(info.get("output", "sentence_embedding")),
-                            lower=info.get("do_lower_case") is True)
+        return session, tokenizer, {i.name for i in session.get_inputs()}
     except Exception:  # noqa: BLE001 - an unusable export means: use sentence-transformers
         return None

@@ -142,7 +142,7 @@ def _compare(st: Any, model_bytes: bytes, tokenizer_json: bytes, info: dict[str,
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = optimization_level(onnxruntime)  # as queries will run it
     session = onnxruntime.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
-    onnx = OnnxEmbedder("probe", session, tokenizer, info["output"], lower=info["do_lower_case"])
+    onnx = OnnxEmbedder.with_session("probe", session, tokenizer, info["output"], lower=info["do_lower_case"])
     expected = st.encode(list(PROBES), convert_to_numpy=True, show_progress_bar=False)
     got = np.stack(onnx.embed(list(PROBES)) + [onnx.embed([text])[0] for text in PROBES])
     want = np.concatenate([expected, expected])

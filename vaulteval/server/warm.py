@@ -112,7 +112,9 @@ class WarmVault:
             from vaulteval.rerank.embedders import EmbedFailure
             from vaulteval.rerank.onnxembed import open_query_embedder
 
-            try:  # the query embedder (the ONNX export when there is one) stays loaded in the process
+            # The query embedder (the ONNX export when there is one) stays in the process; its session opens on
+            # the first query whose vector is not cached.
+            try:
                 open_query_embedder(resolve(RerankConfig(backend=store.backend, model=store.model)),
                                     retriever.onnx_dir())
             except (EmbedFailure, VaultevalError):
