@@ -71,13 +71,41 @@ def _cut(text: str, start: int, end: int, limit: int) -> str:
     return text[start:end].strip()
 
 
+class TextMemo:
+    """What depends on a chunk's text alone (its sentences, the analyzer's terms of a sentence or of the
+    indexed text), kept by an open Retriever so a chunk served again is not analysed again."""
+
+    def __init__(self, limit: int = 50_000):
+        self.limit = limit
+        self._terms: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._spans: dict[str, list[tuple[int, int]]] = {}
+
+    def terms(self, analyzer: str, analyze, text: str) -> tuple[str, ...]:
+        key = (analyzer, text)
+        found = self._terms.get(key)
+        if found is None:
+            if len(self._terms) >= self.limit:
+                self._terms.clear()
+            found = self._terms[key] = tuple(analyze(text, bounded=False))
+        return found
+
+    def sentences(self, text: str) -> list[tuple[int, int]]:
+        found = self._spans.get(text)
+        if found is None:
+            if len(self._spans) >= self.limit:
+                self._spans.clear()
+            found = self._spans[text] = _sentences(text)
+        return found
+
+
 class Passages:
     """The per-query parts of explaining a hit; every method works on one candidate's texts."""
 
     def __init__(self, query: str, index: "BM25Index", vault: "Vault | None" = None,
-                 layouts: "Callable[[], NoteLayouts] | None" = None):
+                 layouts: "Callable[[], NoteLayouts] | None" = None, memo: TextMemo | None = None):
         self.query, self.index, self.vault = query, index, vault
         self._layouts = layouts  # gives a Retriever's notes worked out for earlier queries (opened on first use)
+        self._memo = memo if memo is not None else TextMemo()
         self._analyze = get_analyzer(index.analyzer_name)
         self._weights: dict[str, float] | None = None
         self._words: list[tuple[str, list[str]]] = []
@@ -101,11 +129,12 @@ class Passages:
 
     def _score(self, text: str) -> float:
         weights = self.weights()
-        return sum(weights.get(term, 0.0) for term in set(self._analyze(text, bounded=False)))
+        terms = self._memo.terms(self.index.analyzer_name, self._analyze, text)
+        return sum(weights.get(term, 0.0) for term in set(terms))
 
     def snippet(self, text: str, limit: int = SNIPPET_CHARS) -> str:
         """The passage of ``text`` (a chunk's raw text) around its best-matching sentence."""
-        spans = _sentences(text)
+        spans = self._memo.sentences(text)
         scores = [self._score(text[s:e]) for s, e in spans] if self.weights() else []
         if not scores or max(scores) <= 0.0:
             return _cut(text, 0, len(text), limit)
@@ -133,7 +162,7 @@ class Passages:
         """The query's words found in ``text`` (the indexed text, prefix included), as written in the query;
         for a word the analyzer splits (CJK n-grams) its longest pieces that matched."""
         weights = self.weights()
-        present = set(self._analyze(text, bounded=False)) & set(weights)
+        present = set(self._memo.terms(self.index.analyzer_name, self._analyze, text)) & set(weights)
         out: list[str] = []
         for surface, terms in self._words:
             hits = [t for t in terms if t in present]

@@ -18,7 +18,7 @@ from pathlib import Path
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.index.reader import BM25Index, Hit, open_index
-from vaulteval.pipeline.passages import Passages
+from vaulteval.pipeline.passages import Passages, TextMemo
 from vaulteval.pipeline.results import NO_CANDIDATES, Candidate, Label, RetrievalResult
 from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import check_length
@@ -80,6 +80,7 @@ class Retriever:
         self._store_docs: list[int] | None = None
         self._fields: Any = False
         self._layouts: "NoteLayouts | None" = None
+        self.text_memo = TextMemo()  # chunk sentences and terms for snippets and matched terms, across queries
 
     def store(self) -> "EmbeddingStore":
         """The verified embedding store (exit 10 naming ``provision --embed`` when missing or corrupt)."""
@@ -197,7 +198,7 @@ def _run(
     watch.lap("bm25", parts=stage["timings_ms"])
     # Without rerank or explain only the first `top` current pages are read and verified.
     served_only = rerank is None and not explain
-    passages = Passages(query, index, retriever.vault, retriever.note_layouts)
+    passages = Passages(query, index, retriever.vault, retriever.note_layouts, retriever.text_memo)
     pool, texts, stale = _verify(retriever, hits, stage["ranked_by"], top if served_only else None, passages)
     watch.lap("integrity")
     label = Label(stage["first_stage"], None, stage["fallbacks"])
