@@ -106,6 +106,10 @@ class Retriever:
             self._store_docs = docs
         return self._store_docs
 
+    def onnx_dir(self) -> Path:
+        """Where provisioning put the ONNX export of the stored embeddings' model (queries embed without torch)."""
+        return (self._store_meta or self.vault.meta_dir) / "onnx"
+
     def fields(self) -> Any:
         """The field index (title, aliases, headings, code) when provisioned and current, else None."""
         if self._fields is False:
@@ -304,7 +308,8 @@ def _rerank(retriever: Retriever, query: str, pool: list[Candidate], texts: list
     reranker = EmbeddingRerank.from_config(config)
     # The vault's own cache is reached from the vault root without following a symlink.
     anchor = retriever.vault.root if anchored else None
-    outcome = reranker.rerank(query, texts, cache, cache_anchor=anchor, store=retriever.optional_store())
+    outcome = reranker.rerank(query, texts, cache, cache_anchor=anchor, store=retriever.optional_store(),
+                              onnx_dir=retriever.onnx_dir())
     if outcome.scores is None:
         label.fallbacks += (("rerank", outcome.fallback_reason),)
         for cand in pool:
