@@ -74,14 +74,9 @@ def headings_text(text: str) -> str:
 
 
 def _aliases(frontmatter: dict[str, Any]) -> str:
-    found = []
-    for key in ("aliases", "alias"):
-        value = frontmatter.get(key)
-        if isinstance(value, str):
-            found.append(value)
-        elif isinstance(value, list):
-            found.extend(str(v) for v in value if isinstance(v, (str, int, float)))
-    return "\n".join(found)
+    from vaulteval.chunks.obsidian import page_aliases  # a mapping or nested list is flattened into its text
+
+    return "\n".join(page_aliases(frontmatter))
 
 
 class FieldCollector:
