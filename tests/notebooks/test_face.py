@@ -228,3 +228,19 @@ def test_tables_show_a_dash_with_a_footnote_integers_as_integers_and_no_index() 
     assert ">8<" in html and ">0.123<" in html and "NaN" not in html and "&lt;NA&gt;" not in html
     assert "—: no value" in html and "—" in text and "nan" not in text.lower()
     assert "white-space: nowrap" in html and "row_heading" not in html
+
+
+def test_a_notebook_opens_the_vault_with_its_remembered_notes_folder(tmp_path: Path, eval_cache: Path) -> None:  # noqa: F811
+    import shutil
+
+    from vaulteval.vault.vault import BUNDLED_SAMPLE
+
+    vault = tmp_path / "v"  # neither wiki/ nor .obsidian/: only provision's record names the notes folder
+    shutil.copytree(BUNDLED_SAMPLE / "wiki", vault / "notes")
+    text = QUERYSET.read_text(encoding="utf-8").replace("wiki/", "notes/")
+    (tmp_path / "q.yaml").write_text(re.sub(r"(?m)^vault:.*$", "", text), encoding="utf-8")
+    assert main(["provision", "--vault", str(vault), "--notes-dir", "notes"]) == 0
+    execute("explore", tmp_path / "explore.ipynb", {"vault": str(vault), "queryset": str(tmp_path / "q.yaml")})
+    nb = nbformat.read(tmp_path / "explore.ipynb", as_version=4)
+    first = _text([c for c in nb.cells if c.cell_type == "code" and "headline" in c.source][0])
+    assert first.startswith("vault v, notes in notes/: 53 pages; index: current (every page as it is now), built ")

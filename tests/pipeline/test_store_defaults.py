@@ -38,8 +38,9 @@ def _notes(root: Path) -> dict:
 
 
 def _retrieve(root: Path, *extra: str) -> tuple[dict, str]:
-    proc = run_cli("retrieve", "--vault", root, QUERY, *extra, env=cli_env(OLLAMA_HOST=NO_OLLAMA,
-                                                                             HF_HUB_OFFLINE="1"))
+    # A cold process loads MiniLM for the query: generous on a busy machine (this is no timing test).
+    proc = run_cli("retrieve", "--vault", root, QUERY, *extra, env=cli_env(OLLAMA_HOST=NO_OLLAMA, HF_HUB_OFFLINE="1"),
+                   timeout=600)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), proc.stderr
 

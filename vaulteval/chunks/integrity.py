@@ -1,6 +1,10 @@
-"""Is an indexed chunk still current? Checked against the chunk file and the page bytes.
+"""Is an indexed chunk still current? Checked against its chunk record, the page bytes and the page text.
 
 Usage: ``record = checker.current_record(doc)``; None means stale and must not be served.
+
+Records are read through ``vaulteval.chunks.segments.StoreReader.record`` (the packed
+store; ``store/<segment>@<offset>``), or as one JSON file each (``chunks/...``) for an
+index built before the packed store.
 """
 
 from __future__ import annotations
@@ -60,6 +64,38 @@ class IntegrityChecker:
         self.vault = vault
         self._page_hash: dict[str, tuple[tuple, str]] = {}
         self._records: dict[tuple, tuple[tuple, dict]] = {}
+        self._packed: dict[tuple, dict] = {}
+        self._derived: dict[tuple[str, str], bool] = {}
+        self._store = None
+
+    def store(self):
+        """The packed store's reader (segments opened once and kept: the generation this checker reads)."""
+        if self._store is None:
+            from vaulteval.chunks.segments import StoreReader
+
+            self._store = StoreReader(self.vault.meta_dir)
+        return self._store
+
+    def text_of_note(self, doc: "DocMeta", raw: str, data: bytes | None = None) -> bool:
+        """True when ``raw`` is text of the note as it is now (the page the index names, with its hash).
+
+        A record forged with right checksums cannot serve words the note does not hold
+        (``vaulteval.chunks.derived``). ``data``: the note's bytes when the caller just read them and found their hash right.
+        """
+        key = (doc.page_body_hash, doc.body_hash)
+        verdict = self._derived.get(key)
+        if verdict is None:
+            if data is None:  # given, they are the bytes whose hash this query just compared
+                try:
+                    data = read_confined(self.vault.notes_dir, doc.page_path, self.vault.notes_strip)[1]
+                except (OSError, PathEscape):
+                    return False
+                if "sha256:" + hashlib.sha256(data).hexdigest() != doc.page_body_hash:
+                    return False
+            from vaulteval.chunks.derived import chunk_in_note
+
+            verdict = self._derived[key] = chunk_in_note(raw, data)
+        return verdict
 
     def query(self) -> "QueryCheck":
         """Usage: ``check = checker.query()``, then ``check.current_record(doc)`` for each candidate of one query."""
@@ -109,6 +145,7 @@ class QueryCheck:
         self.checker = checker
         self._stats: dict[str, tuple | None] = {}  # path -> signature (None: cannot be stat'ed)
         self._values: dict[tuple, object] = {}  # (kind, key) -> verdict already reached in this query
+        self._notes: dict[str, bytes] = {}  # the notes this query read: the text check reads none again
 
     def _signature(self, path: str) -> tuple | None:
         if path in self._stats:
@@ -148,10 +185,25 @@ class QueryCheck:
         """``IntegrityChecker.page_hash`` within this query."""
         vault = self.checker.vault
         return self._read(self.checker._page_hash, page_rel, vault.notes_dir, page_rel, vault.notes_strip,
-                          lambda data: "sha256:" + hashlib.sha256(data).hexdigest())
+                          lambda data: self._hashed(page_rel, data))
+
+    def _hashed(self, page_rel: str, data: bytes) -> str:
+        self._notes[page_rel] = data
+        return "sha256:" + hashlib.sha256(data).hexdigest()
 
     def record(self, doc: "DocMeta") -> dict | None:
         """``IntegrityChecker.record`` within this query."""
+        if doc.chunk_file.startswith("store/"):
+            key = _doc_key(doc) + (doc.size, doc.mtime_ns)
+            packed = self.checker._packed
+            hit = packed.get(key)
+            if hit is None:
+                # A published segment never changes and its descriptor stays open: no stat, one check per record.
+                hit = self.checker.store().record(doc.chunk_file, doc.size, doc.mtime_ns)
+                if hit is None or not IntegrityChecker._matches(doc, hit):
+                    return None
+                packed[key] = hit
+            return hit
         if not doc.chunk_file.startswith("chunks/"):
             return None
         return self._read(self.checker._records, _doc_key(doc), self.checker.vault.meta_dir, doc.chunk_file, None,
@@ -161,4 +213,4 @@ class QueryCheck:
         rec = self.record(doc)
         if rec is None or self.page_hash(doc.page_path) != doc.page_body_hash:
             return None
-        return rec
+        return rec if self.checker.text_of_note(doc, rec["raw_text"], self._notes.get(doc.page_path)) else None

@@ -132,6 +132,11 @@ def cmd_provision(args: argparse.Namespace) -> int:
         from vaulteval.pipeline.migrate import Migration
 
         sys.stderr.write(f"vaulteval: {Migration(**report['migrated']).line()}\n")
+    if "migrated_store" in report:
+        moved = report["migrated_store"]
+        sys.stderr.write(f"vaulteval: migrated the chunk records to the packed store (.vault-meta/vaulteval/store/): "
+                         f"carried over {moved['records']}, removed {moved['removed']} loose record file(s) of "
+                         "the old layout\n")
     failure = report.pop("embeddings_not_refreshed", None) or why_not
     if failure is not None:
         sys.stderr.write(f"vaulteval: warning: stored embeddings not refreshed ({failure}); dense and hybrid skip "

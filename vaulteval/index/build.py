@@ -1,4 +1,4 @@
-"""Build the BM25 index from the chunk records under ``<meta>/chunks/``.
+"""Build the BM25 index from the chunk records the catalog names in the packed store (``<meta>/store/``).
 
 Usage: ``report = build_index(vault, analyzer="default")`` (the caller holds the vault lock).
 
@@ -27,7 +27,9 @@ from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Inde
 from vaulteval.index.file import IndexFileError, write_sections
 from vaulteval.index.analyze_all import analyze_all
 from vaulteval.index.postings import Postings
+from vaulteval.chunks.catalog import catalog_listing
 from vaulteval.chunks.integrity import IntegrityChecker
+from vaulteval.chunks.segments import StoreReader, segment_of
 from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
 from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
@@ -55,9 +57,11 @@ class BuildReport:
     path: str = ""
     # The rows just written, for the field index built next under the same lock (not reported).
     doc_rows: list[DocMeta] | None = field(default=None, repr=False)
+    # Chunk ids of the packed records refused (provision re-chunks their pages; not reported).
+    rejected_ids: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
-        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name != "doc_rows"}
+        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name not in ("doc_rows", "rejected_ids")}
 
 
 def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocMeta]]:
@@ -128,14 +132,14 @@ def build_index(
     b: float = bm25.B,
     page_hashes: dict[str, str] | None = None,
     chunk_params: dict | None = None,
-    listing: list[tuple[str, str, int, int]] | None = None,
+    listing: list[tuple[str, int, int, str]] | None = None,
     meta: MetaDir | None = None,
     fields: "FieldCollector | None" = None,
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
-    ``listing`` (address, file name, size, mtime_ns) replaces the directory scan
-    when the caller has just written and stat'ed every chunk file (provision).
+    ``listing`` (location, frame size, CRC, chunk id) replaces reading the
+    catalog when the caller has just written it (provision).
     ``meta`` is the opened meta folder (``vault_lock`` yields it). ``fields`` collects the field terms
     (``index.fieldbuild``) of every chunk read, in the same pass.
     """
@@ -167,7 +171,9 @@ def build_index(
     chunks = meta.sub("chunks") if meta.is_dir("chunks") else None
     try:
         if listing is None:
-            listing = _scan_chunk_files(chunks)
+            listing = catalog_listing(meta)
+        if listing is None:  # the old layout, not provisioned since: its loose files
+            listing = [(f"chunks/{a}/{n}", size, mtime, None) for a, n, size, mtime in _scan_chunk_files(chunks)]
         return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
                       current_page_hash, reject, k1, b, analyzer, chunk_params, fields)
     finally:
@@ -184,9 +190,12 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     reuse_pairs: list[tuple[int, int]] = []  # (old doc, new doc)
     lists = Postings()
     pending: list[tuple[int, str]] = []  # (document number, text) of every chunk to analyze
-    for address, name, size, mtime_ns in progress_bar(listing, len(listing), "index", "chunk"):
-        rel_file = f"chunks/{address}/{name}"
+    old_by_id = {d.chunk_id: i for i, d in enumerate(old_docs_meta)}
+    store = StoreReader(meta.fd_path())
+    for rel_file, size, mtime_ns, chunk_id in progress_bar(listing, len(listing), "index", "chunk"):
         prev = old_by_file.get(rel_file)
+        if prev is None and chunk_id is not None:
+            prev = old_by_id.get(chunk_id)  # the same record moved to another segment by compaction
         if prev is not None:
             pm = old_docs_meta[prev]
             if pm.size == size and pm.mtime_ns == mtime_ns:
@@ -194,19 +203,29 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
                     report.stale_skipped += 1
                     continue
                 reuse_pairs.append((prev, len(docs)))
-                docs.append(pm)
+                docs.append(pm if pm.chunk_file == rel_file else pm._replace(chunk_file=rel_file))
                 lengths.append(int(old.doc_len[prev]))
                 continue
+        address = chunk_id.partition(":")[0] if chunk_id is not None else rel_file.split("/")[1]
         try:
-            if chunks is None:
+            if chunk_id is not None:
+                rec = store.record(rel_file, size, mtime_ns)
+                if rec is None:
+                    raise RecordRejected("bad-frame")
+            elif chunks is None:
                 raise FileNotFoundError(rel_file)
-            rec = json.loads(chunks.read_bytes(f"{address}/{name}"))
-            page_path, idx, text, page_hash = validate_record(vault, address, name, rec)
+            else:
+                rec = json.loads(chunks.read_bytes(rel_file.split("/", 1)[1]))
+            page_path, idx, text, page_hash = validate_record(vault, address, rel_file, rec)
         except (OSError, ValueError, RecursionError):
             reject("unreadable", rel_file)
+            if chunk_id is not None:
+                report.rejected_ids.append(chunk_id)
             continue
         except RecordRejected as exc:
             reject(str(exc), rel_file)
+            if chunk_id is not None:
+                report.rejected_ids.append(chunk_id)
             continue
         if current_page_hash(page_path) != page_hash:
             report.stale_skipped += 1
@@ -222,6 +241,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
                             chunking.sha256_text(text), size, mtime_ns))
         lengths.append(0)  # set once the text is analyzed, below
         report.tokenized += 1
+    store.close()
     report.reused = len(reuse_pairs)
     for (doc_number, _), terms in zip(pending, analyze_all(analyzer, [text for _, text in pending])):
         lists.add(doc_number, terms)
@@ -237,7 +257,8 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     reused_line: dict[int, bytes] = {}
     if old is not None and reuse_pairs:  # sliced from the whole rows section (verified by _previous)
         blob, offsets = bytes(old.section("docs")), old.section("doc_offsets").tolist()
-        reused_line = {new: blob[offsets[prev]:offsets[prev + 1]] for prev, new in reuse_pairs}
+        reused_line = {new: blob[offsets[prev]:offsets[prev + 1]] for prev, new in reuse_pairs
+                       if old_docs_meta[prev].chunk_file == docs[new].chunk_file}
     doc_lines = [reused_line.get(i) or d.to_json() for i, d in enumerate(docs)]
     doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
     np.cumsum([len(line) for line in doc_lines], out=doc_off[1:])
@@ -255,6 +276,10 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "built_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "chunk_params": chunk_params,
         "exclusions": list(vault.ignore.filters),  # Obsidian's filters in force: doctor compares them
+        # The segments this index reads: a writer keeps them while this index (or the one before it) is served.
+        "store": sorted({name for d in docs if (name := segment_of(d.chunk_file)) is not None}),
+        # Records of the old layout (one file each under chunks/) this index reads: they stay while it is served.
+        "loose_records": sum(1 for d in docs if d.chunk_file.startswith("chunks/")),
     }
     sections = {
         "terms": b"".join(encoded),

@@ -21,6 +21,7 @@ from vaulteval.index.file import IndexCorrupt, IndexFileError, verify_file
 from vaulteval.index.reader import index_path
 from vaulteval.pipeline.embed import embed_command
 from vaulteval.pipeline.migrate import coexistence_line, shared_state
+from vaulteval.pipeline.storecheck import check_store
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.store import store_path
 from vaulteval.vault.notefiles import read_note_file, unreadable_notes
@@ -55,6 +56,7 @@ class DoctorReport:
     bad_block: int | None = None
     rebuild: str | None = None
     embeddings: dict[str, Any] | None = None
+    store: dict[str, Any] | None = None  # --deep: what the check of the packed chunk store found
     coexistence: str | None = None  # one line when claude-obsidian's state shares .vault-meta/
     # Obsidian's excluded-files filters: {"configured": [...] now, "indexed_with": [...] or None (an older index)}.
     exclusions: dict[str, Any] | None = None
@@ -78,11 +80,16 @@ def companion_files(vault: "Vault") -> list[tuple[str, Path, str]]:
 def verify_index(vault: "Vault", retriever: "Retriever | None" = None) -> dict[str, Any]:
     """Usage: ``verify_index(vault)`` -> sizes of what was checked; NotProvisioned (exit 10) names the first bad
     block. The field index and the stored embeddings, when present, are checked byte for byte too."""
-    index = (retriever or Retriever(vault)).index()
+    retriever = retriever or Retriever(vault)
+    index = retriever.index()
     try:
         report = index.verify()
     except IndexCorrupt as exc:
         raise NotProvisioned(f"{exc} ({index.path})", rebuild=vault.rebuild_command()) from None
+    report["store"] = check_store(retriever)
+    if report["store"]["problems"]:
+        raise NotProvisioned(f"chunk store: {report['store']['problems'][0]} ({vault.meta_dir / 'store'})",
+                             rebuild=vault.rebuild_command())
     for name, path, fix in companion_files(vault):
         report[name] = None
         if path.exists():
@@ -143,6 +150,8 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
     _check_exclusions(index, report)
     if deep:
         _deep_fields(vault, report)
+        report.store = check_store(retriever)
+        report.problems += report.store["problems"]
     embed_problem = _embeddings(vault, retriever, report)
     if report.problems:
         report.state = "configured"

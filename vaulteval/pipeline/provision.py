@@ -1,6 +1,12 @@
 """Provisioning: ``prefix --all`` then ``index build``, under one vault lock.
 
 Usage: ``report = provision(vault)``; ``report["index"]["docs"]``.
+
+Nothing a reader uses is moved aside: new records go to a new segment of the
+packed store, the index names its segments, and the atomic rename of
+``bm25/index.vti`` publishes the new generation. A reader keeps the generation
+it opened; a killed writer leaves the previous one in service, and the next
+writer removes its leftovers (``vaulteval.pipeline.storegc``).
 """
 
 from __future__ import annotations
@@ -12,11 +18,12 @@ from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from vaulteval.index import bm25
-from vaulteval.chunks import chunking
-from vaulteval.chunks.store import ChunkParams, read_pages, run_prefix
+from vaulteval.chunks.catalog import ChunkParams, read_catalog, segments_named
+from vaulteval.chunks.packing import run_prefix
 from vaulteval.index.params import check_bm25_params, check_chunk_params
-from vaulteval.index.reader import invalidate_index, restore_index
+from vaulteval.index.reader import restore_index
 from vaulteval.pipeline.migrate import migrate_old_layout
+from vaulteval.pipeline.storegc import LEGACY, collect, segments_in_service
 from vaulteval.errors import UsageError, WriteFailed
 from vaulteval.vault.locking import vault_lock
 from vaulteval.vault.notesrecord import write_notes_record
@@ -30,12 +37,11 @@ if TYPE_CHECKING:
 
 @contextlib.contextmanager
 def _writing(vault: "Vault") -> Iterator[Any]:
-    """The vault lock, with a write failure turned into one line and the previous index put back.
+    """The vault lock, with a write failure turned into one line; the previous generation stays in service.
 
-    A chunk change moves the index aside first; if the run then fails (disk
-    full, read-only folder), the old index goes back into place: every candidate
-    it serves is still checked against its chunk file and page, so chunks the
-    failed run changed are dropped as stale rather than served.
+    An index moved aside by an older vaulteval (``index.vti.stale``) is put back
+    when the run fails: every candidate it serves is still checked against its
+    chunk record and page.
     """
     try:
         with vault_lock(vault) as meta:
@@ -62,8 +68,21 @@ def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, pe
                           prefix_settings=prefix_settings)
     vault.require_writable()
     with _writing(vault) as meta:
-        return run_prefix(vault, page=page, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
-                          before_change=lambda: invalidate_index(meta), meta=meta)
+        before = segments_in_service(meta)
+        report = run_prefix(vault, page=page, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
+                            meta=meta)
+        _collect(meta, before)
+        return report
+
+
+def _collect(meta: Any, before: set[str], cataloged: set[str] | None = None) -> dict[str, int]:
+    """Remove what neither the index in service, the one served when the run started, nor the catalog needs
+    (``cataloged``: the segments the catalog just written names). Loose records of the old layout stay only
+    while the index in service reads them."""
+    if cataloged is None:
+        cataloged = segments_named(read_catalog(meta))
+    keep = (before - {LEGACY}) | segments_in_service(meta) | cataloged
+    return collect(meta, keep)
 
 
 def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: float = bm25.B,
@@ -77,10 +96,12 @@ def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: 
     vault.require_writable()
     check_bm25_params(k1, b)
     with _writing(vault) as meta:
+        before = segments_in_service(meta)
         fields = FieldCollector(vault, analyzer)
         report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
                              chunk_params=asdict(chunk_params or ChunkParams()), meta=meta, fields=fields)
         _build_fields(vault, meta, report.doc_rows, fields)
+        _collect(meta, before)
     vault._index = None
     return report
 
@@ -145,21 +166,30 @@ def provision(
     vault.require_writable()
     with _writing(vault) as meta:
         t0 = time.perf_counter()
+        before = segments_in_service(meta)
         migration = migrate_old_layout(meta.shared) if meta.shared is not None else None
         pages = list(vault.iter_pages())
-        page_bytes = read_pages(vault, pages)
         prefix_report = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
-                                   before_change=lambda: invalidate_index(meta),
-                                   page_bytes=page_bytes, pages=pages, meta=meta)
+                                   pages=pages, meta=meta)
         t1 = time.perf_counter()
-        hashes = {rel: chunking.sha256_bytes(raw) for rel, raw in page_bytes.items()}
-        # The field index takes its terms in the build's pass, titles and aliases from the bytes just hashed.
-        fields = FieldCollector(vault, analyzer, page_bytes)
-        index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=hashes,
+        # The field index takes its terms in the build's pass, titles and aliases from the bytes just read.
+        fields = FieldCollector(vault, analyzer, prefix_report.page_bytes)
+        index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=prefix_report.page_hashes,
                                    chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
                                    fields=fields)
+        refused = {prefix_report.addresses.get(cid.partition(":")[0]) for cid in index_report.rejected_ids} - {None}
+        if refused:  # records the build could not use (damaged or malformed in place): chunk those pages again
+            again = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
+                               pages=pages, meta=meta, distrust=frozenset(refused))
+            prefix_report.chunks_written += again.chunks_written
+            prefix_report.segments = again.segments
+            fields = FieldCollector(vault, analyzer, again.page_bytes)
+            index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=again.page_hashes,
+                                       chunk_params=asdict(params), listing=again.chunk_listing, meta=meta,
+                                       fields=fields)
         _build_fields(vault, meta, index_report.doc_rows, fields)
-        del page_bytes, fields
+        prefix_report.page_bytes = {}
+        del fields
         t2 = time.perf_counter()
         embed_report, embed_failure = None, None
         if embed is not None:
@@ -167,12 +197,14 @@ def provision(
 
             try:
                 embed_report = embed_vault(vault, embed, meta, progress=progress).to_dict()
+                embed_report["onnx"] = _export_onnx(meta, embed)
             except EmbeddingFailed as exc:
                 if embed_required:
                     raise
                 embed_failure = str(exc)
         if vault.notes_origin == "flag":
             write_notes_record(meta, vault.notes_rel)
+        collected = _collect(meta, before, prefix_report.segments)
         t3 = time.perf_counter()
     vault._index = None
     out = {
@@ -188,7 +220,18 @@ def provision(
         out["embeddings_not_refreshed"] = embed_failure
     if migration is not None:
         out["migrated"] = migration.to_dict()
+    if collected["loose_records"]:
+        out["migrated_store"] = {"records": prefix_report.migrated_records, "removed": collected["loose_records"]}
+    out["store"] = collected
     return out
+
+
+def _export_onnx(meta: Any, embed: "RerankConfig") -> dict[str, Any]:
+    """A sentence-transformers store gets the ONNX export its queries are embedded with (no torch at query time)."""
+    from vaulteval.rerank.config import resolve
+    from vaulteval.rerank.onnxexport import ensure_onnx_export
+
+    return ensure_onnx_export(meta, resolve(embed))
 
 
 def summarized(report: dict[str, Any], limit: int | None) -> dict[str, Any]:

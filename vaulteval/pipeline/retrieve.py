@@ -106,6 +106,10 @@ class Retriever:
             self._store_docs = docs
         return self._store_docs
 
+    def onnx_dir(self) -> Path:
+        """Where provisioning put the ONNX export of the stored embeddings' model (queries embed without torch)."""
+        return (self._store_meta or self.vault.meta_dir) / "onnx"
+
     def fields(self) -> Any:
         """The field index (title, aliases, headings, code) when provisioned and current, else None."""
         if self._fields is False:
@@ -117,7 +121,17 @@ class Retriever:
     def index(self) -> BM25Index:
         """The verified BM25 index (exit 10 with the rebuild command when it is missing or corrupt)."""
         if self._index is None:
-            self._index = open_index(self.vault)
+            for _ in range(3):
+                index = open_index(self.vault)
+                try:
+                    # Hold the generation: its segments stay readable even when a writer removes them later.
+                    self.integrity().store().pin(index.header.get("store") or [])
+                except FileNotFoundError:
+                    continue  # a newer generation was published and this one removed meanwhile: open that one
+                except OSError:
+                    pass  # a segment that is not one: its records are refused when served
+                break
+            self._index = index
         return self._index
 
     def integrity(self) -> IntegrityChecker:
@@ -270,7 +284,7 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
         # An index whose chunk records are gone (deleted by another tool or by hand) must not look like
         # "no such notes": the answer would be an empty success for every query.
         raise NotProvisioned(f"the index names chunk records that are missing or were rewritten ({orphaned} of "
-                             f"{len(hits)} candidates, under {vault.meta_dir / 'chunks'})",
+                             f"{len(hits)} candidates, under {vault.meta_dir / 'store'})",
                              rebuild=vault.rebuild_command())
     return pool, texts, stale
 
@@ -294,7 +308,8 @@ def _rerank(retriever: Retriever, query: str, pool: list[Candidate], texts: list
     reranker = EmbeddingRerank.from_config(config)
     # The vault's own cache is reached from the vault root without following a symlink.
     anchor = retriever.vault.root if anchored else None
-    outcome = reranker.rerank(query, texts, cache, cache_anchor=anchor, store=retriever.optional_store())
+    outcome = reranker.rerank(query, texts, cache, cache_anchor=anchor, store=retriever.optional_store(),
+                              onnx_dir=retriever.onnx_dir())
     if outcome.scores is None:
         label.fallbacks += (("rerank", outcome.fallback_reason),)
         for cand in pool:
