@@ -279,6 +279,7 @@ def test_split_ids(tune_info: dict[str, Any] | None) -> list[str] | None:
 
 
 def verify_tune(tune_info: dict[str, Any], per_query: Any, vault_root: str, cache_dir: str | None = None,
+                notes_dir: str | None = None,
                 tolerance: float = 1e-9) -> list[str]:
     """Re-run the search on the tune split and re-derive the decision; one line per difference."""
     from vaulteval.querysets.queryset import load_queryset
@@ -286,7 +287,7 @@ def verify_tune(tune_info: dict[str, Any], per_query: Any, vault_root: str, cach
 
     params = tune_info["params"]
     tune_split = params["splits"]["tune"]
-    vault = Vault(vault_root)
+    vault = Vault(vault_root, notes_dir=notes_dir, notes_dir_change=True)
     tune_qs = subset(load_queryset(tune_split["path"], vault, split=tune_split["split"]), tune_split["ids"], "tune")
     grid, parsed = _unique_grid(list(params["grid"]))
     search = search_table(grid, search_scores(vault, tune_qs, parsed, params["measure"], cache_dir=cache_dir))
