@@ -30,6 +30,8 @@ from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
 from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
+from vaulteval.index.docterms import analyzer_libraries, document_terms
+from vaulteval.index.reader import LANGS_SECTION
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
@@ -63,7 +65,8 @@ def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocM
     for name in (INDEX_NAME, INDEX_NAME + STALE_SUFFIX):
         try:
             old = BM25Index(meta.path / INDEX_DIR / name, open_index_file(meta, name))
-            if old.analyzer_name == analyzer:
+            if old.analyzer_name == analyzer and old.header.get("analyzer_libraries") == (
+                    analyzer_libraries(analyzer, set(old.header.get("languages") or ())) or None):
                 old.verify()  # reuse copies postings wholesale, so every byte must be sound
                 docs = old.all_docs()
                 if len(docs) == old.n_docs and len(old.all_terms()) == old.n_terms:
@@ -180,6 +183,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     new_terms: list[np.ndarray] = []
     new_docs: list[np.ndarray] = []
     new_tfs: list[np.ndarray] = []
+    pending: list[tuple[int, str, str]] = []  # (doc number, page, text) of the chunks to analyze
     for address, name, size, mtime_ns in progress_bar(listing, len(listing), "index", "chunk"):
         rel_file = f"chunks/{address}/{name}"
         prev = old_by_file.get(rel_file)
@@ -211,18 +215,27 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
             report.oversized.append(f"{address}:{idx}")
             log.warning("chunk %s is longer than %d characters; indexed whole (not written by vaulteval's chunker)",
                         rel_file, MAX_INPUT_CHARS)
-        terms = tokenize(text, bounded=False)
+        pending.append((len(docs), page_path, text))  # analyzed below, a note's chunks together (auto)
+        docs.append(DocMeta(f"{address}:{idx}", rel_file, page_path, address, idx, rec["body_hash"], page_hash,
+                            chunking.sha256_text(text), size, mtime_ns))
+        lengths.append(0)
+        report.tokenized += 1
+    report.reused = len(reuse_pairs)
+    doc_langs = [""] * len(docs)
+    if old is not None and reuse_pairs and old.has_section(LANGS_SECTION):
+        old_langs = old.doc_languages()
+        for prev, new in reuse_pairs:
+            doc_langs[new] = old_langs[prev]
+    analyzed = document_terms(analyzer, [(page, text) for _, page, text in pending])
+    for (doc_id, _, _), (code, terms) in zip(pending, analyzed):
         counts = Counter(terms)
-        doc_id = len(docs)
         ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in counts), dtype=np.int64, count=len(counts))
         new_terms.append(ids)
         new_docs.append(np.full(len(counts), doc_id, dtype=np.int64))
         new_tfs.append(np.fromiter(counts.values(), dtype=np.int64, count=len(counts)))
-        docs.append(DocMeta(f"{address}:{idx}", rel_file, page_path, address, idx, rec["body_hash"], page_hash,
-                            chunking.sha256_text(text), size, mtime_ns))
-        lengths.append(len(terms))
-        report.tokenized += 1
-    report.reused = len(reuse_pairs)
+        lengths[doc_id] = len(terms)
+        doc_langs[doc_id] = code
+    del pending, analyzed
 
     # Postings of reused documents, pulled from the old inverted lists in bulk.
     if reuse_pairs and old is not None:
@@ -281,6 +294,11 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "built_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "chunk_params": chunk_params,
     }
+    libraries = analyzer_libraries(analyzer, set(doc_langs))
+    if libraries:  # an index of other library versions is rebuilt, never reused (see _previous)
+        header["analyzer_libraries"] = libraries
+    if analyzer == "auto":
+        header["languages"] = dict(sorted(Counter(code for code in doc_langs).items()))
     sections = {
         "terms": b"".join(encoded),
         "term_offsets": term_off,
@@ -291,6 +309,8 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "docs": b"".join(doc_lines),
         "doc_offsets": doc_off,
     }
+    if analyzer == "auto":  # each chunk's language code, one line per chunk
+        sections[LANGS_SECTION] = "".join(code + "\n" for code in doc_langs).encode("ascii")
     with meta.sub(INDEX_DIR, create=True) as folder:
         report.size_bytes = write_sections(folder, INDEX_NAME, header, sections)
         folder.unlink(INDEX_NAME + STALE_SUFFIX)

@@ -1,0 +1,52 @@
+"""The terms of the chunks an index build analyzes, and each chunk's language.
+
+Usage: ``for code, terms in document_terms("auto", [(page_path, text), ...]): ...``
+
+Every analyzer but ``auto`` analyzes each text alone and gives every chunk one code (its
+language, or ``""`` for ``default``, which has none). ``auto`` identifies a note's chunks together
+(``vaulteval.index.langs.auto``), so the build hands over all the texts it re-analyzes at once.
+Texts may be longer than the query limit (a chunk from another tool): they are analyzed whole.
+"""
+
+from __future__ import annotations
+
+from vaulteval.index.tokenize import get_analyzer
+
+
+def fixed_language(analyzer: str) -> str:
+    """The code every chunk of a one-language analyzer gets (``english:...`` -> ``en``; ``default`` -> ``""``)."""
+    from vaulteval.index.langs.catalog import BY_ANALYZER
+
+    head = analyzer.partition(":")[0]
+    return BY_ANALYZER[head].code if head in BY_ANALYZER else ""
+
+
+def document_terms(analyzer: str, items: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(page, text) pairs -> (language code, terms) pairs, in the same order."""
+    if analyzer == "auto":
+        from vaulteval.index.langs.auto import analyze_documents
+
+        return analyze_documents(items)
+    tokenize = get_analyzer(analyzer)
+    code = fixed_language(analyzer)
+    return [(code, tokenize(text, bounded=False)) for _, text in items]
+
+
+def analyzer_libraries(analyzer: str, codes: set[str] | None = None) -> dict[str, str | None]:
+    """Versions of the libraries ``analyzer`` uses (``auto``: those of the ``codes`` its chunks are in)."""
+    from vaulteval.index.langs.catalog import BY_ANALYZER, LANGUAGES
+    from vaulteval.index.langs.libraries import versions
+
+    if analyzer == "default":
+        return {}
+    if analyzer == "auto":
+        kinds = {LANGUAGES[c].kind for c in (codes or ()) if c in LANGUAGES} | {"identify", "plain"}
+    else:
+        head = analyzer.partition(":")[0]
+        kinds = {BY_ANALYZER[head].kind} if head in BY_ANALYZER else set()
+        if head == "english":
+            kinds = {"english"}
+    out = versions(kinds)
+    if "english" in kinds:
+        out["PyStemmer"] = versions({"snowball"})["PyStemmer"]
+    return out

@@ -1,0 +1,103 @@
+"""``auto``: each chunk analyzed in its own language, each query in the languages it may be in.
+
+Usage::
+
+    langs_terms = analyze_documents([(page, text), ...])      # [(code, terms), ...], same order
+    analyze = QueryAnalyzer({"de": 140, "en": 12})            # the index header's ``languages``
+    analyze("Tresor teilen")                                   # German terms (+ plain ones)
+
+Documents: a note's chunks are identified together (``identify.page_languages``) and each chunk is
+analyzed with its language's analyzer (``registry.code_analyzer``); the index records the code.
+
+Queries: kana, Hangul or Han pick Chinese/Japanese/Korean; any other script narrows the
+candidates to the vault's languages written in it. One candidate: its analyzer. Several: a query
+of at least ``IDENTIFY_WORDS`` words is identified among them, and one that the identifier is sure
+of (``SURE``) gets that language only; a shorter or unsure one is analyzed in every candidate
+language and the term lists are combined (each term once, with its largest count). When the vault
+also holds other languages (whose analyzers leave foreign words unstemmed), or none in the query's
+script, the plain split is added too, so a query in a language absent from the vault still finds
+what plain BM25 finds. Only the analyzers a query needs are loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED
+from vaulteval.index.langs.identify import candidates_of, page_languages, rank_among
+from vaulteval.index.langs.registry import analyzer_for, code_analyzer
+from vaulteval.index.langs.scripts import script_counts
+
+IDENTIFY_WORDS = 4
+SURE = 0.9
+MIN_SHARE = 0.01  # a language with fewer chunks than this share (and under MIN_CHUNKS) is left out of queries
+MIN_CHUNKS = 3
+
+
+def analyze_documents(items: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(page, text) pairs -> (language code, terms) pairs, in the same order."""
+    by_page: dict[str, list[int]] = {}
+    for i, (page, _) in enumerate(items):
+        by_page.setdefault(page, []).append(i)
+    out: list[tuple[str, list[str]] | None] = [None] * len(items)
+    for indices in by_page.values():
+        texts = [items[i][1] for i in indices]
+        for i, text, code in zip(indices, texts, page_languages(texts)):
+            out[i] = (code, code_analyzer(code)(text))
+    return out  # type: ignore[return-value]
+
+
+def analyze_document(text: str) -> list[str]:
+    """One text on its own (a field such as a title): identified, then analyzed in that language."""
+    from vaulteval.index.langs.identify import identify
+
+    return code_analyzer(identify(text))(text)
+
+
+def plain(text: str) -> list[str]:
+    return analyzer_for(PLAIN, False, False)(text)
+
+
+class QueryAnalyzer:
+    """The query side of ``auto`` for an index whose chunks are in ``languages`` (code -> chunks)."""
+
+    def __init__(self, languages: dict[str, int]):
+        total = sum(languages.values()) or 1
+        self.present = [code for code, n in languages.items()
+                        if code in LANGUAGES and (n >= MIN_CHUNKS or n / total >= MIN_SHARE)]
+        self.last: list[str] = []  # the languages the last query was analyzed in (for explain output)
+
+    def languages_for(self, text: str) -> tuple[list[str], bool]:
+        """(codes to analyze ``text`` in, whether the plain split is added)."""
+        counts = script_counts(text)
+        script, candidates = candidates_of(counts)
+        if script is None:
+            return [], True
+        if script == "han":  # Han alone: Chinese or Japanese kanji
+            candidates = [c for c in ("zh", "ja") if c in self.present] or ["zh"]
+        in_vault = [c for c in self.present if c in candidates or (LANGUAGES[c].script == script and script != "han")]
+        if not in_vault:
+            return candidates[:1], True
+        if len(in_vault) > 1 and len(text.split()) >= IDENTIFY_WORDS:
+            ranked = rank_among(text, in_vault)
+            if ranked and ranked[0][1] >= SURE:
+                in_vault = [ranked[0][0]]
+        return in_vault, len(in_vault) < len(self.present)
+
+    def __call__(self, text: str) -> list[str]:
+        codes, with_plain = self.languages_for(text)
+        analyzers: list[Callable[[str], list[str]]] = [code_analyzer(c) for c in codes]
+        if with_plain:
+            analyzers.append(plain)
+        self.last = codes + ([UNDETERMINED] if with_plain else [])
+        if len(analyzers) == 1:
+            return analyzers[0](text)
+        best: dict[str, int] = {}
+        for analyze in analyzers:
+            counts: dict[str, int] = {}
+            for term in analyze(text):
+                counts[term] = counts.get(term, 0) + 1
+            for term, n in counts.items():
+                if n > best.get(term, 0):
+                    best[term] = n
+        return [term for term, n in best.items() for _ in range(n)]
