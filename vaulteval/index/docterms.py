@@ -34,19 +34,18 @@ def document_terms(analyzer: str, items: list[tuple[str, str]]) -> list[tuple[st
 
 def analyzer_libraries(analyzer: str, codes: set[str] | None = None) -> dict[str, str | None]:
     """Versions of the libraries ``analyzer`` uses (``auto``: those of the ``codes`` its chunks are in)."""
-    from vaulteval.index.langs.catalog import BY_ANALYZER, LANGUAGES
+    from vaulteval.index.langs.catalog import LANGUAGES
     from vaulteval.index.langs.libraries import versions
+    from vaulteval.index.langs.registry import AUTO, is_language_name, parse
 
-    if analyzer == "default":
-        return {}
-    if analyzer == "auto":
-        kinds = {LANGUAGES[c].kind for c in (codes or ()) if c in LANGUAGES} | {"identify", "plain"}
-    else:
-        head = analyzer.partition(":")[0]
-        kinds = {BY_ANALYZER[head].kind} if head in BY_ANALYZER else set()
-        if head == "english":
-            kinds = {"english"}
-    out = versions(kinds)
-    if "english" in kinds:
-        out["PyStemmer"] = versions({"snowball"})["PyStemmer"]
-    return out
+    if analyzer == AUTO:
+        used = [LANGUAGES[c] for c in (codes or ()) if c in LANGUAGES]
+        kinds = {lang.kind for lang in used} | {"identify", "plain"}
+        kinds |= {"compounds"} if any(lang.compounds for lang in used) else set()
+        return versions(kinds)
+    if is_language_name(analyzer):
+        language, options = parse(analyzer)
+        return versions({language.kind} | ({"compounds"} if options["compounds"] else set()))
+    if analyzer.partition(":")[0] == "english":  # tokenize's own english: PyStemmer only
+        return {"PyStemmer": versions({"snowball"})["PyStemmer"]}
+    return {}

@@ -10,7 +10,7 @@ Title is the page's ``title:`` and its file name; aliases come from
 ``aliases:``/``alias:`` in the front matter; headings are the chunk's Markdown
 ``#`` lines; code is the text inside the chunk's fenced code blocks (``` or
 ~~~; a fence left open at the end of a chunk runs to its end). Each field is
-analyzed with the index's analyzer.
+analyzed with the index's analyzer (``auto``: the chunk's language's, as the index records it).
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list
     if previous is not None:
         old_keys = previous[0]
         old_of[:] = [old_keys.get(k, -1) for k in keys]
-    fresh = _fresh_counts(vault, analyze, [(i, docs[i]) for i in np.flatnonzero(old_of < 0).tolist()])
+    fresh = _fresh_counts(vault, _per_document(index, analyze),
+                          [(i, docs[i]) for i in np.flatnonzero(old_of < 0).tolist()])
     sections: dict[str, Any] = {}
     for name in FIELDS:
         old = (previous[1][name], old_of) if previous is not None else None
@@ -112,12 +113,23 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list
         return write_sections(folder, fields_path(meta.path).name, header, sections)
 
 
-def _fresh_counts(vault: "Vault", analyze: Any, docs: list[tuple[int, Any]]) -> dict[str, list[tuple[int, Counter]]]:
+def _per_document(index: "BM25Index", analyze: Any) -> Any:
+    """Document number -> its analyzer: ``auto`` analyzes each chunk's fields in that chunk's language."""
+    if index.analyzer_name != "auto":
+        return lambda i: analyze
+    from vaulteval.index.langs.registry import code_analyzer
+
+    codes = index.doc_languages()
+    return lambda i: code_analyzer(codes[i])
+
+
+def _fresh_counts(vault: "Vault", analyze_for: Any, docs: list[tuple[int, Any]]) -> dict[str, list[tuple[int, Counter]]]:
     """Each field's terms for the given (document number, DocMeta) pairs, read from their pages and records."""
     checker = IntegrityChecker(vault)
     page_fields: dict[str, tuple[list[str], list[str]]] = {}
     out: dict[str, list[tuple[int, Counter]]] = {name: [] for name in FIELDS}
     for i, doc in progress_bar(docs, len(docs), "fields", "chunk"):
+        analyze = analyze_for(i)
         if doc.page_path not in page_fields:
             title, aliases = "", ""
             try:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED
 from vaulteval.index.langs.identify import candidates_of, page_languages, rank_among
 from vaulteval.index.langs.registry import analyzer_for, code_analyzer
-from vaulteval.index.langs.scripts import script_counts
+from vaulteval.index.langs.scripts import CJK, script_counts
 
 IDENTIFY_WORDS = 4
 SURE = 0.9
@@ -82,7 +82,9 @@ class QueryAnalyzer:
             ranked = rank_among(text, in_vault)
             if ranked and ranked[0][1] >= SURE:
                 in_vault = [ranked[0][0]]
-        return in_vault, len(in_vault) < len(self.present)
+        # The plain split meets words other languages' analyzers leave unstemmed; CJK text in a vault
+        # that has its language is only ever segmented, and n-grams would swamp the segmenter's words.
+        return in_vault, len(in_vault) < len(self.present) and script not in CJK
 
     def __call__(self, text: str) -> list[str]:
         codes, with_plain = self.languages_for(text)

@@ -21,6 +21,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "japanese": ("fugashi", "unidic-lite"),
     "korean": ("kiwipiepy", "kiwipiepy_model"),
     "identify": ("py3langid",),
+    "compounds": ("wordfreq",),
 }
 _MODULES = {"PyStemmer": "Stemmer", "stop-words": "stop_words", "unidic-lite": "unidic_lite",
             "kiwipiepy_model": "kiwipiepy_model"}
