@@ -14,9 +14,10 @@ candidates to the vault's languages written in it. One candidate: its analyzer. 
 of at least ``IDENTIFY_WORDS`` words is identified among them, and one that the identifier is sure
 of (``SURE``) gets that language only; a shorter or unsure one is analyzed in every candidate
 language and the term lists are combined (each term once, with its largest count). When the vault
-also holds other languages (whose analyzers leave foreign words unstemmed), or none in the query's
-script, the plain split is added too, so a query in a language absent from the vault still finds
-what plain BM25 finds. Only the analyzers a query needs are loaded.
+also holds languages of another script or without a stemmer (whose analyzers leave the query's
+words unstemmed), or none in the query's script, the plain split is added too, so a query in a
+language absent from the vault still finds what plain BM25 finds. Only the analyzers a query needs
+are loaded.
 """
 
 from __future__ import annotations
@@ -82,9 +83,10 @@ class QueryAnalyzer:
             ranked = rank_among(text, in_vault)
             if ranked and ranked[0][1] >= SURE:
                 in_vault = [ranked[0][0]]
-        # The plain split meets words other languages' analyzers leave unstemmed; CJK text in a vault
-        # that has its language is only ever segmented, and n-grams would swamp the segmenter's words.
-        return in_vault, len(in_vault) < len(self.present) and script not in CJK
+        # The plain split meets the words that analyzers of other scripts (and plain languages) leave
+        # unstemmed; CJK text in a vault that has its language is segmented there, never split plainly.
+        foreign = any(LANGUAGES[c].script != script or LANGUAGES[c].kind == "plain" for c in self.present)
+        return in_vault, foreign and script not in CJK
 
     def __call__(self, text: str) -> list[str]:
         codes, with_plain = self.languages_for(text)

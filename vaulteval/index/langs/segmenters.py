@@ -25,12 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-import regex
-
 from vaulteval.index.langs.libraries import need
-from vaulteval.index.langs.words import cjk_ngrams, split_cjk, words
+from vaulteval.index.langs.words import CJK_CHAR, cjk_ngrams, split_cjk, words
 
-_CJK = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
+_CJK = CJK_CHAR
 _PLAIN_STOP = frozenset("a an and are as at be by for from has have he her him his i if in is it its of on or "
                         "that the their them they this to was were will with you your".split())
 

@@ -15,9 +15,13 @@ from functools import lru_cache
 
 import regex
 
+from vaulteval.index.langs.scripts import CJK, SCRIPTS
+
 WORD = regex.compile(r"[\p{L}\p{N}_][\p{L}\p{M}\p{N}_]*")
-CJK_RUN = regex.compile(r"([\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u3005\u3006\u303b]+)|[^\p{Han}\p{Hiragana}"
-                        r"\p{Katakana}\p{Hangul}\u3005\u3006\u303b]+")
+# The CJK blocks (not the script property: the prolonged sound mark ー is "Common" but inside Katakana).
+_CJK_CLASS = "".join(SCRIPTS[name] for name in CJK)
+CJK_CHAR = regex.compile(f"[{_CJK_CLASS}]")
+CJK_RUN = regex.compile(f"([{_CJK_CLASS}]+)|[^{_CJK_CLASS}]+")
 
 
 def words(text: str) -> list[str]:
