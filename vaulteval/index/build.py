@@ -30,8 +30,7 @@ from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
 from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
-from vaulteval.index.docterms import analyzer_libraries, document_terms
-from vaulteval.index.reader import LANGS_SECTION
+from vaulteval.index.docterms import LANGS_SECTION, analyzer_libraries, document_terms
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault

@@ -10,7 +10,39 @@ Texts may be longer than the query limit (a chunk from another tool): they are a
 
 from __future__ import annotations
 
-from vaulteval.index.tokenize import get_analyzer
+from collections.abc import Callable
+
+from vaulteval.index.tokenize import check_length, get_analyzer
+
+LANGS_SECTION = "doc_langs"  # auto indexes: each chunk's language code, newline-terminated
+
+
+def query_analyzer(analyzer: str, header: "dict[str, object]") -> Callable[..., list[str]]:
+    """What an open index analyzes queries with: ``auto`` needs the languages its chunks are in."""
+    if analyzer != "auto":
+        return get_analyzer(analyzer)
+    from vaulteval.index.langs.auto import QueryAnalyzer
+
+    languages = header.get("languages")
+    inner = QueryAnalyzer(languages if isinstance(languages, dict) else {})
+
+    def analyze(text: str, *, bounded: bool = True) -> list[str]:
+        if bounded:
+            check_length(text)
+        return inner(text)
+
+    analyze.languages = inner  # type: ignore[attr-defined]  (the last query's languages: explain output)
+    return analyze
+
+
+def doc_languages(index: "object") -> list[str]:
+    """Each chunk's language code in an open ``BM25Index`` (``[]`` when it records none: not ``auto``)."""
+    if not index.has_section(LANGS_SECTION):
+        return []
+    codes = bytes(index.section(LANGS_SECTION)).decode("ascii", "replace").split("\n")[:-1]
+    if len(codes) != index.n_docs:
+        raise index.malformed("doc_langs does not hold one code per chunk")
+    return codes
 
 
 def fixed_language(analyzer: str) -> str:

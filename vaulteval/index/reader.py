@@ -21,7 +21,8 @@ from vaulteval.index.location import (  # noqa: F401 - the names build, provisio
     stale_index_present)
 from vaulteval.index.sanity import MeaningGuard, semantic_problem
 from vaulteval.index.search import Hit, Searcher
-from vaulteval.index.tokenize import ANALYZER_VERSION, check_length, get_analyzer
+from vaulteval.index.docterms import doc_languages, query_analyzer
+from vaulteval.index.tokenize import ANALYZER_VERSION
 from vaulteval.vault.metadir import MetaDir
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
@@ -31,9 +32,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from vaulteval.vault.vault import Vault
-
-
-LANGS_SECTION = "doc_langs"  # auto indexes: each chunk's language code, newline-terminated
 
 
 class BM25Index:
@@ -65,14 +63,9 @@ class BM25Index:
         self._doc_off = self._s.raw("doc_offsets")
         self._norm: "np.ndarray | None" = None
         try:
-            self._analyzer = get_analyzer(self.analyzer_name)
+            self._analyzer = query_analyzer(self.analyzer_name, self.header)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
-        if self.analyzer_name == "auto":  # queries: the languages this index's chunks are in
-            from vaulteval.index.langs.auto import QueryAnalyzer
-
-            languages = self.header.get("languages")
-            self._analyzer = QueryAnalyzer(languages if isinstance(languages, dict) else {})
         self._doc_cache: dict[int, DocMeta] = {}
         self._term_cache: dict[str, int] = {}
         self._probes: dict[int, bytes] = {}
@@ -273,18 +266,11 @@ class BM25Index:
         return all_docs[start:end], self._s.raw_array("post_tfs")[start:end]
 
     def analyze(self, text: str) -> list[str]:
-        if self.analyzer_name == "auto":
-            check_length(text)
         return self._analyzer(text)
 
     def doc_languages(self) -> list[str]:
         """Each chunk's language code (``auto`` indexes; ``[]`` for others, which record none)."""
-        if not self.has_section(LANGS_SECTION):
-            return []
-        codes = bytes(self.section(LANGS_SECTION)).decode("ascii", "replace").split("\n")[:-1]
-        if len(codes) != self.n_docs:
-            raise self.malformed()
-        return codes
+        return doc_languages(self)
 
     def with_params(self, k1: float, b: float) -> "BM25Index":
         """Usage: ``index.with_params(1.2, 0.6)``: the same postings scored with other BM25 parameters."""

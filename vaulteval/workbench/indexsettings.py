@@ -40,7 +40,8 @@ INDEX_PARAMS = (
           note="only with `analyzer=english`"),
     Param("stopwords", str, "short", "the default analyzer's short list, or the English stop set of Apache "
           "Lucene's `EnglishAnalyzer` (33 words); `seed` is the old name of `short`", choices=STOPLISTS,
-          aliases=OLD_STOPLIST_NAMES, note="only with `analyzer=english`"),
+          aliases=OLD_STOPLIST_NAMES, note="only with `analyzer=english`; a Snowball language analyzer "
+          "takes `none` (its list is the `stop-words` package's)"),
     Param("fold", str, "default", "accent folding (`default`: the language's own choice, on for Spanish, "
           "Portuguese, French, Italian, Catalan, Romanian)", choices=LANGUAGE_OPTION,
           note="only with a language analyzer (`spanish`, ...)"),
@@ -89,9 +90,12 @@ class IndexSettings:
             object.__setattr__(self, key, value)  # normal types and names (stopwords=seed is short)
         if self.analyzer not in tokenize.ANALYZERS:
             raise IndexSettingsError(f"analyzer must be one of {', '.join(tokenize.ANALYZERS)}, got {self.analyzer!r}")
-        if (self.stemmer, self.stopwords) != ("snowball", "short") and self.analyzer != "english":
-            raise IndexSettingsError("stemmer= and stopwords= need analyzer=english")
-        if (self.fold, self.compounds) != ("default", "default"):
+        language_stopwords = self.stopwords == "none" and self.analyzer in tokenize.LANGUAGE_ANALYZERS
+        if (self.stemmer, "short" if language_stopwords else self.stopwords) != ("snowball", "short") \
+                and self.analyzer != "english":
+            raise IndexSettingsError("stemmer= and stopwords= need analyzer=english (a language analyzer takes "
+                                     "stopwords=none)")
+        if (self.fold, self.compounds) != ("default", "default") or language_stopwords:
             from vaulteval.index.langs.registry import LanguageNameError, parse
 
             if self.analyzer not in tokenize.LANGUAGE_ANALYZERS:
@@ -106,7 +110,7 @@ class IndexSettings:
         """The analyzer the index must be built with: ``english:stemmer=porter`` etc. for the english options."""
         if self.analyzer == "english":
             return english_analyzer_name(self.stemmer, self.stopwords)
-        if (self.fold, self.compounds) == ("default", "default"):
+        if (self.fold, self.compounds, self.stopwords) == ("default", "default", "short"):
             return self.analyzer
         from vaulteval.index.langs.catalog import BY_ANALYZER
         from vaulteval.index.langs.registry import normal_name
@@ -114,7 +118,7 @@ class IndexSettings:
         language = BY_ANALYZER[self.analyzer]
         values = {"fold": language.fold if self.fold == "default" else self.fold == "yes",
                   "compounds": language.compounds if self.compounds == "default" else self.compounds == "yes",
-                  "stopwords": True}
+                  "stopwords": self.stopwords != "none"}
         return normal_name(language, values)
 
     @property
@@ -152,5 +156,7 @@ class IndexSettings:
                 values["fold"] = "yes" if options["fold"] else "no"
             if options["compounds"] != language.compounds:
                 values["compounds"] = "yes" if options["compounds"] else "no"
+            if not options["stopwords"]:
+                values["stopwords"] = "none"
             analyzer = language.analyzer
         return cls(analyzer=analyzer, **values)

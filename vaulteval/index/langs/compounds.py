@@ -5,8 +5,9 @@ Usage: ``splitter("de")("tresorverwaltung")`` -> ``("tresorverwaltung", "tresor"
 A word of at least ``MIN_WORD`` letters is split where every part (``MIN_PART`` letters or more,
 the left one also with a linking element such as German ``-s-`` or Dutch ``-en-`` removed) is a
 word of the language's wordfreq list, choosing the split whose parts have the highest geometric
-mean frequency, and splitting only when that beats the whole word's own frequency (Koehn and
-Knight's frequency method, 2003). The word itself is kept next to its parts, as Lucene's
+mean frequency (Koehn and Knight's frequency method, 2003). A word that is itself a common word
+of the list (``MIN_ZIPF``) is never split: ``Studierende`` and ``Überschriften`` stay whole, where
+the frequency comparison alone cut them into ``studier|ende`` and ``über|schriften``. The word itself is kept next to its parts, as Lucene's
 decompounding filters do, so an exact compound still matches best. The list (wordfreq's
 ``small`` list, about 40,000 words) is loaded on the first word that could be a compound.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from vaulteval.index.langs.libraries import need
+from vaulteval.index.langs.frequencies import zipf
 
 MIN_WORD = 8
 MIN_PART = 4
@@ -24,13 +25,8 @@ MIN_ZIPF = 2.5  # a part rarer than this (per billion words: about 300) is not t
 LINKING = {"de": ("s", "es", "n", "en", "e", "er", "ens"), "nl": ("s", "en", "e"), "sv": ("s", "a", "u", "o", "e")}
 
 
-@lru_cache(maxsize=3)
 def _zipf(code: str) -> dict[str, float]:
-    wordfreq = need("wordfreq", f"{code} compound")
-    import math
-
-    freqs = wordfreq.get_frequency_dict(code, wordlist="small")
-    return {w: math.log10(f) + 9 for w, f in freqs.items() if len(w) >= MIN_PART - 1}
+    return zipf(code)
 
 
 def splitter(code: str) -> Callable[[str], tuple[str, ...]]:
@@ -39,7 +35,7 @@ def splitter(code: str) -> Callable[[str], tuple[str, ...]]:
 
     @lru_cache(maxsize=65536)
     def split(word: str) -> tuple[str, ...]:
-        if len(word) < MIN_WORD or not word.isalpha():
+        if len(word) < MIN_WORD or not word.isalpha() or _zipf(code).get(word, 0.0) >= MIN_ZIPF:
             return (word,)
         found = _best(word, _zipf(code), linking)
         return (word, *found) if found else (word,)
@@ -63,7 +59,7 @@ def _best(word: str, zipf: dict[str, float], linking: tuple[str, ...]) -> tuple[
         score = _geomean(scores)
         if best is None or score > best[0]:
             best = (score, (head[1], *tail[1]))
-    if best is None or best[0] <= zipf.get(word, 0.0):
+    if best is None:
         return None
     return best[1]
 

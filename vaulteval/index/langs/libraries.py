@@ -15,9 +15,9 @@ from vaulteval.errors import UsageError
 EXTRA = "languages"
 # Distribution names (for versions) of what each kind of analyzer uses.
 LIBRARIES: dict[str, tuple[str, ...]] = {
-    "snowball": ("PyStemmer", "stop-words"),
-    "plain": ("stop-words",),
-    "chinese": ("jieba", "stop-words"),
+    "snowball": ("PyStemmer", "stop-words", "wordfreq"),
+    "plain": ("stop-words", "wordfreq"),
+    "chinese": ("jieba", "stop-words", "wordfreq"),
     "japanese": ("fugashi", "unidic-lite"),
     "korean": ("kiwipiepy", "kiwipiepy_model"),
     "identify": ("py3langid",),

@@ -4,9 +4,11 @@ Usage: ``SnowballAnalyzer(LANGUAGES["ru"])("Как восстановить уд
 
 Per word: drop it when it is a stopword, else split compounds (German, Dutch, Swedish: the word
 and its parts are kept), stem with the language's Snowball algorithm, fold accents when on.
-Stopwords come from the ``stop-words`` package (python-stop-words), the language's list as
-published there; ``stopwords=none`` turns them off. A language the package has no list for has
-none. ``plain`` languages (no Snowball algorithm) are split and stop-listed but not stemmed.
+Stopwords come from the ``stop-words`` package (python-stop-words, maintained, BSD), kept to the
+words wordfreq counts as the language's most common (``COMMON_ZIPF``): its lists are long (English
+1,333 words, with "help", "new", "open", "use"), and on the help vault's questions the whole lists
+cost German and Russian more than they gave (docs/benchmarks.md). ``stopwords=none`` turns them
+off. A language either package has no list for has none. ``plain`` languages (no Snowball algorithm) are split and stop-listed but not stemmed.
 """
 
 from __future__ import annotations
@@ -19,16 +21,23 @@ from vaulteval.index.langs.libraries import need
 from vaulteval.index.langs.words import cjk_ngrams, fold, split_cjk, words
 
 
+COMMON_ZIPF = 6.0  # a listed stopword is dropped when it is this common: once in a thousand words or more
+
+
 @lru_cache(maxsize=None)
 def stopwords(code: str) -> frozenset[str]:
-    """The ``stop-words`` package's list for ``code`` (lower case, NFKC), empty when it has none."""
+    """The ``stop-words`` package's list for ``code``, kept to the language's most common words (wordfreq)."""
     stop_words = need("stop_words", f"{code} stopword")
     name = stop_words.LANGUAGE_MAPPING.get(code)
     if name is None:
         return frozenset()
     from unicodedata import normalize
 
-    return frozenset(normalize("NFKC", w).lower() for w in stop_words.get_stop_words(name))
+    from vaulteval.index.langs.frequencies import zipf
+
+    common = zipf(code)
+    listed = (normalize("NFKC", w).lower() for w in stop_words.get_stop_words(name))
+    return frozenset(w for w in listed if common.get(w, 0.0) >= COMMON_ZIPF)
 
 
 @lru_cache(maxsize=None)
