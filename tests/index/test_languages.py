@@ -130,10 +130,12 @@ def test_a_short_query_is_analyzed_in_every_language_of_its_script() -> None:
     assert len(terms) == len(set(terms))  # each term once
 
 
-def test_a_long_query_is_identified(mixed_vault) -> None:
-    analyze = QueryAnalyzer({"de": 10, "en": 10})
-    analyze("Wie kann ich eine Sicherung aller Notizen erstellen?")
-    assert analyze.last == ["de"]
+def test_a_long_query_is_analyzed_in_every_language_of_its_script_too(mixed_vault) -> None:
+    analyze = QueryAnalyzer({"de": 10, "en": 10, "ja": 5})
+    terms = analyze("Wie kann ich eine Sicherung aller Notizen erstellen?")
+    assert analyze.last == ["de", "en", "und"] and "sicherung" in terms and "notiz" in terms
+    index = Retriever(Vault(mixed_vault)).index()
+    assert index.doc(index.search("eine Sicherung aller Notizen erstellen", 1)[0].doc).page_path == "wiki/Tresor.md"
 
 
 def test_a_query_in_a_language_the_vault_lacks_still_finds_bm25_hits(mixed_vault) -> None:

@@ -9,15 +9,16 @@ Usage::
 Documents: a note's chunks are identified together (``identify.page_languages``) and each chunk is
 analyzed with its language's analyzer (``registry.code_analyzer``); the index records the code.
 
-Queries: kana, Hangul or Han pick Chinese/Japanese/Korean; any other script narrows the
-candidates to the vault's languages written in it. One candidate: its analyzer. Several: a query
-of at least ``IDENTIFY_WORDS`` words is identified among them, and one that the identifier is sure
-of (``SURE``) gets that language only; a shorter or unsure one is analyzed in every candidate
-language and the term lists are combined (each term once, with its largest count). When the vault
-also holds languages of another script or without a stemmer (whose analyzers leave the query's
-words unstemmed), or none in the query's script, the plain split is added too, so a query in a
-language absent from the vault still finds what plain BM25 finds. Only the analyzers a query needs
-are loaded.
+Queries: kana, Hangul or Han pick Chinese/Japanese/Korean (Han alone: Chinese and Japanese when
+the vault has both); any other script narrows the candidates to the vault's languages written in
+it. One candidate: its analyzer. Several: the query is analyzed in every one of them and the term
+lists are combined (each term once, with its largest count). The identifier is not run on
+queries: loading its model (68 MB unpacked) takes seconds, far over a CLI query's budget, and a
+query's few words are where it errs most; a term from a language the query is not in rarely
+occurs in the vault's chunks of that language. When the vault also holds languages of another
+script or without a stemmer (whose analyzers leave the query's words unstemmed), or none in the
+query's script, the plain split is added too, so a query in a language absent from the vault
+still finds what plain BM25 finds. Only the analyzers a query needs are loaded.
 """
 
 from __future__ import annotations
@@ -25,12 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED
-from vaulteval.index.langs.identify import candidates_of, page_languages, rank_among
+from vaulteval.index.langs.identify import candidates_of, page_languages
 from vaulteval.index.langs.registry import analyzer_for, code_analyzer
 from vaulteval.index.langs.scripts import CJK, script_counts
 
-IDENTIFY_WORDS = 4
-SURE = 0.9
 MIN_SHARE = 0.01  # a language with fewer chunks than this share (and under MIN_CHUNKS) is left out of queries
 MIN_CHUNKS = 3
 
@@ -53,6 +52,14 @@ def analyze_document(text: str) -> list[str]:
     from vaulteval.index.langs.identify import identify
 
     return code_analyzer(identify(text))(text)
+
+
+def query_analyzer(code: str) -> Callable[[str], list[str]]:
+    """A language's analyzer for queries: as for its chunks, without the stopword list (a stopword of
+    the query's language is in none of that language's chunks, so dropping it changes no score of
+    theirs, and the lists cost a load per language)."""
+    language = LANGUAGES.get(code, PLAIN)
+    return analyzer_for(language, language.fold, language.compounds, False)
 
 
 def plain(text: str) -> list[str]:
@@ -79,10 +86,6 @@ class QueryAnalyzer:
         in_vault = [c for c in self.present if c in candidates or (LANGUAGES[c].script == script and script != "han")]
         if not in_vault:
             return candidates[:1], True
-        if len(in_vault) > 1 and len(text.split()) >= IDENTIFY_WORDS:
-            ranked = rank_among(text, in_vault)
-            if ranked and ranked[0][1] >= SURE:
-                in_vault = [ranked[0][0]]
         # The plain split meets the words that analyzers of other scripts (and plain languages) leave
         # unstemmed; CJK text in a vault that has its language is segmented there, never split plainly.
         foreign = any(LANGUAGES[c].script != script or LANGUAGES[c].kind == "plain" for c in self.present)
@@ -90,7 +93,7 @@ class QueryAnalyzer:
 
     def __call__(self, text: str) -> list[str]:
         codes, with_plain = self.languages_for(text)
-        analyzers: list[Callable[[str], list[str]]] = [code_analyzer(c) for c in codes]
+        analyzers: list[Callable[[str], list[str]]] = [query_analyzer(c) for c in codes]
         if with_plain:
             analyzers.append(plain)
         self.last = codes + ([UNDETERMINED] if with_plain else [])
