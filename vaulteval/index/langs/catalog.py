@@ -12,16 +12,13 @@ glued into compounds.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections import namedtuple
 
-
-class Language(NamedTuple):
-    code: str          # ISO 639-1, as py3langid names it
-    analyzer: str      # analyzer name ("plain" when there is no stemmer or segmenter)
-    script: str        # scripts.SCRIPTS key of the script it is written in
-    kind: str = "snowball"  # snowball | chinese | japanese | korean | plain
-    fold: bool = False       # accent folding on by default
-    compounds: bool = False  # compound splitting on by default
+# code: ISO 639-1 as py3langid names it; analyzer: its name ("plain" when there is no stemmer or
+# segmenter); script: a scripts.SCRIPTS key; kind: snowball | chinese | japanese | korean | plain;
+# fold / compounds: accent folding / compound splitting on by default. (A namedtuple, not
+# typing.NamedTuple: tokenize imports this table on the retrieve path, which does not import typing.)
+Language = namedtuple("Language", "code analyzer script kind fold compounds", defaults=("snowball", False, False))
 
 
 _SNOWBALL = [
