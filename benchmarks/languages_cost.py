@@ -24,13 +24,19 @@ import time
 from pathlib import Path
 
 
-def provision(root: Path, analyzer: str) -> float:
+def provision(root: Path, analyzer: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the provisioning process): on a shared machine the CPU time is the fair one."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "vaulteval", "provision", "--vault", str(root), "--analyzer", analyzer],
                           capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"provision --analyzer {analyzer} failed: {proc.stderr.strip()[-500:]}")
-    return time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return round(time.perf_counter() - t0, 1), round(cpu, 1)
 
 
 def main() -> int:
@@ -50,7 +56,7 @@ def main() -> int:
         shutil.rmtree(root, ignore_errors=True)
         (root / ".obsidian").mkdir(parents=True)
         shutil.copytree(Path(args.tldr_dir), root / "wiki", ignore=shutil.ignore_patterns("LICENSE*"))
-        times[analyzer] = round(provision(root, analyzer), 1)
+        times[analyzer] = provision(root, analyzer)
     auto = work / "auto"
     from vaulteval.pipeline.retrieve import Retriever
 
@@ -62,7 +68,8 @@ def main() -> int:
     for q in queries:
         analyze(q)
         per_query.append((q[:40], "+".join(analyze.last)))
-    report = {"provision_s": times, "ratio": round(times["auto"] / times["default"], 2) if "default" in times else None,
+    report = {"provision_wall_cpu_s": times,
+              "cpu_ratio": round(times["auto"][1] / times["default"][1], 2) if "default" in times else None,
               "languages": len(index.header.get("languages", {})), "n_docs": index.n_docs, **latency,
               "queries": per_query}
     print(json.dumps(report, ensure_ascii=False, indent=1))

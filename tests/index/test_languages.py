@@ -159,3 +159,20 @@ def test_a_missing_library_is_one_line_naming_the_extra(monkeypatch: pytest.Monk
     with pytest.raises(libraries.MissingLibrary) as err:
         libraries.need("jieba", "chinese")
     assert "\n" not in str(err.value) and "vaulteval[languages]" in str(err.value) and "jieba" in str(err.value)
+
+
+def test_a_tuned_auto_analyzer_is_what_provision_builds_next(tmp_path) -> None:
+    from pipeline_fixtures import run_main
+    from vaulteval.pipeline.tuned import write_tuned
+    from vaulteval.workbench.strategy import Strategy
+
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    _write(root, "Sync.md", "# Sync\n\nSync keeps your notes the same on every device you use.\n")
+    _write(root, "Tresor.md", "# Tresor\n\n" + GERMAN)
+    settings = Strategy.parse("bm25:analyzer=auto").index.settings()
+    write_tuned(Vault(root), "bm25", run_id="t", index=settings)
+    code, _, err = run_main("provision", "--vault", root)
+    assert code == 0, err
+    index = Retriever(Vault(root)).index()
+    assert index.analyzer_name == "auto" and index.header["languages"] == {"de": 1, "en": 1}

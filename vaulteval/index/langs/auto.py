@@ -30,7 +30,7 @@ from vaulteval.index.langs.identify import candidates_of, page_languages
 from vaulteval.index.langs.registry import analyzer_for, code_analyzer
 from vaulteval.index.langs.scripts import CJK, script_counts
 
-MIN_SHARE = 0.01  # a language with fewer chunks than this share (and under MIN_CHUNKS) is left out of queries
+MIN_SHARE = 0.005  # a language under this share of the chunks, or under MIN_CHUNKS, is left out of queries
 MIN_CHUNKS = 3
 
 
@@ -54,12 +54,15 @@ def analyze_document(text: str) -> list[str]:
     return code_analyzer(identify(text))(text)
 
 
-def query_analyzer(code: str) -> Callable[[str], list[str]]:
+def query_analyzer(code: str, alone: bool = True) -> Callable[[str], list[str]]:
     """A language's analyzer for queries: as for its chunks, without the stopword list (a stopword of
     the query's language is in none of that language's chunks, so dropping it changes no score of
-    theirs, and the lists cost a load per language)."""
+    theirs, and the lists cost a load per language). Compounds are split only when the query is
+    analyzed in this language ``alone``: among several, loading each word list costs more than a CLI
+    query may spend, and a chunk keeps its compounds whole beside their parts, so a compound in the
+    query still meets the same compound in a note."""
     language = LANGUAGES.get(code, PLAIN)
-    return analyzer_for(language, language.fold, language.compounds, False)
+    return analyzer_for(language, language.fold, language.compounds and alone, False)
 
 
 def plain(text: str) -> list[str]:
@@ -72,7 +75,7 @@ class QueryAnalyzer:
     def __init__(self, languages: dict[str, int]):
         total = sum(languages.values()) or 1
         self.present = [code for code, n in languages.items()
-                        if code in LANGUAGES and (n >= MIN_CHUNKS or n / total >= MIN_SHARE)]
+                        if code in LANGUAGES and n >= MIN_CHUNKS and n / total >= MIN_SHARE]
         self.last: list[str] = []  # the languages the last query was analyzed in (for explain output)
 
     def languages_for(self, text: str) -> tuple[list[str], bool]:
@@ -93,7 +96,7 @@ class QueryAnalyzer:
 
     def __call__(self, text: str) -> list[str]:
         codes, with_plain = self.languages_for(text)
-        analyzers: list[Callable[[str], list[str]]] = [query_analyzer(c) for c in codes]
+        analyzers: list[Callable[[str], list[str]]] = [query_analyzer(c, len(codes) == 1) for c in codes]
         if with_plain:
             analyzers.append(plain)
         self.last = codes + ([UNDETERMINED] if with_plain else [])

@@ -10,23 +10,34 @@ word of another language give their 1- to 3-grams, as the default analyzer does.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
-import regex
-
 from vaulteval.index.langs.scripts import CJK, SCRIPTS
 
-WORD = regex.compile(r"[\p{L}\p{N}_][\p{L}\p{M}\p{N}_]*")
-# The CJK blocks (not the script property: the prolonged sound mark ー is "Common" but inside Katakana).
-_CJK_CLASS = "".join(SCRIPTS[name] for name in CJK)
-CJK_CHAR = regex.compile(f"[{_CJK_CLASS}]")
-CJK_RUN = regex.compile(f"([{_CJK_CLASS}]+)|[^{_CJK_CLASS}]+")
+_ASCII_WORD = re.compile("[a-z0-9_]+")
+
+
+@lru_cache(maxsize=1)
+def _patterns():
+    """(word, CJK character, CJK run) patterns: ``regex`` and its large classes load on the first non-ASCII text."""
+    import regex
+
+    # The CJK blocks (not the script property: the prolonged sound mark ー is "Common" but inside Katakana).
+    cjk = "".join(SCRIPTS[name] for name in CJK)
+    return (regex.compile(r"[\p{L}\p{N}_][\p{L}\p{M}\p{N}_]*"), regex.compile(f"[{cjk}]"),
+            regex.compile(f"([{cjk}]+)|[^{cjk}]+"))
 
 
 def words(text: str) -> list[str]:
     """Lower-cased words of ``text`` after NFKC."""
-    return WORD.findall(unicodedata.normalize("NFKC", text).lower())
+    text = unicodedata.normalize("NFKC", text).lower()
+    return _ASCII_WORD.findall(text) if text.isascii() else _patterns()[0].findall(text)
+
+
+def has_cjk(text: str) -> bool:
+    return not text.isascii() and _patterns()[1].search(text) is not None
 
 
 def cjk_ngrams(run: str, out: list[str]) -> None:
@@ -42,7 +53,7 @@ def cjk_ngrams(run: str, out: list[str]) -> None:
 
 def split_cjk(word: str) -> list[tuple[bool, str]]:
     """(is CJK, run) pieces of a non-ASCII word."""
-    return [(bool(m.group(1)), m.group(0)) for m in CJK_RUN.finditer(word)]
+    return [(bool(m.group(1)), m.group(0)) for m in _patterns()[2].finditer(word)]
 
 
 @lru_cache(maxsize=65536)
