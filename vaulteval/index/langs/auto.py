@@ -30,8 +30,7 @@ from vaulteval.index.langs.identify import candidates_of, page_languages
 from vaulteval.index.langs.registry import analyzer_for, code_analyzer
 from vaulteval.index.langs.scripts import CJK, script_counts
 
-MIN_SHARE = 0.005  # a language under this share of the chunks, or under MIN_CHUNKS, is left out of queries
-MIN_CHUNKS = 3
+MIN_SHARE = 0.005  # a language under this share of the chunks is left out of queries (a stray misidentification)
 
 
 def analyze_documents(items: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
@@ -75,7 +74,7 @@ class QueryAnalyzer:
     def __init__(self, languages: dict[str, int]):
         total = sum(languages.values()) or 1
         self.present = [code for code, n in languages.items()
-                        if code in LANGUAGES and n >= MIN_CHUNKS and n / total >= MIN_SHARE]
+                        if code in LANGUAGES and n / total >= MIN_SHARE]
         self.last: list[str] = []  # the languages the last query was analyzed in (for explain output)
 
     def languages_for(self, text: str) -> tuple[list[str], bool]:
