@@ -54,14 +54,13 @@ def analyze_document(text: str) -> list[str]:
 
 
 def query_analyzer(code: str, alone: bool = True) -> Callable[[str], list[str]]:
-    """A language's analyzer for queries: as for its chunks, without the stopword list (a stopword of
-    the query's language is in none of that language's chunks, so dropping it changes no score of
-    theirs, and the lists cost a load per language). Compounds are split only when the query is
-    analyzed in this language ``alone``: among several, loading each word list costs more than a CLI
-    query may spend, and a chunk keeps its compounds whole beside their parts, so a compound in the
-    query still meets the same compound in a note."""
+    """A language's analyzer for queries. Analyzed in this language ``alone``: exactly its chunks'
+    analyzer (a stopword left in a query can stem to a word its chunks kept: German ``eine`` gives
+    ``ein``, as ``einer`` does). Among several: without stopword lists and compound splitting, whose
+    word lists cost a load per language, more than a CLI query may spend (a chunk keeps each compound
+    beside its parts, so a compound in the query still meets the same compound in a note)."""
     language = LANGUAGES.get(code, PLAIN)
-    return analyzer_for(language, language.fold, language.compounds and alone, False)
+    return analyzer_for(language, language.fold, language.compounds and alone, alone)
 
 
 def plain(text: str) -> list[str]:
