@@ -33,6 +33,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +61,8 @@ def main() -> int:
                     help="use this generated set for LABEL instead of generating one")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--kinds", help="generate only these kinds (comma-separated, as queryset generate --kinds)")
+    ap.add_argument("--max-overlap", type=float, help="as queryset generate --max-overlap")
     ap.add_argument("--without", action="append", default=[], metavar="KIND",
                     help="leave out the strategies of this kind (e.g. rerank: it embeds every candidate itself)")
     ap.add_argument("--min-slice", type=int, default=10, help="smallest generated slice to report a tau for")
@@ -70,7 +73,8 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     given = dict(args.set_generated)
-    report: dict = {"measure": MEASURE, "strategies": STRATEGIES, "n": args.n, "seed": args.seed, "sets": [],
+    report: dict = {"measure": MEASURE, "strategies": STRATEGIES, "n": args.n, "seed": args.seed,
+                    "kinds": args.kinds, "max_overlap": args.max_overlap, "sets": [],
                     "languages": []}
     for item in args.set:
         if len(item) not in (3, 4):
@@ -114,7 +118,9 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
         summary = None
         if not generated:
             gen_path.parent.mkdir(parents=True, exist_ok=True)
-            summary = generate_queryset(vault, gen_path, n=args.n, seed=args.seed)
+            summary = generate_queryset(vault, gen_path, n=args.n, seed=args.seed,
+                                        kinds=args.kinds.split(",") if args.kinds else None,
+                                        max_overlap=args.max_overlap)
         gen = load_queryset(gen_path, vault)
         _GENERATED[key] = (gen_path, summary, gen, _evaluate(vault, gen, cache))
     gen_path, summary, gen, gen_ev = _GENERATED[key]
@@ -125,6 +131,7 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
             real = dataclasses.replace(real, queries=[q for q in real.queries if q.split == split])
         _REAL[real_key] = (real, _evaluate(vault, real, cache))
     real, real_ev = _REAL[real_key]
+    _write_per_query(out / label, gen, gen_ev, real_ev)
     names = [Strategy.parse(s).name for s in STRATEGIES]
     real_scores = _overall(real_ev).reindex(names)
     gen_scores = _overall(gen_ev).reindex(names)
@@ -168,6 +175,22 @@ def _evaluate(vault, qs, cache: Path, strategies: list[str] = STRATEGIES):
     from vaulteval.workbench.evaluate import evaluate
 
     return evaluate(vault, qs, strategies, measures=[MEASURE], cache_dir=cache)
+
+
+def _write_per_query(folder: Path, gen, gen_ev, real_ev) -> None:
+    """nDCG@10 per query and strategy (generated with kind and overlap band; real), for analyses of kind mixes."""
+    from vaulteval.workbench.verdict import overlap_band
+
+    folder.mkdir(parents=True, exist_ok=True)
+    fields = {q.query_id: q.fields or {} for q in gen.positive}
+    table = gen_ev.per_query[gen_ev.per_query.measure == MEASURE][["run", "query_id", "value"]].copy()
+    table["kind"] = [fields.get(str(q), {}).get("kind", "") for q in table.query_id]
+    table["variant"] = [fields.get(str(q), {}).get("variant", "") for q in table.query_id]
+    table["band"] = [overlap_band(SimpleNamespace(fields=fields.get(str(q)))) or "" for q in table.query_id]
+    table["bm25_rank"] = [fields.get(str(q), {}).get("bm25_rank") for q in table.query_id]
+    table.to_csv(folder / "per_query_generated.csv", index=False)
+    real_ev.per_query[real_ev.per_query.measure == MEASURE][["run", "query_id", "value"]].to_csv(
+        folder / "per_query_real.csv", index=False)
 
 
 def _overall(ev):

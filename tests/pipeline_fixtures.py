@@ -124,10 +124,129 @@ def snapshot(root: Path, *, mtimes: bool = True) -> dict[str, tuple]:
     return out
 
 
+def chunk_locations(root: Path) -> list[tuple[str, int, int, str]]:
+    """(location, frame size, CRC, chunk id) of every record the catalog names, in (address, index) order."""
+    from vaulteval.chunks.catalog import catalog_listing
+    from vaulteval.vault.metadir import MetaDir
+
+    with MetaDir.open(Vault(root)) as meta:
+        return catalog_listing(meta) or []
+
+
 def chunk_records(root: Path) -> list[dict]:
-    """Every chunk record under ``<root>/.vault-meta/vaulteval/chunks`` (sorted by file path)."""
-    files = sorted((Path(root) / META_REL / "chunks").glob("*/chunk-*.json"))
-    return [json.loads(f.read_bytes()) for f in files]
+    """Every chunk record of ``<root>/.vault-meta/vaulteval/store`` that the catalog names (by address, index)."""
+    from vaulteval.chunks.segments import StoreReader
+
+    reader = StoreReader(Path(root) / META_REL)
+    try:
+        return [reader.record(where, size, crc) for where, size, crc, _ in chunk_locations(root)]
+    finally:
+        reader.close()
+
+
+def record_frame(root: Path, chunk_id: str) -> tuple[Path, int, int]:
+    """(segment file, frame offset, frame size) of a chunk's record, to damage it in a test."""
+    from vaulteval.chunks.segments import parse_location
+
+    where, size, _crc, _ = next(loc for loc in chunk_locations(root) if loc[3] == chunk_id)
+    name, offset = parse_location(where)
+    return Path(root) / META_REL / "store" / name, offset, size
+
+
+def to_loose_layout(root: Path) -> int:
+    """Turn a provisioned vault into the layout before the packed store: one JSON file per record under
+    ``chunks/<address>/``, a schema-2 catalog and an index built from those files. Returns the record count."""
+    import shutil
+
+    from vaulteval.chunks.catalog import CATALOG_NAME, LEGACY_SCHEMA
+    from vaulteval.pipeline.provision import build
+
+    meta = Path(root) / META_REL
+    catalog = json.loads((meta / CATALOG_NAME).read_bytes())
+    records = dict(zip((loc[3] for loc in chunk_locations(root)), chunk_records(root)))
+    for info in catalog["pages"].values():
+        files = []
+        for idx in range(info["chunks"]):
+            path = meta / "chunks" / info["address"] / f"chunk-{idx:03d}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(records[f"{info['address']}:{idx}"], ensure_ascii=False, indent=1),
+                            encoding="utf-8")
+            files.append([path.stat().st_size, path.stat().st_mtime_ns])
+        info["files"] = files
+        del info["records"], info["stat"]
+    catalog["schema"] = LEGACY_SCHEMA
+    (meta / CATALOG_NAME).write_text(json.dumps(catalog), encoding="utf-8")
+    shutil.rmtree(meta / "store")
+    (meta / "bm25" / "index.vti").unlink()
+    build(Vault(root))
+    return len(records)
+
+
+def replace_record(root: Path, chunk_id: str, payload: bytes) -> str:
+    """Point the catalog's entry for ``chunk_id`` at a new frame holding ``payload`` (any bytes, right CRC),
+    as a damaged or hand-edited store would. Returns the new location."""
+    import zlib
+
+    from vaulteval.chunks.catalog import CATALOG_NAME
+    from vaulteval.chunks.segments import SegmentWriter
+    from vaulteval.vault.metadir import MetaDir
+
+    address, _, idx = chunk_id.partition(":")
+    with MetaDir.open(Vault(root)) as meta:
+        with SegmentWriter(meta) as seg:
+            where = seg.append_payload(payload, zlib.crc32(payload))
+        catalog = json.loads(meta.read_bytes(CATALOG_NAME))
+        info = next(i for i in catalog["pages"].values() if i["address"] == address)
+        info["records"][int(idx)] = list(where)
+        meta.write_bytes(CATALOG_NAME, json.dumps(catalog).encode("utf-8"))
+    return where[0]
+
+
+def put_record(root: Path, rec: dict, key: str | None = None) -> str:
+    """Add ``rec`` to the packed store as another tool could: a new segment, and a catalog entry naming it
+    (``index build`` then indexes it like any record). Returns its location."""
+    from vaulteval.chunks.segments import encode
+
+    return put_payload(root, rec["page_address"], encode(rec), rec.get("page_body_hash"), key)
+
+
+def put_payload(root: Path, address: str, payload: bytes, page_hash: str | None = None, key: str | None = None) -> str:
+    """Any bytes as one record of the packed store (right CRC), named by a catalog entry for ``address``."""
+    import zlib
+
+    from vaulteval.chunks.catalog import CATALOG_NAME
+    from vaulteval.chunks.segments import SegmentWriter
+    from vaulteval.vault.metadir import MetaDir
+
+    with MetaDir.open(Vault(root), create=True) as meta:
+        with SegmentWriter(meta) as seg:
+            where = seg.append_payload(payload, zlib.crc32(payload))
+        catalog = json.loads(meta.read_bytes(CATALOG_NAME))
+        catalog["pages"][key or f"{address}.md"] = {"hash": page_hash if isinstance(page_hash, str) else "sha256:",
+                                                    "address": address, "chunks": 1, "stat": None,
+                                                    "records": [list(where)]}
+        meta.write_bytes(CATALOG_NAME, json.dumps(catalog).encode("utf-8"))
+    return where[0]
+
+
+def forge_record(root: Path, chunk_id: str, edit) -> dict:
+    """Rewrite a chunk's record in place with ``edit(record)`` applied and a right CRC (same byte length required)."""
+    import struct
+    import zlib
+
+    from vaulteval.chunks.segments import decode_frame, encode
+
+    path, offset, size = record_frame(root, chunk_id)
+    data = bytearray(path.read_bytes())
+    header = struct.unpack_from("<II", data, offset)
+    rec = decode_frame(bytes(data[offset:offset + size]), size, header[1])
+    edit(rec)
+    payload = encode(rec)
+    assert len(payload) == size - 8, "the forged record must keep its length"
+    struct.pack_into("<II", data, offset, len(payload), zlib.crc32(payload))
+    data[offset + 8:offset + size] = payload
+    path.write_bytes(bytes(data))
+    return rec
 
 
 def records_for(root: Path, page_rel: str) -> list[dict]:

@@ -18,7 +18,9 @@ from pipeline_fixtures import (  # noqa: F401
     LONG_NOTE,
     SEED_FIELDS,
     append_text,
+    chunk_locations,
     chunk_records,
+    record_frame,
     fresh_vault,
     index_file,
     make_vault,
@@ -34,7 +36,7 @@ from pipeline_fixtures import (  # noqa: F401
     write_note,
 )
 
-CHUNKS = Path(META_REL) / "chunks"
+STORE = Path(META_REL) / "store"
 
 
 def _overlap(a: str, b: str) -> int:
@@ -78,8 +80,9 @@ def test_every_record_has_the_seed_schema(provisioned_sample: Path) -> None:
         assert rec["page_body_hash"] == sha256_file(provisioned_sample / rec["page_path"])
         assert rec["contextualized_text"].startswith(rec["prefix"])
         assert rec["contextualized_text"].endswith(rec["raw_text"])
-        folder = provisioned_sample / CHUNKS / rec["page_address"]
-        assert (folder / f"chunk-{rec['chunk_index']:03d}.json").is_file()
+    segments = {loc[0].split("@")[0] for loc in chunk_locations(provisioned_sample)}
+    assert segments == {f"store/{p.name}" for p in (provisioned_sample / STORE).iterdir()}  # one packed file
+    assert not (provisioned_sample / META_REL / "chunks").exists()
 
 
 def test_prefix_is_title_and_first_sentence_capped(tmp_path: Path) -> None:
@@ -129,28 +132,34 @@ def test_empty_note_alone(tmp_path: Path) -> None:
 # -- 8. incremental ------------------------------------------------------------
 
 def test_second_prefix_run_writes_nothing(fresh_vault: Path) -> None:
-    before = snapshot(fresh_vault / CHUNKS)
+    before = snapshot(fresh_vault / STORE)
     report = run_json("prefix", "--all", "--vault", fresh_vault)
     assert report["chunks_written"] == 0
     assert report["pages_changed"] == 0
     assert report["chunks_removed"] == 0
-    assert snapshot(fresh_vault / CHUNKS) == before
+    assert snapshot(fresh_vault / STORE) == before
     assert index_file(fresh_vault).is_file(), "a no-op run must not invalidate the index"
 
 
 def test_edit_rewrites_only_that_page(fresh_vault: Path) -> None:
-    before = snapshot(fresh_vault / CHUNKS)
+    before = {loc[3]: loc[:3] for loc in chunk_locations(fresh_vault)}
+    old_segments = set((fresh_vault / STORE).iterdir())
+    served = retrieve_json(fresh_vault, "fan noise server")["candidates"]
     append_text(fresh_vault, LONG_NOTE, "\n\nPostscript: the quokkaberry fan is quieter.\n")
     report = run_json("prefix", "--all", "--vault", fresh_vault)
     assert report["pages_changed"] == 1
     assert report["changed_pages"] == [LONG_NOTE]
-    after = snapshot(fresh_vault / CHUNKS)
+    after = {loc[3]: loc[:3] for loc in chunk_locations(fresh_vault)}
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
-    assert changed and all(k.startswith("c-000115/") for k in changed), changed
+    assert changed and all(k.startswith("c-000115:") for k in changed), changed
     assert report["chunks_written"] == len([k for k in changed if k in after])
-    # The chunk set changed, so the old index is set aside: never served against the new chunks.
-    code, _out, err = run_main("retrieve", "--vault", fresh_vault, "espresso", "--no-rerank")
-    assert code == 10 and "vaulteval provision --vault" in err
+    assert old_segments < set((fresh_vault / STORE).iterdir()), "published segments are never rewritten"
+    # The index in service keeps its generation: still served, the edited page's old chunks dropped as stale.
+    code, out, err = run_main("retrieve", "--vault", fresh_vault, "fan noise server", "--no-rerank")
+    assert code == 0, err
+    kept = [c["chunk_id"] for c in served if c["page_path"] != LONG_NOTE]
+    now = [c for c in json.loads(out)["candidates"]]
+    assert LONG_NOTE not in {c["page_path"] for c in now} and [c["chunk_id"] for c in now][:len(kept)] == kept
 
     n_page = len(records_for(fresh_vault, LONG_NOTE))
     build = run_json("index", "build", "--vault", fresh_vault)
@@ -158,6 +167,7 @@ def test_edit_rewrites_only_that_page(fresh_vault: Path) -> None:
     assert build["reused"] == build["docs"] - n_page
     assert build["docs"] == len(chunk_records(fresh_vault))
     assert [c["page_path"] for c in retrieve_json(fresh_vault, "quokkaberry")["candidates"]] == [LONG_NOTE]
+    assert old_segments & set((fresh_vault / STORE).iterdir()), "the generation served before is kept one build"
 
 
 def test_index_build_after_single_page_prefix(fresh_vault: Path) -> None:
@@ -169,12 +179,11 @@ def test_index_build_after_single_page_prefix(fresh_vault: Path) -> None:
 
 
 def test_deleted_page_chunks_are_removed(fresh_vault: Path) -> None:
-    folder = fresh_vault / CHUNKS / "c-000103"
-    assert folder.is_dir()
+    assert records_for(fresh_vault, DESCALING_NOTE)
     (fresh_vault / DESCALING_NOTE).unlink()
     report = run_json("prefix", "--all", "--vault", fresh_vault)
     assert report["pages_removed"] == 1 and report["chunks_removed"] == 1
-    assert not folder.exists()
+    assert records_for(fresh_vault, DESCALING_NOTE) == []
     build = run_json("index", "build", "--vault", fresh_vault)
     assert build["docs"] == 53
 
@@ -199,27 +208,28 @@ def test_peek_writes_nothing(fresh_vault: Path, unprovisioned_vault: Path) -> No
     assert not (unprovisioned_vault / ".vault-meta").exists()
 
 
-def test_provision_restores_a_deleted_chunk_file(fresh_vault: Path) -> None:
-    """A chunk file lost from .vault-meta is not "unchanged": the next full run writes it again."""
-    lost = fresh_vault / CHUNKS / "c-000115" / "chunk-002.json"
-    text = json.loads(lost.read_bytes())["raw_text"]
-    lost.unlink()
-    run_json("provision", "--vault", fresh_vault)
-    assert lost.is_file(), "provision did not restore the missing chunk record"
-    assert json.loads(lost.read_bytes())["raw_text"] == text
-
-
-def test_provision_repairs_a_tampered_chunk_record(fresh_vault: Path) -> None:
-    """doctor's fix (provision) must fix a chunk record that no longer matches its own hashes."""
-    path = fresh_vault / CHUNKS / "c-000103" / "chunk-000.json"
-    rec = json.loads(path.read_bytes())
-    rec["raw_text"] += " tampered"
-    path.write_text(json.dumps(rec), encoding="utf-8")
+def test_provision_restores_a_damaged_chunk_record(fresh_vault: Path) -> None:
+    """A record whose frame no longer checks (a flipped bit) is not "unchanged": the next full run writes it again."""
+    text = records_for(fresh_vault, LONG_NOTE)[2]["raw_text"]
+    path, offset, size = record_frame(fresh_vault, "c-000115:2")
+    data = bytearray(path.read_bytes())
+    data[offset + size // 2] ^= 0x20
+    path.write_bytes(bytes(data))
+    assert chunk_records(fresh_vault).count(None) == 1  # refused by its CRC
     report = run_json("provision", "--vault", fresh_vault)
-    assert report["index"]["rejected"] == {}, report["index"]
-    assert json.loads(path.read_bytes())["body_hash"] == sha256_text(json.loads(path.read_bytes())["raw_text"])
-    doctor = run_cli("doctor", "--json", "--vault", fresh_vault)
-    assert doctor.returncode == 0, doctor.stdout
+    assert report["prefix"]["chunks_written"] >= 1 and report["index"]["rejected"] == {}
+    assert records_for(fresh_vault, LONG_NOTE)[2]["raw_text"] == text
+
+
+def test_provision_repairs_a_truncated_segment(fresh_vault: Path) -> None:
+    """A segment cut short loses the records at its end; provision writes them again and doctor is satisfied."""
+    (segment,) = (fresh_vault / STORE).iterdir()
+    segment.write_bytes(segment.read_bytes()[: segment.stat().st_size * 2 // 3])
+    doctor = run_cli("doctor", "--json", "--deep", "--vault", fresh_vault)
+    assert doctor.returncode == 1 and "truncated" in doctor.stdout, doctor.stdout
+    run_json("provision", "--vault", fresh_vault)
+    assert all(r is not None for r in chunk_records(fresh_vault)) and len(chunk_records(fresh_vault)) == 54
+    assert run_cli("doctor", "--json", "--deep", "--vault", fresh_vault).returncode == 0
     assert [c["page_path"] for c in retrieve_json(fresh_vault, "descaling citric acid")["candidates"]][0] == DESCALING_NOTE
 
 
@@ -270,18 +280,14 @@ def test_index_built_from_foreign_records(tmp_path: Path) -> None:
     assert retrieve_json(root, "gramophone")["candidates"] == []
 
 
-def test_full_prefix_run_lists_exactly_the_chunk_files_on_disk(fresh_vault: Path) -> None:
-    """provision hands this listing to the index build instead of scanning again; it must match a scan."""
+def test_full_prefix_run_lists_exactly_the_records_of_the_catalog(fresh_vault: Path) -> None:
+    """provision hands this listing to the index build instead of reading the catalog again; it must match."""
     from vaulteval import Vault
-    from vaulteval.chunks.store import run_prefix
-    from vaulteval.index.build import _scan_chunk_files
+    from vaulteval.chunks.packing import run_prefix
 
     vault = Vault(fresh_vault)
     append_text(fresh_vault, "wiki/howto/Descaling.md", "\n\nA new paragraph about citric acid.\n")
     (fresh_vault / "wiki" / "inbox" / "Untitled.md").write_text("Now the empty note has text.\n")
     report = run_prefix(vault)
     assert report.pages_changed == 2
-    from vaulteval.vault.metadir import MetaDir
-
-    with MetaDir.open(vault) as meta, meta.sub("chunks") as chunks:
-        assert report.chunk_listing == _scan_chunk_files(chunks)
+    assert report.chunk_listing == chunk_locations(fresh_vault) and len(report.chunk_listing) == 55

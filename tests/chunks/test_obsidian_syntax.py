@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_fixtures import run_json, run_main
+from pipeline_fixtures import chunk_records, run_json, run_main
 from vaulteval.chunks.obsidian import page_terms, visible_text
 
 NOTES = {
@@ -19,9 +19,21 @@ NOTES = {
     "Unclosed comment.md": "Shown burlapine words.\n\n%% from here on hidden: grotesquill\n",
     "Alias link.md": "See [[Zorblat machine|the frobnicator]] for details.\n",
     "Heading link.md": "Read [[Kettle#Descale cycle]] first.\n",
-    "Embed.md": "![[Vortexium diagram.png|300]]\n\n![[Quasimodal note]]\n",
+    "Embed.md": "![[Vortexium diagram.png|300]]\n\n![[Quasimodal note]]\n\n![[harbour.jpg|Lighthouse at dusk]]\n",
     "Callout.md": "> [!warning]+ Glimmerdust hazard\n> Wear gloves near the flumox.\n\n> [!tip]\n> Nothing titled.\n",
     "Code.md": "```python\n# %%notacomment%% stays\nprint('[[kept|verbatim]]')\n```\n\nAnd `%%inline code%%` too.\n",
+    # A community plugin page as the hub writes it: badges first, a commented-out sponsor line, HTML, links.
+    "Badges.md": (
+        "%% ----- Badges ----- %%\n\n"
+        "![Quibbleton stars](https://img.shields.io/github/stars/x/y?color=573E7A&logo=github)   \n"
+        "[![Sponsor](https://img.shields.io/badge/sponsor-yes-red)](https://example.com/zeppelinade)\n\n"
+        "Sorts your marmaladon lists by date.\n\n"
+        "<!-- - [[Patreon]]: <https://www.patreon.com/zanzibarq> ^patreon-->\n"
+        "<span class=\"snorfle\">Tiddlywink</span> settings live in [Gallivant docs](https://example.com/flibbertigib).\n\n"
+        "![Harbour crane at noon](pics/crane%20photo.png)\n\n"
+        "[wibble]: https://example.com/wobbleref \"Title\"\n"
+    ),
+    "Mapping alias.md": "---\naliases:\n- Lawlistia: Custom Listing Styles\ntags: {area: [pomology]}\n---\nBody text only.\n",
     "Tags.md": "---\ntags: [espresso-maintenance, project/wobblenut]\naliases: [Percolator pal]\n---\nBody mentions #fridge-inventory inline.\n",
 }
 
@@ -36,7 +48,8 @@ ROWS = [
     ("frobnicator", "Alias link.md", "[[target|label]] indexes its label"),
     ("zorblat", None, "the hidden target of a labelled link is not visible text"),
     ("descale cycle kettle", "Heading link.md", "[[Page#Heading]] indexes page and heading"),
-    ("vortexium", "Embed.md", "an embed indexes its visible name"),
+    ("vortexium", None, "an image embed shows the picture, not its file name"),
+    ("lighthouse", "Embed.md", "an image embed's caption is shown"),
     ("quasimodal", "Embed.md", "a note embed indexes the note's name"),
     ("glimmerdust", "Callout.md", "a callout keeps its title"),
     ("flumox", "Callout.md", "a callout keeps its body"),
@@ -46,6 +59,19 @@ ROWS = [
     ("espresso maintenance", "Tags.md", "a hyphenated frontmatter tag is split into words"),
     ("wobblenut", "Tags.md", "a nested frontmatter tag is a term"),
     ("fridge inventory", "Tags.md", "an inline #tag is split into words too"),
+    ("marmaladon", "Badges.md", "a plugin page's own words are indexed"),
+    ("quibbleton", None, "a badge image's label is not shown text"),
+    ("zeppelinade", None, "a linked badge's target is not shown text"),
+    ("zanzibarq", None, "an <!-- HTML comment --> is not indexed"),
+    ("tiddlywink", "Badges.md", "the text inside an HTML tag is indexed"),
+    ("snorfle", None, "an HTML tag's attributes are not indexed"),
+    ("gallivant", "Badges.md", "a Markdown link indexes its text"),
+    ("flibbertigib", None, "a Markdown link's target is not indexed"),
+    ("harbour crane", "Badges.md", "an image's alt text that reads as words is indexed"),
+    ("wobbleref", None, "a reference-style link definition is not indexed"),
+    ("lawlistia", "Mapping alias.md", "an alias that YAML read as a mapping is a term"),
+    ("custom listing styles", "Mapping alias.md", "the mapping's value is a term too"),
+    ("pomology", "Mapping alias.md", "a tag inside a mapping is a term"),
 ]
 
 
@@ -77,7 +103,64 @@ def test_visible_text_examples() -> None:
     assert visible_text("") == ""
 
 
+def test_prefixes_hold_only_visible_text(vault: Path) -> None:
+    """The synthetic prefix is the title and the first sentence Obsidian shows, aliases flattened into words."""
+    records = {rec["page_path"]: rec for rec in chunk_records(vault)}
+    assert records["Badges.md"]["prefix"] == "Badges. Sorts your marmaladon lists by date."
+    assert records["Mapping alias.md"]["prefix"] == ("Mapping alias. Body text only. Tags: area pomology. "
+                                                     "Aliases: Lawlistia: Custom Listing Styles.")
+    for rec in records.values():
+        if rec["page_path"] == "Code.md":
+            continue  # code is kept as written
+        for markup in ("![", "](", "<!--", "<span", "http", "{'", "%%"):
+            assert markup not in rec["contextualized_text"], (rec["page_path"], markup)
+
+
+def test_retrieve_snippet_skips_badges(vault: Path) -> None:
+    (hit,) = run_json("retrieve", "--vault", vault, "marmaladon lists", "--no-rerank")["candidates"]
+    assert hit["snippet"].startswith("Sorts your marmaladon lists")
+
+
+def test_visible_text_drops_what_reading_view_hides() -> None:
+    assert visible_text("a<br>b <span class=x>c</span> &amp; d") == "a b c & d"
+    assert visible_text("<!--\nan unclosed block runs to the end\n\nstill hidden") == ""
+    assert visible_text("inline <!-- unclosed stays") == "inline <!-- unclosed stays"
+    assert visible_text("- site: <https://example.org> ^site") == "- site: https://example.org"
+    assert visible_text("![[pic.png|300]]![[pic.png|A caption]] ![[Note]]") == "A caption Note"
+    assert visible_text("![Kanban.png](https://x.org/k.png) ![|400](a.png) ![Screenshot of the graph|400](a.png)") \
+        == "  Screenshot of the graph"
+    assert visible_text("[^1]: a footnote stays\n[ref]: https://x.org") == "[^1]: a footnote stays\n"
+    assert visible_text("<style>p {}</style>shown<script>x()</script>") == "shown"
+    code = "```html\n<!-- kept --> <b>kept</b> ![a](b.png)\n```\n`<i>also</i>`"
+    assert visible_text(code) == code
+
+
+def test_visible_map_points_back_into_the_body() -> None:
+    from vaulteval.chunks.visible import visible
+
+    body = "intro %%hidden%% [[Target|label]] text\n<!-- gone -->\n![badge](https://img.shields.io/x)last words"
+    shown = visible(body)
+    assert shown.text == "intro  label text\n\nlast words"
+    for word in ("intro", "text", "last words"):
+        at = shown.text.index(word)
+        assert body[shown.source_offset(at):].startswith(word), word
+    assert shown.source_offset(shown.text.index("label")) == body.index("[[Target")
+
+
 def test_page_terms_line() -> None:
     line = page_terms({"tags": "a-b, c", "aliases": "X, Y"}, "text #d/e")
     assert line == "Tags: a-b c a b d e. Aliases: X; Y."
     assert page_terms({}, "no tags, # heading, issue #12") == ""
+    assert page_terms({"aliases": [{"LawList": "Custom List Styles"}, ["Nested", None]]}, "") == \
+        "Aliases: LawList: Custom List Styles; Nested."
+    assert page_terms({"aliases": {"A": None}, "tags": {"area": ["x-y", 3]}}, "") == "Tags: area x-y 3 x y. Aliases: A."
+
+
+def test_a_mapping_alias_is_in_the_alias_field(vault: Path) -> None:
+    out = run_json("retrieve", "--vault", vault, "lawlistia custom listing", "--no-rerank", "--explain",
+                   "--strategy", "bm25:w_aliases=3")
+    assert out["label"] == {"first_stage": "bm25+fields", "reranker": None, "fallbacks": []}
+    assert [c["page_path"] for c in out["candidates"]][:1] == ["Mapping alias.md"]
+    from vaulteval.index.fieldbuild import _aliases
+
+    assert _aliases({"aliases": [{"LawList": "Custom List Styles"}]}) == "LawList: Custom List Styles"

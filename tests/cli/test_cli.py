@@ -288,7 +288,7 @@ def test_exit_12_duplicate_between_two_new_pages(unprovisioned_vault: Path) -> N
     write_note(unprovisioned_vault, "wiki/b/two.md", "---\naddress: dup-1\n---\nsecond page\n")
     proc = run_cli("provision", "--vault", unprovisioned_vault)
     assert_one_line_error(proc, 12)
-    assert not (unprovisioned_vault / META_REL / "chunks").exists()
+    assert not (unprovisioned_vault / META_REL / "store").exists()
     assert not index_file(unprovisioned_vault).exists()
 
 

@@ -66,7 +66,8 @@ DEPTH_TOP = {"quick": 3, "standard": 5, "deep": 10}
 
 RETRIEVE_KEYS = {"schema", "query", "strategy", "label", "top_k", "candidates"}
 CANDIDATE_KEYS = {"chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "score", "scores",
-                  "bm25_score", "rerank_score", "rerank_source", "snippet"}
+                  "bm25_score", "rerank_score", "rerank_source", "snippet", "matched_terms", "heading_path",
+                  "first_line", "last_line", "modified", "snippet_line", "snippet_heading_path"}
 EXPLAIN_KEYS = {"bm25_candidate_count", "post_rerank_count", "deduped_count", "bm25_top_param", "rerank_model",
                 "stale_candidates_skipped"}
 PRIVACY_FLAGS = ("--allow-egress", "--allow-remote-ollama")

@@ -17,7 +17,7 @@ from vaulteval.chunks.chunking import sha256_bytes, sha256_text
 from vaulteval.vault.metadir import META_REL
 
 from fuzzkit import Scratch, cli_ok, count, fuzz_settings
-from pipeline_fixtures import snapshot, write_note
+from pipeline_fixtures import put_payload, snapshot, write_note
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True),
                     st.text(max_size=40), st.binary(max_size=10).map(lambda b: b.decode("latin-1")))
@@ -92,10 +92,8 @@ def test_chunk_records_through_index_build_and_retrieve(tmp_path: Path, records:
         cli_ok("provision", "--vault", root, codes={0})
         page_hash = sha256_bytes((root / "wiki/espresso.md").read_bytes())
         for i, raw in enumerate(records):
-            folder = root / META_REL / "chunks" / f"fz{i}"
-            folder.mkdir()
-            (folder / "chunk-000.json").write_bytes(raw.replace(b'"?"', json.dumps(page_hash).encode(), 1)
-                                                    .replace(b'"fz"', json.dumps(f"fz{i}").encode(), 1))
+            put_payload(root, f"fz{i}", raw.replace(b'"?"', json.dumps(page_hash).encode(), 1)
+                        .replace(b'"fz"', json.dumps(f"fz{i}").encode(), 1))
         count("chunk records")
         notes = snapshot(root / "wiki")
         cli_ok("index", "build", "--vault", root, codes={0})

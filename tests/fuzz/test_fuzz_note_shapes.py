@@ -24,7 +24,7 @@ from fuzzkit import count, fuzz_settings
 OLD_INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
 
 DELIMITERS = ["`", "``", "```", "[", "]", "[[", "]]", "(", ")", "](", "%%", "#", "!", "|", "~~~", "> ", "[!", "<", ">",
-              '"', "\\", "^"]
+              '"', "\\", "^", "<!--", "-->", "![", "<a href=", "</b>", "&amp;", "]: ", "![x](", "[![a](b)](c)"]
 delimiter_runs = st.builds(lambda d, n: d * n, st.sampled_from(DELIMITERS), st.integers(1, 60))
 words = st.sampled_from(["a", "word", "x.md", "Descaling", "#tag", " ", "\t", "\n", "\n\n", "é", "。"])
 pieces = st.one_of(delimiter_runs, words, st.text(max_size=8))
@@ -77,3 +77,20 @@ def test_every_syntax_pass_accepts_any_shape(text: str) -> None:
     for heading in obsidian.headings(text):
         assert 1 <= heading["level"] <= 6
     obsidian.page_tags({}, text)
+
+
+@fuzz_settings(scale=0.5)
+@given(hostile_notes)
+def test_the_visible_map_points_into_the_body_in_order(text: str) -> None:
+    """Every shown character maps to a body offset, never backwards; a chunk's lines can be found from it."""
+    from vaulteval.chunks.location import chunk_location
+    from vaulteval.chunks.visible import visible
+
+    count("visible maps")
+    shown = visible(text)
+    offsets = [shown.source_offset(i) for i in range(len(shown.text))]
+    assert all(0 <= o < max(len(text), 1) for o in offsets)
+    assert offsets == sorted(offsets)
+    for chunk in chunking.split_chunks(shown.text, 50, 10, 80):
+        where = chunk_location(text, chunk)
+        assert where is not None and 1 <= where["first_line"] <= where["last_line"] <= text.count("\n") + 1

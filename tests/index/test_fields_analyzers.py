@@ -97,18 +97,26 @@ def _field_sections(root: Path) -> dict:
 
 
 def _fresh_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many chunks each field build read from their pages and records."""
+    """How many chunks each field build did not carry over from the previous field file; ``_disk_reads``
+    (appended alongside) how many of those it read from their pages and records instead of taking the terms
+    the index build collected in its own pass."""
     from vaulteval.index import fieldbuild
 
     counts: list[int] = []
     real = fieldbuild._fresh_counts
 
-    def counting(vault, analyze, docs):
+    def counting(vault, analyze, docs, collected=None):
         counts.append(len(docs))
-        return real(vault, analyze, docs)
+        rows = collected.rows if collected is not None else {}
+        _disk_reads.append(sum((d.page_path, d.chunk_id, d.body_hash, d.page_body_hash) not in rows for _, d in docs))
+        return real(vault, analyze, docs, collected)
 
+    _disk_reads.clear()
     monkeypatch.setattr(fieldbuild, "_fresh_counts", counting)
     return counts
+
+
+_disk_reads: list[int] = []
 
 
 def test_an_incremental_field_build_equals_a_full_one_and_reads_only_edited_chunks(
@@ -122,11 +130,12 @@ def test_an_incremental_field_build_equals_a_full_one_and_reads_only_edited_chun
     incremental = _field_sections(fresh_vault)
     n_docs = incremental["header"]["n_docs"]
     assert 0 < reads[-1] < n_docs // 4  # the edited page's chunks, not the vault
+    assert _disk_reads[-1] == 0  # their terms were taken in the index build's pass, no record read again
     assert "zqxcode" in incremental["code.terms"].decode()
 
     fields_path(fresh_vault / META_REL).unlink()
     assert ensure_fields(Vault(fresh_vault))
-    assert reads[-1] == n_docs  # no previous file: every chunk read
+    assert reads[-1] == n_docs == _disk_reads[-1]  # no previous file and no build: every chunk read
     assert _field_sections(fresh_vault) == incremental
 
 

@@ -220,3 +220,56 @@ def test_index_from_another_analyzer_version_is_rebuilt(fresh_vault: Path) -> No
     assert "analyzer version 1" in err and "rebuild with: vaulteval provision --vault" in err
     assert run_main("provision", "--vault", fresh_vault)[0] == 0
     assert run_main("retrieve", "--vault", fresh_vault, "espresso", "--no-rerank")[0] == 0
+
+
+# -- the compiled-pattern tokenizer against the word-by-word one it replaced -------------------
+
+def _word_by_word(text: str, extended: bool, stem, stop=STOPWORDS) -> list[str]:
+    """The analyzer as it was written before issue 26: one loop over the words (kept here as the reference)."""
+    ranges = tuple(sorted(SEED_CJK_RANGES + ((0x3005, 0x3006), (0x303B, 0x303B)))) if extended else SEED_CJK_RANGES
+    cls = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges)
+    runs_re = re.compile(f"([{cls}]+)|[^{cls}]+")
+    out: list[str] = []
+    for word in re.findall(r"\w[\w'\-]*", unicodedata.normalize("NFKC", text)):
+        word = word.lower()
+        for m in runs_re.finditer(word):
+            if m.group(1):
+                run = m.group(1)
+                for i in range(len(run)):
+                    out.extend(run[i:i + n] for n in (1, 2, 3) if i + n <= len(run))
+                continue
+            part = m.group(0).strip("'_-")
+            if len(part) > 1 and part not in stop:
+                out.append(stem(part) if stem else part)
+    return out
+
+
+# Characters where the rules have edges: the word pattern's ' and -, underscores, CJK and iteration marks,
+# final sigma and other case changes that alter length, compatibility forms, combining marks, NUL.
+_EDGE_ALPHABET = list("aZ0_'-. \n\t\x00ΣσςΟΔİıẞßǅﬁ①²ｶﾞ東京の한々〆〻ー") + ["\u0301", "\u200d", "\u00ad", "\U00020000"]
+
+
+@pytest.mark.parametrize("analyzer", ["default", "english", "english:stemmer=porter,stopwords=lucene"])
+def test_compiled_tokenizer_is_the_word_by_word_one(analyzer: str) -> None:
+    from hypothesis import given, settings, strategies as st
+
+    from vaulteval.index.analyzers import make_stemmer, parse_analyzer_name, stopword_list
+    from vaulteval.index.tokenize import get_analyzer
+
+    analyze = get_analyzer(analyzer)
+    if analyzer == "default":
+        stem, stop, extended = None, STOPWORDS, False
+    else:
+        stemmer, stopwords = parse_analyzer_name(analyzer) if ":" in analyzer else ("snowball", "short")
+        stem, stop, extended = make_stemmer(stemmer), frozenset(stopword_list(stopwords, STOPWORDS)), True
+    texts = st.one_of(st.text(st.sampled_from(_EDGE_ALPHABET), max_size=60), st.text(max_size=60),
+                      st.text(st.characters(max_codepoint=127), max_size=80))
+
+    @settings(max_examples=400, deadline=None, database=None)
+    @given(texts)
+    def same(text: str) -> None:
+        assert analyze(text) == _word_by_word(text, extended, stem, stop)
+
+    same()
+    for text in [row[1] for row in DEFAULT_TABLE] + ["ΟΔΟΣ.Β", "ΣΑΣ-Σ", "İstanbul's", "a'b' _x_y_ --z--"]:
+        assert analyze(text) == _word_by_word(text, extended, stem, stop), text

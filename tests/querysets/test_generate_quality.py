@@ -143,6 +143,22 @@ def test_summary_kind_drops_the_pages_distinctive_words(messy: Vault, tmp_path: 
         assert not words & distinctive[target], q["query"]
 
 
+def test_link_text_kind_is_another_authors_name_for_the_page(tmp_path: Path) -> None:
+    vault = Vault(make_vault(tmp_path / "v", {
+        "Sync.md": "---\naliases: [Cloud copy]\n---\n# Sync\n\nKeeps vaults alike on every device.\n\n## Version history\n\nOld states.\n",
+        "Home.md": "# Home\n\nRead about [[Sync|keeping phone and laptop in step]] first.\n\n"
+                   "Also [[Sync|sync]], [[Sync|Cloud copy]], [[Sync#Version history|version history]], "
+                   "[[Sync|Open]] and [[Sync|older revisions of a page]].\n",
+    }))
+    out = tmp_path / "q.yaml"
+    summary = generate_queryset(vault, out, kinds=["link-text"], n=20)
+    raw = _queries(out)
+    # the target's title, an alias, the linked heading and one-word texts are no new name for the page
+    assert sorted(q["query"] for q in raw) == ["keeping phone and laptop in step", "older revisions of a page"]
+    assert all(q["relevant"] == {"wiki/Sync.md": 2} and q["source"]["page"] == "wiki/Home.md" for q in raw)
+    assert summary["rejected"]["link-text"]["no-content-word"] == 1  # "Open"
+
+
 def test_eval_slices_by_overlap_band_and_its_report_says_what_the_set_cannot_judge(messy: Vault, tmp_path: Path) -> None:
     from vaulteval.workbench.evaluate import evaluate
 

@@ -70,8 +70,7 @@ def _swap_for_link(path: Path, target: Path) -> None:
     os.symlink(target, path)
 
 
-@pytest.mark.parametrize("where", [".vault-meta", META, f"{META}/chunks", f"{META}/chunks/c-000103",
-                                   f"{META}/bm25"])
+@pytest.mark.parametrize("where", [".vault-meta", META, f"{META}/store", f"{META}/bm25"])
 @pytest.mark.parametrize("command", [("provision",), ("prefix", "--all"), ("index", "build")])
 def test_a_symlinked_meta_folder_is_refused_before_anything_changes(fresh_vault: Path, outside: Path,
                                                                     where: str, command: tuple) -> None:
@@ -203,14 +202,18 @@ def test_a_page_replaced_by_a_fifo_does_not_block_retrieve(fresh_vault: Path) ->
     assert proc.returncode == 0, proc.stderr
 
 
-def test_a_chunk_file_replaced_by_a_fifo_does_not_block_retrieve(fresh_vault: Path) -> None:
-    chunk = fresh_vault / META / "chunks" / "c-000103" / "chunk-000.json"
-    chunk.unlink()
-    os.mkfifo(chunk)
+def test_a_segment_replaced_by_a_fifo_does_not_block_retrieve(fresh_vault: Path) -> None:
+    (segment,) = (fresh_vault / META / "store").iterdir()
+    segment.unlink()
+    os.mkfifo(segment)
     proc = run_cli("retrieve", "--vault", fresh_vault, "descaling citric acid", "--no-rerank", timeout=TIMEOUT)
-    assert proc.returncode == 0, proc.stderr
-    assert DESCALING_NOTE not in [c["page_path"] for c in json.loads(proc.stdout)["candidates"]]
-    assert run_cli("index", "build", "--vault", fresh_vault, timeout=TIMEOUT).returncode == 0
+    assert proc.returncode == 10 and "chunk records that are missing" in proc.stderr, proc.stderr
+    assert run_cli("provision", "--vault", fresh_vault, timeout=TIMEOUT).returncode == 0
+    proc = run_cli("retrieve", "--vault", fresh_vault, "descaling citric acid", "--no-rerank", timeout=TIMEOUT)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["candidates"][0]["page_path"] == DESCALING_NOTE
+    assert segment.exists()  # the generation served when that writer started is kept for its readers...
+    assert run_cli("provision", "--vault", fresh_vault, timeout=TIMEOUT).returncode == 0
+    assert not segment.exists()  # ...and removed by the writer after
 
 
 @pytest.mark.parametrize("name", ["bm25/index.vti", "chunk-catalog.json"])

@@ -21,6 +21,8 @@ from pipeline_fixtures import (  # noqa: F401
     chunk_records,
     fresh_vault,
     index_file,
+    records_for,
+    replace_record,
     run_main,
 )
 from vaulteval.vault.metadir import META_REL
@@ -107,8 +109,7 @@ RECORD_SHAPES = {
 
 
 def _mutated_record(root: Path, shape: str) -> bytes:
-    path = root / META / "chunks" / "c-000103" / "chunk-000.json"
-    rec = json.loads(path.read_text())
+    rec = records_for(root, DESCALING_NOTE)[0]
     edits = {"index-str": ("chunk_index", "0"), "index-bool": ("chunk_index", False),
              "index-negative": ("chunk_index", -1), "raw-int": ("raw_text", 12), "hash-list": ("body_hash", ["x"]),
              "page-escape": ("page_path", "../../etc/passwd"), "address-other": ("page_address", "c-999999")}
@@ -119,17 +120,17 @@ def _mutated_record(root: Path, shape: str) -> bytes:
 
 @pytest.mark.parametrize("shape", sorted(RECORD_SHAPES))
 def test_a_malformed_chunk_record_is_skipped_then_repaired(fresh_vault: Path, shape: str) -> None:
-    path = fresh_vault / META / "chunks" / "c-000103" / "chunk-000.json"
+    """A record the catalog names that is malformed (with a right CRC): the build refuses it, provision repairs it."""
     value = RECORD_SHAPES[shape]
     data = _mutated_record(fresh_vault, shape) if value is None else (
         value if isinstance(value, bytes) else value.encode())
-    path.write_bytes(data)
+    replace_record(fresh_vault, "c-000103:0", data)
+    code, out, err = run_main("index", "build", "--vault", fresh_vault)
+    _clean(code, err, (0,))
+    assert json.loads(out)["docs"] == 53 and sum(json.loads(out)["rejected"].values()) == 1
     code, out, err = _retrieve(fresh_vault)
     _clean(code, err, (0,))
     assert DESCALING_NOTE not in [c["page_path"] for c in json.loads(out)["candidates"]]
-    code, out, err = run_main("index", "build", "--vault", fresh_vault)
-    _clean(code, err, (0,))
-    assert json.loads(out)["docs"] == 53
     code, out, err = run_main("provision", "--vault", fresh_vault)
     _clean(code, err, (0,))
     assert json.loads(out)["index"]["docs"] == 54

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_fixtures import DESCALING_NOTE, append_text, cli_env, make_vault, snapshot
+from pipeline_fixtures import DESCALING_NOTE, append_text, chunk_locations, chunk_records, cli_env, make_vault, snapshot
 from vaulteval.vault.metadir import META_REL
 
 TIMEOUT = 120
@@ -44,9 +44,8 @@ def finish(proc: subprocess.Popen, resume: Path) -> tuple[int, str]:
     return proc.returncode, err
 
 
-def records(root: Path) -> dict[str, bytes]:
-    base = root / META_REL / "chunks"
-    return {str(p.relative_to(base)): p.read_bytes() for p in base.glob("*/chunk-*.json")}
+def records(root: Path) -> dict[str, dict]:
+    return {loc[3]: rec for loc, rec in zip(chunk_locations(root), chunk_records(root))}
 
 
 @pytest.mark.parametrize("command,point", [

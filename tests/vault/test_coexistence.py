@@ -25,6 +25,7 @@ from pipeline_fixtures import (
     index_file,
     run_cli,
     snapshot,
+    to_loose_layout,
 )
 from vaulteval.vault.metadir import META_REL
 
@@ -197,12 +198,12 @@ def test_a_killed_writers_lock_is_taken_over(fresh_vault: Path, tmp_path: Path, 
 
 def test_retrieve_exits_10_when_the_chunk_records_are_gone(fresh_vault: Path) -> None:
     assert DESCALING_NOTE in vaulteval_finds(fresh_vault)
-    for record in (fresh_vault / META_REL / "chunks").glob("*/chunk-*.json"):
-        record.unlink()
+    for segment in (fresh_vault / META_REL / "store").glob("seg-*.vcs"):
+        segment.write_bytes(b"")  # emptied: every record the index names is gone
     line = assert_one_line_error(run_cli("retrieve", "--vault", fresh_vault, "descaling citric acid",
                                          "--no-rerank", timeout=TIMEOUT), 10)
     assert "chunk records" in line and "vaulteval provision" in line
-    shutil.rmtree(fresh_vault / META_REL / "chunks")
+    shutil.rmtree(fresh_vault / META_REL / "store")
     assert_one_line_error(run_cli("retrieve", "--vault", fresh_vault, "descaling", "--no-rerank",
                                   timeout=TIMEOUT), 10)
 
@@ -219,8 +220,9 @@ def test_doctor_names_the_other_tools_state(fresh_vault: Path) -> None:
 
 
 def _old_layout(root: Path) -> None:
-    """vaulteval's files moved to where the old version kept them, directly in .vault-meta/."""
+    """vaulteval's files moved to where the old version kept them, directly in .vault-meta/ (one file per record)."""
     meta = root / ".vault-meta"
+    to_loose_layout(root)
     for entry in sorted((root / META_REL).iterdir()):
         shutil.move(str(entry), str(meta / entry.name))
     (root / META_REL).rmdir()

@@ -115,11 +115,17 @@ def test_obsidian_exclusions_apply_to_a_wiki_vault_too(tmp_path: Path) -> None:
     (["Archive"], "Archive.md", True),          # a plain entry is a path prefix, as in Obsidian
     (["Daily/2020"], "Daily/2021/x.md", False),
     (["/\\.excalidraw\\.md$/"], "Drawings/a.excalidraw.md", True),
-    (["/[unclosed/"], "anything.md", False),    # an invalid expression is ignored, not fatal
-    ([42, None, ""], "x.md", False),            # junk entries are ignored
+    (["", "  "], "x.md", False),                # empty entries are skipped, as Obsidian does
+    (["/(?<year>20\\d\\d)/"], "Daily/2021/x.md", True),  # JavaScript's named groups work
 ])
 def test_obsidian_ignore_filters(filters: list, path: str, excluded: bool) -> None:
     assert IgnoreRules.parse(filters).excluded(path) is excluded
+
+
+@pytest.mark.parametrize("filters", [["/[unclosed/"], [42], [None], ["x" * 501], ["a"] * 1001])
+def test_a_filter_that_cannot_be_honoured_is_refused_not_dropped(filters: list) -> None:
+    with pytest.raises(ValueError):
+        IgnoreRules.parse(filters)
 
 
 def test_the_plain_sample_holds_what_a_real_vault_holds(plain: Path) -> None:

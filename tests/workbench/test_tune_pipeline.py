@@ -129,7 +129,7 @@ def test_a_pipeline_tuned_without_a_reranker_gets_none_added(fresh_vault: Path, 
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLLAMA_HOST", UNREACHABLE_OLLAMA)
     before = run_json("retrieve", "--vault", fresh_vault, "espresso")
-    assert before["strategy"].startswith("bm25+noop-rerank:")  # untuned: the Ollama rerank is tried
+    assert before["strategy"] == "bm25-only"  # untuned, no store: Ollama is tried only when named
     assert "tuned" not in before
     _tuned_write(fresh_vault, tmp_path, "bm25:w_title=2,w_aliases=2")
     stored = json.loads((fresh_vault / ".vaulteval.json").read_text())["retrieve"]

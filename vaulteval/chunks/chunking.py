@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from vaulteval.chunks.limits import HARD_MAX_CHARS, MAX_PREFIX_CHARS, OVERLAP_CHARS, TARGET_CHARS  # noqa: F401
+from vaulteval.chunks.pagetext import decode_page, split_frontmatter  # noqa: F401 - imported from here too
 from vaulteval.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -24,10 +26,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_NOTE_BYTES = 8 << 20
 MAX_NOTE_BYTES_ENV = "VAULTEVAL_MAX_NOTE_BYTES"
 
-TARGET_CHARS = 2_000
-OVERLAP_CHARS = 200
-HARD_MAX_CHARS = 4_000
-MAX_PREFIX_CHARS = 1_000
 FIRST_SENTENCE_CHARS = 300
 
 ADDRESS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -59,18 +57,6 @@ class ParsedPage:
     frontmatter: dict[str, Any] = field(default_factory=dict)
 
 
-def split_frontmatter(text: str) -> tuple[str | None, str]:
-    """Usage: ``fm_text, body = split_frontmatter(text)``; fm_text is None without frontmatter."""
-    if not text.startswith("---\n"):
-        return None, text
-    end = re.search(r"^(?:---|\.\.\.)[ \t]*$", text[4:], re.MULTILINE)
-    if end is None:
-        return None, text
-    fm_text = text[4 : 4 + end.start()]
-    body = text[4 + end.end() :]
-    return fm_text, body.lstrip("\n")
-
-
 def parse_frontmatter(fm_text: str | None) -> dict[str, Any]:
     if not fm_text:
         return {}
@@ -82,14 +68,6 @@ def parse_frontmatter(fm_text: str | None) -> dict[str, Any]:
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def decode_page(raw: bytes) -> str:
-    """Bytes to text with newlines normalised; hashes are always taken of the raw bytes."""
-    text = raw.decode("utf-8", errors="replace")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def max_note_bytes() -> int:

@@ -1,6 +1,10 @@
-"""Is an indexed chunk still current? Checked against the chunk file and the page bytes.
+"""Is an indexed chunk still current? Checked against its chunk record, the page bytes and the page text.
 
 Usage: ``record = checker.current_record(doc)``; None means stale and must not be served.
+
+Records are read through ``vaulteval.chunks.segments.StoreReader.record`` (the packed
+store; ``store/<segment>@<offset>``), or as one JSON file each (``chunks/...``) for an
+index built before the packed store.
 """
 
 from __future__ import annotations
@@ -33,66 +37,80 @@ if TYPE_CHECKING:
 # Racy-file rule (as git uses): a file modified this recently may change again
 # within the same timestamp tick, so its verdict is not cached.
 _RACY_SECONDS = 2.0
+_stat = os.stat  # the one stat a remembered verdict costs (a name of its own, so tests can count the calls)
 
 
 def _stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """A file's signature: the same device, inode, size, mtime and ctime mean the same bytes."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _cached_verdict(cache: dict, name: str, base, strip: str | None):
-    """A remembered verdict when the file ``name`` (under ``base``) is still the very file it was given for.
-
-    Same device, inode, size, mtime and ctime means the bytes already checked
-    (and found inside the vault) are the bytes there now, so no open is needed.
-    """
-    hit = cache.get(name)
-    if hit is None:
-        return None
-    try:
-        st = os.stat(cached_lexical_path(base, name, strip))
-    except OSError:
-        return None
-    return hit[1] if hit[0] == _stat_key(st) else None
+def _doc_key(doc: "DocMeta") -> tuple:
+    """What the index claims about a chunk: a record is accepted for exactly these values."""
+    return (doc.chunk_file, doc.chunk_index, doc.page_address, doc.page_path, doc.body_hash, doc.page_body_hash,
+            doc.context_hash)
 
 
 class IntegrityChecker:
-    """Verifies chunks against their records and pages; remembers verdicts per unchanged file."""
+    """Verifies chunks against their records and pages; remembers verdicts per unchanged file.
+
+    A verdict (a page's hash, a record accepted for an index row) is kept with the
+    file's signature and reused while a ``stat`` of the file gives the same one;
+    otherwise the file is read and checked again. ``query()`` gives a view for one
+    query that stats each file at most once and reads it at most once.
+    """
 
     def __init__(self, vault: "Vault"):
         self.vault = vault
         self._page_hash: dict[str, tuple[tuple, str]] = {}
-        self._records: dict[str, tuple[tuple, dict]] = {}
+        self._records: dict[tuple, tuple[tuple, dict]] = {}
+        self._packed: dict[tuple, dict] = {}
+        self._derived: dict[tuple[str, str], bool] = {}
+        self._store = None
 
-    def _cacheable(self, st: os.stat_result) -> bool:
-        return time.time() - st.st_mtime > _RACY_SECONDS
+    def store(self):
+        """The packed store's reader (segments opened once and kept: the generation this checker reads)."""
+        if self._store is None:
+            from vaulteval.chunks.segments import StoreReader
 
-    def _read(self, cache: dict, base, rel: str, strip: str | None, parse, accept=None):
-        """Parse a confined file, or reuse the value remembered for this very file (same stat)."""
-        try:
-            hit = _cached_verdict(cache, rel, base, strip)
-            if hit is not None:
-                return hit
-            st, data = read_confined(base, rel, strip)
-            value = parse(data)
-        except (OSError, ValueError, RecursionError, PathEscape):
-            return None
-        if accept is not None and not accept(value):
-            return None
-        if self._cacheable(st):
-            cache[rel] = (_stat_key(st), value)
-        return value
+            self._store = StoreReader(self.vault.meta_dir)
+        return self._store
+
+    def text_of_note(self, doc: "DocMeta", raw: str, data: bytes | None = None) -> bool:
+        """True when ``raw`` is text of the note as it is now (the page the index names, with its hash).
+
+        A record forged with right checksums cannot serve words the note does not hold
+        (``vaulteval.chunks.derived``). ``data``: the note's bytes when the caller just read them and found their hash right.
+        """
+        key = (doc.page_body_hash, doc.body_hash)
+        verdict = self._derived.get(key)
+        if verdict is None:
+            if data is None:  # given, they are the bytes whose hash this query just compared
+                try:
+                    data = read_confined(self.vault.notes_dir, doc.page_path, self.vault.notes_strip)[1]
+                except (OSError, PathEscape):
+                    return False
+                if "sha256:" + hashlib.sha256(data).hexdigest() != doc.page_body_hash:
+                    return False
+            from vaulteval.chunks.derived import chunk_in_note
+
+            verdict = self._derived[key] = chunk_in_note(raw, data)
+        return verdict
+
+    def query(self) -> "QueryCheck":
+        """Usage: ``check = checker.query()``, then ``check.current_record(doc)`` for each candidate of one query."""
+        return QueryCheck(self)
 
     def page_hash(self, page_rel: str) -> str | None:
         """``sha256:<hex>`` of the page's exact bytes, or None when it is missing or outside the notes folder."""
-        return self._read(self._page_hash, self.vault.notes_dir, page_rel, self.vault.notes_strip,
-                          lambda data: "sha256:" + hashlib.sha256(data).hexdigest())
+        return QueryCheck(self).page_hash(page_rel)
 
     def record(self, doc: "DocMeta") -> dict | None:
         """The chunk record on disk if it is the one the index was built from, else None."""
-        if not doc.chunk_file.startswith("chunks/"):
-            return None
-        return self._read(self._records, self.vault.meta_dir, doc.chunk_file, None, json.loads,
-                          lambda rec: self._matches(doc, rec))
+        return QueryCheck(self).record(doc)
+
+    def current_record(self, doc: "DocMeta") -> dict | None:
+        return QueryCheck(self).current_record(doc)
 
     @staticmethod
     def _matches(doc: "DocMeta", rec: dict) -> bool:
@@ -117,8 +135,82 @@ class IntegrityChecker:
             and "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest() == doc.context_hash
         )
 
+
+class QueryCheck:
+    """The checks of one query: each file is stat'ed at most once and read at most once, whatever the
+    number of candidates that name it; verdicts go to (and come from) the checker's signature cache.
+    Not shared between threads: each query makes its own."""
+
+    def __init__(self, checker: IntegrityChecker):
+        self.checker = checker
+        self._stats: dict[str, tuple | None] = {}  # path -> signature (None: cannot be stat'ed)
+        self._values: dict[tuple, object] = {}  # (kind, key) -> verdict already reached in this query
+        self._notes: dict[str, bytes] = {}  # the notes this query read: the text check reads none again
+
+    def _signature(self, path: str) -> tuple | None:
+        if path in self._stats:
+            return self._stats[path]
+        try:
+            sig = _stat_key(_stat(path))
+        except OSError:
+            sig = None
+        self._stats[path] = sig
+        return sig
+
+    def _read(self, cache: dict, key, base, rel: str, strip: str | None, parse, accept=None):
+        """Parse a confined file, or reuse the value remembered for this very file (same signature)."""
+        memo = (id(cache), key)
+        if memo in self._values:
+            return self._values[memo]
+        value = None
+        try:
+            path = cached_lexical_path(base, rel, strip)
+            hit = cache.get(key)
+            if hit is not None and hit[0] == self._signature(path):
+                value = hit[1]
+            else:
+                st, data = read_confined(base, rel, strip)
+                self._stats[path] = _stat_key(st)  # the descriptor's fstat is this query's stat of the file
+                value = parse(data)
+                if accept is not None and not accept(value):
+                    value = None
+                elif time.time() - st.st_mtime > _RACY_SECONDS:
+                    cache[key] = (_stat_key(st), value)
+        except (OSError, ValueError, RecursionError, PathEscape):
+            value = None
+        self._values[memo] = value
+        return value
+
+    def page_hash(self, page_rel: str) -> str | None:
+        """``IntegrityChecker.page_hash`` within this query."""
+        vault = self.checker.vault
+        return self._read(self.checker._page_hash, page_rel, vault.notes_dir, page_rel, vault.notes_strip,
+                          lambda data: self._hashed(page_rel, data))
+
+    def _hashed(self, page_rel: str, data: bytes) -> str:
+        self._notes[page_rel] = data
+        return "sha256:" + hashlib.sha256(data).hexdigest()
+
+    def record(self, doc: "DocMeta") -> dict | None:
+        """``IntegrityChecker.record`` within this query."""
+        if doc.chunk_file.startswith("store/"):
+            key = _doc_key(doc) + (doc.size, doc.mtime_ns)
+            packed = self.checker._packed
+            hit = packed.get(key)
+            if hit is None:
+                # A published segment never changes and its descriptor stays open: no stat, one check per record.
+                hit = self.checker.store().record(doc.chunk_file, doc.size, doc.mtime_ns)
+                if hit is None or not IntegrityChecker._matches(doc, hit):
+                    return None
+                packed[key] = hit
+            return hit
+        if not doc.chunk_file.startswith("chunks/"):
+            return None
+        return self._read(self.checker._records, _doc_key(doc), self.checker.vault.meta_dir, doc.chunk_file, None,
+                          json.loads, lambda rec: IntegrityChecker._matches(doc, rec))
+
     def current_record(self, doc: "DocMeta") -> dict | None:
         rec = self.record(doc)
         if rec is None or self.page_hash(doc.page_path) != doc.page_body_hash:
             return None
-        return rec
+        return rec if self.checker.text_of_note(doc, rec["raw_text"], self._notes.get(doc.page_path)) else None

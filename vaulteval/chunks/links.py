@@ -34,6 +34,8 @@ class UnknownLink(UsageError):
 class AmbiguousLink(UsageError):
     """A wikilink matches several pages; write more of its path."""
 
+    candidates: tuple[str, ...] = ()
+
 
 def _norm(text: str) -> str:
     return unicodedata.normalize("NFC", text)
@@ -110,8 +112,25 @@ class LinkResolver:
         if len(found) == 1:
             return found[0]
         shown = ", ".join(sorted(found)[:5])
-        raise AmbiguousLink(f"{key} matches {len(found)} pages by {via} ({shown}); write more of the path, "
+        exc = AmbiguousLink(f"{key} matches {len(found)} pages by {via} ({shown}); write more of the path, "
                             f"e.g. [[{_hint(sorted(found)[0].removeprefix(self.lead))}]]")
+        exc.candidates = tuple(sorted(found))
+        raise exc
+
+    def open_link(self, key: str) -> str:
+        """The note Obsidian opens for ``key``: as ``resolve``, but among several notes of one name the
+        shortest path wins; only a tie is ambiguous (AmbiguousLink listing every tied note)."""
+        try:
+            return self.resolve(key)
+        except AmbiguousLink as exc:
+            shortest = min(len(p) for p in exc.candidates)
+            best = [p for p in exc.candidates if len(p) == shortest]
+            if len(best) == 1:
+                return best[0]
+            tie = AmbiguousLink(f"{key} matches {len(best)} notes with equally short paths: {', '.join(best)}; "
+                                "write more of the path")
+            tie.candidates = tuple(best)
+            raise tie from None
 
     def aliases(self) -> dict[str, list[str]]:
         """Casefolded alias -> pages declaring it (frontmatter ``aliases:`` or ``alias:``)."""

@@ -5,126 +5,69 @@ Usage::
     body = visible_text(parsed.body)          # before chunking
     terms = page_terms(parsed)                # "Tags: ... Aliases: ..." for the contextual prefix
 
-- ``%%comments%%`` (inline or over several lines; an unclosed one runs to the
-  end of the note, as in Obsidian) are dropped: they are hidden in reading view
-  and often private.
-- ``[[target|label]]`` becomes ``label``; ``[[target#Heading]]`` becomes
-  ``target Heading``; ``![[embed]]`` becomes the embedded note's name (a size
-  such as ``|300`` is not text).
-- Callouts (``> [!tip]+ Title``) keep their title (the type when there is none)
-  and body, without the marker syntax.
-- Fenced code blocks and inline code are left exactly as written.
+- The body is what reading view shows (``vaulteval.chunks.visible``): no
+  ``%%comments%%``, HTML comments, HTML tags, images, badges, link targets or
+  reference definitions; code left exactly as written.
 - Tags stay in the text; frontmatter ``tags`` and ``aliases`` are added as terms
   to every chunk's prefix, with nested or hyphenated tags also split into words.
+  A value that YAML read as a mapping or a list (``- LawList: Custom List
+  Styles``) is flattened into its text.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from typing import Any
-from urllib.parse import unquote
 
 from vaulteval.chunks.codespans import inline_code_spans, map_spans
+from vaulteval.chunks.visible import visible
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: retrieve reads a note's headings without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # Bump when the text given to the chunker changes: the catalog then re-chunks every page.
-CHUNKER_VERSION = 2
+# 3: HTML comments and tags, images and badges, link targets, reference definitions and block ids left out.
+CHUNKER_VERSION = 3
 
 # Possessive runs: a fence line with no newline after it fails once instead of once per backtick.
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}+|~{3,}+)[^\n]*+\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 _COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.DOTALL)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
-_CALLOUT = re.compile(r"^(?P<quote>[ \t]*(?:>[ \t]*)+)\[!(?P<kind>[^\]\n]+)\][+-]?[ \t]*(?P<title>[^\n]*)$", re.MULTILINE)
 # Starts with the literal '#' so the scan is fast; "at the start or after whitespace" is checked per hit.
 _TAG = re.compile(r"#([^\s#!\"$%&'()*+,.:;<=>?@\[\]^`{|}~\\]+)")
-_SIZE = re.compile(r"^\d+(?:x\d+)?$")
 _WORD_SEPARATORS = re.compile(r"[/_\-]+")
 
 
-def _link_text(match: re.Match) -> str:
-    embed, inner = match.group(1), match.group(2)
-    target, _, label = inner.partition("|")
-    label = label.strip()
-    if label and not (embed and _SIZE.match(label)):
-        return label
-    page, _, sub = target.partition("#")
-    page = page.strip().rsplit("/", 1)[-1].removesuffix(".md")
-    sub = sub.lstrip("^").strip() if not sub.startswith("^") else ""
-    sub = sub.replace("#", " ")
-    return f"{page} {sub}".strip() if sub else page
-
-
-def _callout(match: re.Match) -> str:
-    title = match.group("title").strip()
-    return match.group("quote") + (title or match.group("kind").strip().capitalize())
-
-
-def _prose(text: str) -> str:
-    """Obsidian rewrites for text with no code in it."""
-    text = _WIKILINK.sub(_link_text, text)
-    return _CALLOUT.sub(_callout, text)
-
-
-def _outside(pattern: re.Pattern, text: str, fn) -> str:
-    """Apply ``fn`` to the stretches of ``text`` that ``pattern`` does not match, keeping matches verbatim."""
-    out, last = [], 0
-    for m in pattern.finditer(text):
-        out.append(fn(text[last:m.start()]))
-        out.append(m.group(0))
-        last = m.end()
-    out.append(fn(text[last:]))
-    return "".join(out)
-
-
-def _strip_comments(text: str) -> str:
-    """Drop %%comments%% outside code; a comment may span code-free paragraphs."""
-    pieces = re.split(r"(```[\s\S]*?```|~~~[\s\S]*?~~~|`[^`\n]+`)", text)
-    out, in_comment = [], False
-    for i, piece in enumerate(pieces):
-        if i % 2 == 1:  # code: kept unless it sits inside a comment
-            if not in_comment:
-                out.append(piece)
-            continue
-        kept, pos = [], 0
-        while pos <= len(piece):
-            mark = piece.find("%%", pos)
-            if in_comment:
-                if mark < 0:
-                    break
-                in_comment, pos = False, mark + 2
-            else:
-                kept.append(piece[pos:] if mark < 0 else piece[pos:mark])
-                if mark < 0:
-                    break
-                in_comment, pos = True, mark + 2
-        out.append("".join(kept))
-    return "".join(out)
-
-
 def visible_text(body: str) -> str:
-    """The note body as Obsidian's reading view shows it (see the module docstring)."""
-    if "%%" in body:
-        body = _strip_comments(body)
-    if "[[" not in body and "[!" not in body:
-        return body
-    return _outside(_FENCE, body, lambda part: _outside_code(part, _prose))
-
-
-def _outside_code(text: str, fn) -> str:
-    """Apply ``fn`` outside inline code spans, keeping the spans verbatim."""
-    return map_spans(text, inline_code_spans(text), outside=fn, inside=lambda code: code)
+    """The note body as Obsidian's reading view shows it (see ``vaulteval.chunks.visible``)."""
+    return visible(body).text
 
 
 def _without_code(text: str) -> str:
     return map_spans(text, inline_code_spans(text), outside=lambda prose: prose, inside=lambda code: "")
 
 
+def _flat(value: Any, pairs: bool) -> list[str]:
+    """The text of a YAML value, item by item: a mapping as ``key: value`` per pair (``pairs``) or as its keys
+    and values, a list as its items, a scalar as is."""
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        out = []
+        for key, item in value.items():
+            inner = _flat(item, pairs)
+            out.extend([f"{key}: {' '.join(inner)}" if inner else str(key)] if pairs else [str(key), *inner])
+        return out
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _flat(item, pairs)]
+    return [str(value)]
+
+
 def _as_list(value: Any) -> list[str]:
     if isinstance(value, str):
         value = [v for v in re.split(r"[,\s]+", value) if v]
-    if not isinstance(value, list):
-        return []
-    return [str(v).strip() for v in value if v is not None and str(v).strip()]
+    return [text.strip() for text in _flat(value, pairs=False) if text.strip()]
 
 
 def page_tags(frontmatter: dict, body: str) -> tuple[list[str], list[str]]:
@@ -147,8 +90,7 @@ def page_aliases(frontmatter: dict) -> list[str]:
         value = frontmatter.get(key)
         if isinstance(value, str):
             value = value.split(",") if key == "aliases" else [value]
-        if isinstance(value, list):
-            out.extend(str(v).strip() for v in value if v is not None and str(v).strip())
+        out.extend(text.strip() for text in _flat(value, pairs=True) if text.strip())
     return list(dict.fromkeys(out))
 
 
@@ -199,6 +141,8 @@ def outgoing_links(text: str) -> list[dict]:
     Each: ``{"line", "raw", "target", "heading", "label", "embed", "kind"}``; ``line`` counts from 1
     in ``text``; ``heading`` is the part after ``#`` (a ``^block`` id included), or None.
     """
+    from urllib.parse import unquote
+
     clean = code_and_comments_blanked(text)
     starts = [0] + [i + 1 for i, ch in enumerate(clean) if ch == "\n"]
     out: list[dict] = []
@@ -230,12 +174,19 @@ _HEADING_LINE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+)$")
 def headings(text: str) -> list[dict]:
     """ATX headings outside code and comments: ``{"level", "text", "line"}`` (line counts from 1 in ``text``)."""
     clean = code_and_comments_blanked(text)
+    original = text.split("\n")
     out = []
     for number, line in enumerate(clean.split("\n"), start=1):
         m = _HEADING_LINE.match(line)
         if m:
+            # Found on the blanked line (no heading inside code), read from the note's own line: blanking keeps
+            # every column, and Obsidian's heading (and its links) keep inline code: "Use `with` here".
             # Closing '#'s trimmed by rstrip, not by the pattern (a lazy pattern backtracks on "# # # ...x").
-            rest = m.group(2)
+            own = original[number - 1]
+            start = m.end(1)
+            while start < len(own) and own[start] in " \t":  # the '#'s and the blank after them are the same on both lines
+                start += 1
+            rest = own[start:]
             text = rest.rstrip(" \t#") or rest[:1]
             out.append({"level": len(m.group(1)), "text": text.strip(), "line": number})
     return out

@@ -51,17 +51,21 @@ def emit(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-def select_vault(args: argparse.Namespace):
-    """The vault named by ``--vault``, the environment or a marker file."""
+def select_vault(args: argparse.Namespace, *, notes_dir_change: bool = False):
+    """The vault named by ``--vault``, the environment or a marker file (``notes_dir_change``: provision
+    --rebuild may move the recorded notes folder)."""
     from vaulteval.vault.vault import Vault
 
-    return Vault.select(getattr(args, "vault", None), notes_dir=getattr(args, "notes_dir", None))
+    return Vault.select(getattr(args, "vault", None), notes_dir=getattr(args, "notes_dir", None),
+                        notes_dir_change=notes_dir_change,
+                        ignore_obsidian_settings=getattr(args, "ignore_obsidian_settings", False))
 
 
 def vault_choice(args: argparse.Namespace):
     """For commands that may also find the vault elsewhere (a query set, a run): a Vault when the
     user named one or its notes folder, else None."""
-    if getattr(args, "vault", None) or getattr(args, "notes_dir", None) is not None:
+    if getattr(args, "vault", None) or getattr(args, "notes_dir", None) is not None \
+            or getattr(args, "ignore_obsidian_settings", False):
         return select_vault(args)
     return None
 
@@ -69,8 +73,12 @@ def vault_choice(args: argparse.Namespace):
 def add_vault(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vault", metavar="PATH", help="the vault (default: $VAULTEVAL_VAULT or the nearest marker file)")
     p.add_argument("--notes-dir", metavar="DIR", dest="notes_dir",
-                   help="the folder holding the notes, relative to the vault (default: \"notes_dir\" in "
-                        ".vaulteval.json, else wiki/ when it exists, else the vault root when .obsidian/ exists)")
+                   help="the folder holding the notes, relative to the vault (default: the folder provision "
+                        "--notes-dir recorded, else \"notes_dir\" in .vaulteval.json, else wiki/ when it exists, "
+                        "else the vault root when .obsidian/ exists)")
+    p.add_argument("--ignore-obsidian-settings", action="store_true",
+                   help="go on when .obsidian/app.json cannot be read or its excluded-files filters cannot be "
+                        "applied (then nothing is excluded); without it such a vault is refused")
 
 
 def int_arg(text: str) -> int:

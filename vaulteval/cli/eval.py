@@ -82,14 +82,21 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
                   condensed=args.condensed, scheduler=args.scheduler, allow_remote_workers=args.allow_remote_workers,
                   allow_stale=args.allow_stale)
     path = ev.save(args.out, run_id=args.id)
-    stale = ev.stale.note() if ev.stale.pages else None
-    if stale:
-        print(stale)  # the headline: before any number
-    print(markdown_table(interval_table(ev.metrics)))
+    from vaulteval.workbench.headline import headline_of_dir
+
+    # The headline first (stale index, inputs, each comparison with its verdict), read back from the run's files.
+    headline = headline_of_dir(path)
+    print(headline.text())
+    print(markdown_table(interval_table(ev.metrics[ev.metrics.measure.isin(ev.measures)], digits=3)))
     print("(mean [95% bootstrap interval] over the queries with a relevant page)")
-    for note in ev.report.notes:
-        if note != stale:
+    shown = set(headline.warnings)
+    for note in ev.report.notes:  # fallbacks are on their comparison's line; MDEs are in the headline and report.md
+        if note not in shown and not note.startswith(("with ", "WARNING ")):
             print(note)
+    if not headline.comparisons:
+        for note in ev.report.notes:
+            if note.startswith("WARNING "):
+                print(note)
     from vaulteval.cli.querysets import abstention_lines
 
     for line in abstention_lines(ev.metrics, {r.name: r.strategy for r in ev.runs}):

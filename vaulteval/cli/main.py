@@ -24,6 +24,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "vaulteval.cli.eval": ("queryset", "import", "eval", "notebooks"),
     "vaulteval.cli.notes": ("read", "search", "ledgers"),
     "vaulteval.cli.tune": ("tune",),
+    "vaulteval.cli.serve": ("mcp",),
 }
 
 

@@ -100,9 +100,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+LISTED = 20  # changed pages a provision report lists without --verbose
+
+
 @_cmd("provision")
 def cmd_provision(args: argparse.Namespace) -> int:
-    vault = _vault(args)
+    vault = _vault(args, notes_dir_change=args.rebuild)  # --rebuild may move the recorded notes folder
     from vaulteval.pipeline.provision import index_kwargs, provision
 
     embed, why_not = None, None
@@ -129,11 +132,18 @@ def cmd_provision(args: argparse.Namespace) -> int:
         from vaulteval.pipeline.migrate import Migration
 
         sys.stderr.write(f"vaulteval: {Migration(**report['migrated']).line()}\n")
+    if "migrated_store" in report:
+        moved = report["migrated_store"]
+        sys.stderr.write(f"vaulteval: migrated the chunk records to the packed store (.vault-meta/vaulteval/store/): "
+                         f"carried over {moved['records']}, removed {moved['removed']} loose record file(s) of "
+                         "the old layout\n")
     failure = report.pop("embeddings_not_refreshed", None) or why_not
     if failure is not None:
         sys.stderr.write(f"vaulteval: warning: stored embeddings not refreshed ({failure}); dense and hybrid skip "
                          "changed chunks until `vaulteval provision --embed` succeeds\n")
-    _emit(report)
+    from vaulteval.pipeline.provision import summarized
+
+    _emit(summarized(report, None if args.verbose else LISTED))
     return EXIT_OK
 
 
@@ -190,7 +200,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
 
         log = QueryLog(args.log, vault)  # refused inside the vault before anything runs
     first, tuned = _first_stage(args, vault)
-    rerank = _pipeline_rerank(args, tuned)
+    rerank = _pipeline_rerank(args, tuned, vault)
     if first is not None and "dense" in first.needs:
         first = first.with_embed(_rerank_config(args))  # host, timeout and remote permission for the query
     depth = args.bm25_top or (tuned or {}).get("bm25_top") or 20
@@ -206,12 +216,15 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _pipeline_rerank(args: argparse.Namespace, tuned: dict | None):
-    """The reranker: none with --no-rerank; the tuned one (or none) when the vault's tuned pipeline runs and
-    no --embedder/--model asks for another; else the default Ollama rerank, which falls back when absent."""
+def _pipeline_rerank(args: argparse.Namespace, tuned: dict | None, vault):
+    """The reranker: none with --no-rerank; the one --embedder/--model name; the tuned one (or none) when the
+    vault's tuned pipeline runs; else the one the vault's stored embeddings were made with, or none: Ollama is
+    tried only when the user or the store names it."""
     if args.no_rerank:
         return None
-    if tuned is not None and not (args.embedder or args.model):
+    if args.embedder or args.model:
+        return _rerank_config(args)
+    if tuned is not None:
         stored = tuned.get("rerank")
         if stored is None:
             return None  # the tuned pipeline has no reranker: add none
@@ -219,7 +232,9 @@ def _pipeline_rerank(args: argparse.Namespace, tuned: dict | None):
 
         return RerankConfig(backend=stored["backend"], model=stored.get("model"),
                             allow_remote=args.allow_remote_ollama, timeout=args.timeout)
-    return _rerank_config(args)
+    from vaulteval.pipeline.default_rerank import store_rerank
+
+    return store_rerank(vault, allow_remote=args.allow_remote_ollama, timeout=args.timeout)
 
 
 @_cmd("rerank")
@@ -254,6 +269,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             print(f"  - {problem}")
         for note in report.skipped_notes:
             print(f"  skipped: {note['page_path']}: {note['reason']}")
+        if report.exclusions and report.exclusions["configured"]:
+            from vaulteval.vault.notefiles import printable
+
+            print(f"  exclusions: {', '.join(map(printable, report.exclusions['configured']))} (.obsidian/app.json)")
+        elif report.exclusions and report.exclusions["settings_ignored"]:
+            print("  exclusions: none (--ignore-obsidian-settings)")
+        if report.empty_pages:
+            from vaulteval.vault.notefiles import printable
+
+            shown = ", ".join(printable(p) for p in report.empty_pages[:10])
+            more = f" and {len(report.empty_pages) - 10} more" if len(report.empty_pages) > 10 else ""
+            print(f"  empty: {len(report.empty_pages)} note(s) with no visible text, not indexed: {shown}{more}")
         if report.rebuild:
             print(f"  fix: {report.rebuild}")
     return EXIT_OK if report.state == "verified" else EXIT_FAILED

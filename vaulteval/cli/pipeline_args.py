@@ -118,6 +118,8 @@ def _parse_provision(sub: Any, _add_vault: "AddVault") -> None:
     p.add_argument("--no-embed", action="store_true",
                    help="leave stored embeddings as they are (by default a vault that has them gets them refreshed "
                         "with the same model)")
+    p.add_argument("--verbose", action="store_true",
+                   help="list every changed page in the report (by default it lists the first 20 and counts the rest)")
     _add_prefix_flags(p)
     _add_rerank_flags(p)
     _add_vault(p)

@@ -58,7 +58,9 @@ def cmd_pool(args: argparse.Namespace) -> int:
     from vaulteval.vault.paths import is_inside
     from vaulteval.workbench.pooling import pool_queryset, write_pool
 
-    vault, qs = open_queryset(args.queryset, args.vault)
+    from vaulteval.cli.common import vault_choice
+
+    vault, qs = open_queryset(args.queryset, vault_choice(args))
     if is_inside(vault.root, Path(args.out).expanduser().resolve()):
         raise UsageError(f"--out {args.out} is inside the vault; write the pool outside it")
     pool = pool_queryset(vault, qs, args.strategy or ["bm25"], depth=args.depth, cache_dir=args.cache,
@@ -100,13 +102,18 @@ def abstention_lines(metrics: Any, strategies: dict[str, Any] | None = None) -> 
     A threshold is on its own strategy's score scale, so the suggested command
     names the strategy's flags when ``strategies`` (run name -> Strategy) are given.
     """
+    from vaulteval.workbench.abstention import MIN_KEPT
+
     rows = metrics[metrics.measure.str.startswith("abstain_")]
     out = []
     for run, grp in rows.groupby("run", sort=False):
         values = dict(zip(grp.measure, grp.value))
         score = next((v for m, v in values.items() if m.startswith("abstain_min_score")), None)
         kept = next((v for m, v in values.items() if m.startswith("abstain_recall_kept")), None)
-        if score is not None and kept is not None:
+        if score is not None and kept is not None and kept < MIN_KEPT:
+            out.append(f"{run}: no useful threshold: the lowest --min-score with false positives at or below 10% "
+                       f"of the negative queries ({score:.4g}) keeps only {kept:.0%} of the relevant pages found")
+        elif score is not None and kept is not None:
             strategy = (strategies or {}).get(run)
             flags = _retrieve_flags(strategy) + " " if strategy is not None else ""
             out.append(f"{run}: retrieve {flags}--min-score {score:.4g} keeps {kept:.0%} of the relevant pages found "
@@ -134,13 +141,26 @@ def fix_dangling(args: argparse.Namespace, dangling: list, vault_root: Any = Non
     from vaulteval.querysets.queryset import QuerySetInvalid, open_queryset
     from vaulteval.vault.paths import is_inside
 
+    from vaulteval.cli.common import vault_choice
+    from vaulteval.querysets.follow import UNREPAIRABLE
+
     out = Path(args.fix).expanduser()
     if vault_root is not None and is_inside(vault_root, out.resolve()):
         raise UsageError(f"--fix {args.fix} is inside the vault; write the repaired query set outside it")
+    gone = [d for d in dangling if not d.new]
+    for d in gone:
+        sys.stderr.write(f"{d.path}:{d.line}: query {d.query_id!r}: {d.key} cannot be repaired: its page was "
+                         "deleted\n")
+    if len(gone) == len(dangling):
+        sys.stderr.write(f"vaulteval: nothing written: {UNREPAIRABLE} (the lines above, in {args.queryset})\n")
+        return 2
     changed = write_fixed(Path(args.queryset).expanduser(), dangling, out)
     print(f"fixed {changed} judgment(s); wrote {out}")
+    if gone:
+        sys.stderr.write(f"vaulteval: {len(gone)} judgment(s) of deleted pages are still in {out}: {UNREPAIRABLE}\n")
+        return 2
     try:
-        open_queryset(out, args.vault)
+        open_queryset(out, vault_choice(args))
     except QuerySetInvalid as exc:
         sys.stderr.write(f"vaulteval: {out} still has problems: {exc}\n")
         return 2

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vaulteval.cli.common import add_scheduler_args, emit
+from vaulteval.cli.common import add_scheduler_args, emit, vault_choice
 from vaulteval.errors import EXIT_OK, UsageError
 
 NAMES = ("tune",)
@@ -41,7 +41,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     if args.force and not args.write:
         raise UsageError("--force only changes what --write does; add --write")
-    vault, qs = open_queryset(args.queryset, args.vault, split=args.split)
+    vault, qs = open_queryset(args.queryset, vault_choice(args), split=args.split)
     if is_inside(vault.root, Path(args.out)):
         raise UsageError(f"--out {args.out} is inside the vault; choose a folder outside it")
     test_qs = load_queryset(args.test_queryset, vault, split=args.test_split) if args.test_queryset else None

@@ -6,6 +6,7 @@ Usage::
     matrix = score_rows(n_docs, norm, k1, [query_1_lists, query_2_lists])  # a block: one row per query
     matrix = score_postings(n_rows, n_docs, norm, k1, rows=..., docs=..., ...)  # the same from flat arrays
     docs, vals = top_k(scores, k)
+    docs, vals = top_k_touched(n_docs, norm, [(docs, tfs, qtf), ...], k1, k)  # one query, touched documents only
 
 idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds
 idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)) to each document it occurs in,
@@ -81,6 +82,32 @@ def block_rows(n_docs: int) -> int:
     return max(1, BLOCK_CELLS // max(1, n_docs))
 
 
+def top_k_touched(n_docs: int, norm: np.ndarray, postings: list[tuple[np.ndarray, np.ndarray, int]], k1: float,
+                  k: int) -> tuple[np.ndarray, np.ndarray]:
+    """One query's best k (documents, scores), summing only over the documents its postings name.
+
+    Cost grows with the postings, not with the index: the distinct documents are found without sorting
+    (each posting writes its position into a scratch row; the position that stuck is one per document),
+    given compact numbers, and one ``np.bincount`` adds each document's weights in query-term order from 0,
+    exactly as ``score_postings`` and ``bm25_plain`` add them. The scratch row is allocated, never scanned.
+    """
+    lists = [(d, t, q) for d, t, q in postings if len(d)]
+    if not lists or k <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    if len(lists) == 1:
+        docs = lists[0][0].astype(np.int64)
+    else:
+        docs = np.concatenate([d for d, _, _ in lists]).astype(np.int64, copy=False)
+    values = np.concatenate([posting_weights(idf(n_docs, len(d)), t, norm[d], k1) * float(q) for d, t, q in lists])
+    where = np.empty(n_docs, dtype=np.int64)
+    position = np.arange(docs.size, dtype=np.int64)
+    where[docs] = position
+    touched = docs[where[docs] == position]
+    where[touched] = np.arange(touched.size, dtype=np.int64)
+    sums = np.bincount(where[docs], weights=values, minlength=touched.size)
+    return top_k_of(touched, sums, k)
+
+
 def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices and scores of the k best positive scores; ties broken by lower doc id."""
     hits = np.flatnonzero(scores > 0)
@@ -88,7 +115,7 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def top_k_of(docs: np.ndarray, vals: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``top_k`` for the scores ``vals`` of the documents ``docs`` (ascending, distinct); the rest score 0."""
+    """``top_k`` for the scores ``vals`` of the distinct documents ``docs`` (any order); the rest score 0."""
     keep = vals > 0
     docs, vals = docs[keep], vals[keep]
     if docs.size == 0 or k <= 0:

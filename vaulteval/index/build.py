@@ -1,4 +1,4 @@
-"""Build the BM25 index from the chunk records under ``<meta>/chunks/``.
+"""Build the BM25 index from the chunk records the catalog names in the packed store (``<meta>/store/``).
 
 Usage: ``report = build_index(vault, analyzer="default")`` (the caller holds the vault lock).
 
@@ -26,13 +26,17 @@ from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
+from vaulteval.index.postings import Postings
+from vaulteval.chunks.catalog import catalog_listing
 from vaulteval.chunks.integrity import IntegrityChecker
+from vaulteval.chunks.segments import StoreReader, segment_of
 from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
 from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
 from vaulteval.index.docterms import LANGS_SECTION, analyzer_libraries, document_terms
 
 if TYPE_CHECKING:
+    from vaulteval.index.fieldbuild import FieldCollector
     from vaulteval.vault.vault import Vault
 
 log = logging.getLogger(__name__)
@@ -54,9 +58,11 @@ class BuildReport:
     path: str = ""
     # The rows just written, for the field index built next under the same lock (not reported).
     doc_rows: list[DocMeta] | None = field(default=None, repr=False)
+    # Chunk ids of the packed records refused (provision re-chunks their pages; not reported).
+    rejected_ids: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
-        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name != "doc_rows"}
+        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name not in ("doc_rows", "rejected_ids")}
 
 
 def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocMeta]]:
@@ -128,14 +134,16 @@ def build_index(
     b: float = bm25.B,
     page_hashes: dict[str, str] | None = None,
     chunk_params: dict | None = None,
-    listing: list[tuple[str, str, int, int]] | None = None,
+    listing: list[tuple[str, int, int, str]] | None = None,
     meta: MetaDir | None = None,
+    fields: "FieldCollector | None" = None,
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
-    ``listing`` (address, file name, size, mtime_ns) replaces the directory scan
-    when the caller has just written and stat'ed every chunk file (provision).
-    ``meta`` is the opened meta folder (``vault_lock`` yields it).
+    ``listing`` (location, frame size, CRC, chunk id) replaces reading the
+    catalog when the caller has just written it (provision).
+    ``meta`` is the opened meta folder (``vault_lock`` yields it). ``fields`` collects the field terms
+    (``index.fieldbuild``) of every chunk read, in the same pass.
     """
     k1, b = check_bm25_params(k1, b)
     check_chunk_dict(chunk_params)
@@ -144,7 +152,7 @@ def build_index(
         with MetaDir.open(vault, create=True) as own:
             own.check_tree()
             return build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                               chunk_params=chunk_params, listing=listing, meta=own)
+                               chunk_params=chunk_params, listing=listing, meta=own, fields=fields)
     report = BuildReport(analyzer=analyzer)
     old, old_docs_meta = _previous(meta, analyzer)
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
@@ -154,7 +162,8 @@ def build_index(
 
     def current_page_hash(rel: str) -> str | None:
         if rel not in page_hashes:
-            page_hashes[rel] = checker.page_hash(rel) or ""
+            # A note Obsidian's settings now exclude counts as gone: its chunks are not indexed.
+            page_hashes[rel] = "" if vault.ignore and vault.ignore.excluded(rel) else checker.page_hash(rel) or ""
         return page_hashes[rel] or None
 
     def reject(reason: str, where: str) -> None:
@@ -164,28 +173,31 @@ def build_index(
     chunks = meta.sub("chunks") if meta.is_dir("chunks") else None
     try:
         if listing is None:
-            listing = _scan_chunk_files(chunks)
+            listing = catalog_listing(meta)
+        if listing is None:  # the old layout, not provisioned since: its loose files
+            listing = [(f"chunks/{a}/{n}", size, mtime, None) for a, n, size, mtime in _scan_chunk_files(chunks)]
         return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
-                      current_page_hash, reject, k1, b, analyzer, chunk_params)
+                      current_page_hash, reject, k1, b, analyzer, chunk_params, fields)
     finally:
         if chunks is not None:
             chunks.close()
 
 
 def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, tokenize, old, old_docs_meta,
-           old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params) -> BuildReport:
+           old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params,
+           fields: "FieldCollector | None" = None) -> BuildReport:
     pause_point("build-started")
     docs: list[DocMeta] = []
     lengths: list[int] = []
     reuse_pairs: list[tuple[int, int]] = []  # (old doc, new doc)
-    vocab: dict[str, int] = {}
-    new_terms: list[np.ndarray] = []
-    new_docs: list[np.ndarray] = []
-    new_tfs: list[np.ndarray] = []
-    pending: list[tuple[int, str, str]] = []  # (doc number, page, text) of the chunks to analyze
-    for address, name, size, mtime_ns in progress_bar(listing, len(listing), "index", "chunk"):
-        rel_file = f"chunks/{address}/{name}"
+    lists = Postings()
+    pending: list[tuple[int, str, str]] = []  # (document number, page, text) of every chunk to analyze
+    old_by_id = {d.chunk_id: i for i, d in enumerate(old_docs_meta)}
+    store = StoreReader(meta.fd_path())
+    for rel_file, size, mtime_ns, chunk_id in progress_bar(listing, len(listing), "index", "chunk"):
         prev = old_by_file.get(rel_file)
+        if prev is None and chunk_id is not None:
+            prev = old_by_id.get(chunk_id)  # the same record moved to another segment by compaction
         if prev is not None:
             pm = old_docs_meta[prev]
             if pm.size == size and pm.mtime_ns == mtime_ns:
@@ -193,19 +205,29 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
                     report.stale_skipped += 1
                     continue
                 reuse_pairs.append((prev, len(docs)))
-                docs.append(pm)
+                docs.append(pm if pm.chunk_file == rel_file else pm._replace(chunk_file=rel_file))
                 lengths.append(int(old.doc_len[prev]))
                 continue
+        address = chunk_id.partition(":")[0] if chunk_id is not None else rel_file.split("/")[1]
         try:
-            if chunks is None:
+            if chunk_id is not None:
+                rec = store.record(rel_file, size, mtime_ns)
+                if rec is None:
+                    raise RecordRejected("bad-frame")
+            elif chunks is None:
                 raise FileNotFoundError(rel_file)
-            rec = json.loads(chunks.read_bytes(f"{address}/{name}"))
-            page_path, idx, text, page_hash = validate_record(vault, address, name, rec)
+            else:
+                rec = json.loads(chunks.read_bytes(rel_file.split("/", 1)[1]))
+            page_path, idx, text, page_hash = validate_record(vault, address, rel_file, rec)
         except (OSError, ValueError, RecursionError):
             reject("unreadable", rel_file)
+            if chunk_id is not None:
+                report.rejected_ids.append(chunk_id)
             continue
         except RecordRejected as exc:
             reject(str(exc), rel_file)
+            if chunk_id is not None:
+                report.rejected_ids.append(chunk_id)
             continue
         if current_page_hash(page_path) != page_hash:
             report.stale_skipped += 1
@@ -215,10 +237,13 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
             log.warning("chunk %s is longer than %d characters; indexed whole (not written by vaulteval's chunker)",
                         rel_file, MAX_INPUT_CHARS)
         pending.append((len(docs), page_path, text))  # analyzed below, a note's chunks together (auto)
+        if fields is not None and analyzer != "auto":  # the field index's terms, while the record is at hand
+            fields.add(page_path, f"{address}:{idx}", rec["body_hash"], page_hash, rec["raw_text"])
         docs.append(DocMeta(f"{address}:{idx}", rel_file, page_path, address, idx, rec["body_hash"], page_hash,
                             chunking.sha256_text(text), size, mtime_ns))
-        lengths.append(0)
+        lengths.append(0)  # set once the text is analyzed, below
         report.tokenized += 1
+    store.close()
     report.reused = len(reuse_pairs)
     doc_langs = [""] * len(docs)
     if old is not None and reuse_pairs and old.has_section(LANGS_SECTION):
@@ -226,48 +251,15 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         for prev, new in reuse_pairs:
             doc_langs[new] = old_langs[prev]
     analyzed = document_terms(analyzer, [(page, text) for _, page, text in pending])
-    for (doc_id, _, _), (code, terms) in zip(pending, analyzed):
-        counts = Counter(terms)
-        ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in counts), dtype=np.int64, count=len(counts))
-        new_terms.append(ids)
-        new_docs.append(np.full(len(counts), doc_id, dtype=np.int64))
-        new_tfs.append(np.fromiter(counts.values(), dtype=np.int64, count=len(counts)))
-        lengths[doc_id] = len(terms)
-        doc_langs[doc_id] = code
+    for (doc_number, _, _), (code, terms) in zip(pending, analyzed):
+        lists.add(doc_number, terms)
+        lengths[doc_number] = len(terms)
+        doc_langs[doc_number] = code
     del pending, analyzed
 
-    # Postings of reused documents, pulled from the old inverted lists in bulk.
-    if reuse_pairs and old is not None:
-        remap = np.full(old.n_docs, -1, dtype=np.int64)
-        pairs = np.array(reuse_pairs, dtype=np.int64)
-        remap[pairs[:, 0]] = pairs[:, 1]
-        old_docs = old.post_docs.astype(np.int64)
-        keep = remap[old_docs] >= 0
-        df_old = np.diff(old.section("post_offsets").astype(np.int64))
-        old_term_of = np.repeat(np.arange(old.n_terms, dtype=np.int64), df_old)[keep]
-        used_old_terms = np.unique(old_term_of)
-        old_words = old.all_terms()
-        old_to_new = np.full(old.n_terms, -1, dtype=np.int64)
-        for t in used_old_terms.tolist():
-            old_to_new[t] = vocab.setdefault(old_words[t], len(vocab))
-        new_terms.append(old_to_new[old_term_of])
-        new_docs.append(remap[old_docs[keep]])
-        new_tfs.append(old.post_tfs[keep].astype(np.int64))
-
-    term_ids = np.concatenate(new_terms) if new_terms else np.zeros(0, np.int64)
-    doc_ids = np.concatenate(new_docs) if new_docs else np.zeros(0, np.int64)
-    tfs = np.concatenate(new_tfs) if new_tfs else np.zeros(0, np.int64)
-    # Final vocabulary: sorted by code point (== UTF-8 byte order) for binary search.
-    words = sorted(vocab)
-    rank = np.empty(len(vocab), dtype=np.int64)
-    for new_id, word in enumerate(words):
-        rank[vocab[word]] = new_id
-    term_ids = rank[term_ids] if term_ids.size else term_ids
-    order = np.lexsort((doc_ids, term_ids))
-    term_ids, doc_ids, tfs = term_ids[order], doc_ids[order], tfs[order]
-    df = np.bincount(term_ids, minlength=len(words)) if words else np.zeros(0, np.int64)
-    post_off = np.zeros(len(words) + 1, dtype=np.int64)
-    np.cumsum(df, out=post_off[1:])
+    if old is not None:
+        lists.reuse(old, reuse_pairs)
+    words, post_off, doc_ids, tfs = lists.finish(len(docs))
     # Newline-terminated terms: binary search by offsets, bulk decode by split.
     encoded = [w.encode("utf-8") + b"\n" for w in words]
     term_off = np.zeros(len(words) + 1, dtype=np.int64)
@@ -275,7 +267,8 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     reused_line: dict[int, bytes] = {}
     if old is not None and reuse_pairs:  # sliced from the whole rows section (verified by _previous)
         blob, offsets = bytes(old.section("docs")), old.section("doc_offsets").tolist()
-        reused_line = {new: blob[offsets[prev]:offsets[prev + 1]] for prev, new in reuse_pairs}
+        reused_line = {new: blob[offsets[prev]:offsets[prev + 1]] for prev, new in reuse_pairs
+                       if old_docs_meta[prev].chunk_file == docs[new].chunk_file}
     doc_lines = [reused_line.get(i) or d.to_json() for i, d in enumerate(docs)]
     doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
     np.cumsum([len(line) for line in doc_lines], out=doc_off[1:])
@@ -292,6 +285,11 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "avgdl": float(doc_len.mean()) if len(docs) else 0.0,
         "built_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "chunk_params": chunk_params,
+        "exclusions": list(vault.ignore.filters),  # Obsidian's filters in force: doctor compares them
+        # The segments this index reads: a writer keeps them while this index (or the one before it) is served.
+        "store": sorted({name for d in docs if (name := segment_of(d.chunk_file)) is not None}),
+        # Records of the old layout (one file each under chunks/) this index reads: they stay while it is served.
+        "loose_records": sum(1 for d in docs if d.chunk_file.startswith("chunks/")),
     }
     libraries = analyzer_libraries(analyzer, set(doc_langs))
     if libraries:  # an index of other library versions is rebuilt, never reused (see _previous)

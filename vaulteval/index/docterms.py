@@ -59,9 +59,10 @@ def document_terms(analyzer: str, items: list[tuple[str, str]]) -> list[tuple[st
         from vaulteval.index.langs.auto import analyze_documents
 
         return analyze_documents(items)
-    tokenize = get_analyzer(analyzer)
+    from vaulteval.index.analyze_all import analyze_all  # the default analyzer's build path (a helper process)
+
     code = fixed_language(analyzer)
-    return [(code, tokenize(text, bounded=False)) for _, text in items]
+    return [(code, terms) for terms in analyze_all(analyzer, [text for _, text in items])]
 
 
 def analyzer_libraries(analyzer: str, codes: set[str] | None = None) -> dict[str, str | None]:

@@ -74,22 +74,65 @@ def headings_text(text: str) -> str:
 
 
 def _aliases(frontmatter: dict[str, Any]) -> str:
-    found = []
-    for key in ("aliases", "alias"):
-        value = frontmatter.get(key)
-        if isinstance(value, str):
-            found.append(value)
-        elif isinstance(value, list):
-            found.extend(str(v) for v in value if isinstance(v, (str, int, float)))
-    return "\n".join(found)
+    from vaulteval.chunks.obsidian import page_aliases  # a mapping or nested list is flattened into its text
+
+    return "\n".join(page_aliases(frontmatter))
 
 
-def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list | None = None) -> int:
+class FieldCollector:
+    """Field terms of the chunks a build tokenizes, taken in the same pass over the records.
+
+    Usage: ``fields = FieldCollector(vault, "default", page_bytes)``; the build calls
+    ``fields.add(page_path, chunk_id, body_hash, page_hash, raw_text)`` for each chunk it reads, then
+    ``build_fields(..., collected=fields)`` writes them without reading those records again. ``page_bytes``
+    (page path -> the bytes just hashed) spares reading the notes again for their title and aliases.
+    """
+
+    def __init__(self, vault: "Vault", analyzer: str, page_bytes: dict[str, bytes] | None = None):
+        self.vault = vault
+        self.analyzer = analyzer
+        self.analyze = get_analyzer(analyzer)
+        self._page_bytes = page_bytes or {}
+        self._pages: dict[str, tuple[Counter, Counter]] = {}
+        self.rows: dict[tuple, tuple[Counter, Counter, Counter, Counter]] = {}
+
+    def page_terms(self, page_path: str) -> tuple[Counter, Counter]:
+        """Title and alias terms of a page (read once per page)."""
+        hit = self._pages.get(page_path)
+        if hit is None:
+            hit = self._pages[page_path] = _page_terms(self.vault, self.analyze, page_path,
+                                                       self._page_bytes.get(page_path))
+        return hit
+
+    def add(self, page_path: str, chunk_id: str, body_hash: str, page_hash: str, raw: str) -> None:
+        title, aliases = self.page_terms(page_path)
+        self.rows[(page_path, chunk_id, body_hash, page_hash)] = (
+            title, aliases, Counter(self.analyze(headings_text(raw))), Counter(self.analyze(code_text(raw))))
+
+
+def _page_terms(vault: "Vault", analyze: Any, page_path: str, data: bytes | None = None) -> tuple[Counter, Counter]:
+    title, aliases = "", ""
+    try:
+        if data is None:
+            with open_confined(vault.notes_dir, page_path, strip=vault.notes_strip) as fh:
+                data = fh.read()
+        page = parse_page(data, page_path)
+        stem = page_path.rsplit("/", 1)[-1].removesuffix(".md")
+        title = page.title if page.title == stem else f"{page.title}\n{stem}"
+        aliases = _aliases(page.frontmatter)
+    except (OSError, ValueError, PathEscape):
+        pass
+    return Counter(analyze(title)), Counter(analyze(aliases))
+
+
+def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list | None = None,
+                 collected: FieldCollector | None = None) -> int:
     """Write ``bm25/fields.vti`` for ``index``'s documents (``docs``: its rows, when the caller has them);
     returns its size in bytes.
 
     A document whose page path, chunk id and hashes match a row of the previous field file keeps that
-    file's terms (``doc_keys`` names each row); only new or edited chunks read their page and record.
+    file's terms (``doc_keys`` names each row); the others take the terms ``collected`` while the index was
+    built, and only a chunk missing from both reads its page and record.
     """
     analyze = get_analyzer(index.analyzer_name)
     if docs is None or len(docs) != index.n_docs:
@@ -100,8 +143,10 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list
     if previous is not None:
         old_keys = previous[0]
         old_of[:] = [old_keys.get(k, -1) for k in keys]
+    if collected is not None and collected.analyzer != index.analyzer_name:
+        collected = None
     fresh = _fresh_counts(vault, _per_document(index, analyze),
-                          [(i, docs[i]) for i in np.flatnonzero(old_of < 0).tolist()])
+                          [(i, docs[i]) for i in np.flatnonzero(old_of < 0).tolist()], collected)
     sections: dict[str, Any] = {}
     for name in FIELDS:
         old = (previous[1][name], old_of) if previous is not None else None
@@ -123,31 +168,25 @@ def _per_document(index: "BM25Index", analyze: Any) -> Any:
     return lambda i: code_analyzer(codes[i])
 
 
-def _fresh_counts(vault: "Vault", analyze_for: Any, docs: list[tuple[int, Any]]) -> dict[str, list[tuple[int, Counter]]]:
-    """Each field's terms for the given (document number, DocMeta) pairs, read from their pages and records."""
+def _fresh_counts(vault: "Vault", analyze_for: Any, docs: list[tuple[int, Any]],
+                  collected: FieldCollector | None = None) -> dict[str, list[tuple[int, Counter]]]:
+    """Each field's terms for the given (document number, DocMeta) pairs: collected by the build, else read
+    from their pages and records (``analyze_for(i)``: document i's analyzer)."""
     checker = IntegrityChecker(vault)
-    page_fields: dict[str, tuple[list[str], list[str]]] = {}
+    rows = collected.rows if collected is not None else {}
+    pages: dict[str, tuple[Counter, Counter]] = {}
     out: dict[str, list[tuple[int, Counter]]] = {name: [] for name in FIELDS}
     for i, doc in progress_bar(docs, len(docs), "fields", "chunk"):
-        analyze = analyze_for(i)
-        if doc.page_path not in page_fields:
-            title, aliases = "", ""
-            try:
-                with open_confined(vault.notes_dir, doc.page_path, strip=vault.notes_strip) as fh:
-                    page = parse_page(fh.read(), doc.page_path)
-                stem = doc.page_path.rsplit("/", 1)[-1].removesuffix(".md")
-                title = page.title if page.title == stem else f"{page.title}\n{stem}"
-                aliases = _aliases(page.frontmatter)
-            except (OSError, ValueError, PathEscape):
-                pass
-            page_fields[doc.page_path] = (analyze(title), analyze(aliases))
-        rec = checker.record(doc) or {}
-        raw = rec.get("raw_text") if isinstance(rec.get("raw_text"), str) else ""
-        title_terms, alias_terms = page_fields[doc.page_path]
-        out["title"].append((i, Counter(title_terms)))
-        out["aliases"].append((i, Counter(alias_terms)))
-        out["headings"].append((i, Counter(analyze(headings_text(raw)))))
-        out["code"].append((i, Counter(analyze(code_text(raw)))))
+        row = rows.get((doc.page_path, doc.chunk_id, doc.body_hash, doc.page_body_hash))
+        if row is None:
+            analyze = analyze_for(i)
+            if doc.page_path not in pages:
+                pages[doc.page_path] = _page_terms(vault, analyze, doc.page_path)
+            rec = checker.record(doc) or {}
+            raw = rec.get("raw_text") if isinstance(rec.get("raw_text"), str) else ""
+            row = (*pages[doc.page_path], Counter(analyze(headings_text(raw))), Counter(analyze(code_text(raw))))
+        for name, counts in zip(FIELDS, row):
+            out[name].append((i, counts))
     return out
 
 

@@ -22,8 +22,7 @@ MIN_TARGET = 50
 
 def max_hard_max() -> int:
     """A chunk plus its prefix and the blank line between them must fit the tokenizer's input limit."""
-    # Imported here: opening an index checks k1/b and must not load the chunker (retrieve's lean start).
-    from vaulteval.chunks.chunking import MAX_PREFIX_CHARS
+    from vaulteval.chunks.limits import MAX_PREFIX_CHARS  # not the chunker: retrieve checks tuned settings
 
     return MAX_INPUT_CHARS - MAX_PREFIX_CHARS - 2
 

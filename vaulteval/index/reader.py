@@ -308,9 +308,15 @@ class BM25Index:
 
     def search_tokens(self, tokens: list[str], k: int = 20) -> list[Hit]:
         """``search`` for a query already analyzed with ``analyze`` (plain Python or numpy: ``index.search``)."""
-        if self._searcher is None:
-            self._searcher = Searcher(self, self._s.raw("post_docs"), self._s.raw("post_tfs"))
-        return self._searcher.search(tokens, k)
+        searcher = self._searcher or self.choose_scorer(warm=False)
+        return searcher.search(tokens, k)
+
+    def choose_scorer(self, *, warm: bool) -> Searcher:
+        """Decide the scorer now (``index.search``): ``warm`` loads numpy up front for a long run of queries;
+        otherwise plain Python, unless numpy is loaded already. Kept for the life of this open index."""
+        if self._searcher is None or (warm and not self._searcher.warm):
+            self._searcher = Searcher(self, self._s.raw("post_docs"), self._s.raw("post_tfs"), warm=warm)
+        return self._searcher
 
     def doc_lengths(self) -> Any:
         """Every document's length as a memoryview (no numpy), its blocks and meaning checked."""

@@ -73,13 +73,28 @@ class TextTooLong(UsageError):
     """A text to analyze is longer than the tokenizer's limit (exit 2)."""
 
 
-@lru_cache(maxsize=2)
-def _runs_re(extended: bool) -> re.Pattern[str]:
-    """CJK / non-CJK runs; compiled on the first non-ASCII word (a cost an ASCII query never pays)."""
+# On lowercased ASCII text: the match of \w[\w'\-]* with its edge ' _ - stripped, when two characters or longer.
+# A match runs from the first letter or digit of a run of word characters, ' and - to the last one.
+_ASCII_TERM_RE = re.compile(r"[a-z0-9][\w'\-]*[a-z0-9]")
+
+
+def _class(extended: bool) -> str:
     ranges = tuple(sorted(SEED_CJK_RANGES + ITERATION_MARKS)) if extended else SEED_CJK_RANGES
-    cls = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges)
-    # Group 1 is a CJK run, otherwise the match is a non-CJK run.
-    return re.compile(f"([{cls}]+)|[^{cls}]+")
+    return "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges)
+
+
+# Over words joined by NUL without CJK: each word with its edge ' _ - stripped, two characters or longer.
+_WORD_CORE_RE = re.compile("[^\\x00'_\\-][^\\x00]*[^\\x00'_\\-]")
+
+
+@lru_cache(maxsize=2)
+def _runs_re(extended: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Over the words joined by NUL: (any CJK character; group 1 a CJK run, group 2 a non-CJK run with its edge
+    ' _ - stripped, two characters or longer). NUL ends every run. Compiled on the first non-ASCII text."""
+    cls = _class(extended)
+    edge = "'_\\-"
+    return (re.compile(f"[{cls}]"),
+            re.compile(f"([{cls}]+)|([^{cls}\\x00{edge}][^{cls}\\x00]*[^{cls}\\x00{edge}])"))
 
 
 def over_limit(text: str) -> int | None:
@@ -98,34 +113,40 @@ def check_length(text: str, what: str = "the text") -> None:
 
 
 def _cjk_ngrams(run: str, out: list[str]) -> None:
+    """For each position, the 1-, 2- and 3-character substrings starting there."""
     n = len(run)
-    for i in range(n):
-        out.append(run[i])
-        if i + 1 < n:
-            out.append(run[i : i + 2])
-        if i + 2 < n:
-            out.append(run[i : i + 3])
+    for i in range(n - 2):
+        out += (run[i], run[i : i + 2], run[i : i + 3])
+    if n >= 2:
+        out += (run[n - 2], run[n - 2 :])
+    out.append(run[n - 1])
 
 
 def _terms(text: str, extended: bool, stem: Callable[[str], str] | None, bounded: bool,
            stop: frozenset[str] = STOPWORDS) -> list[str]:
+    """The analyzer's rules applied by compiled patterns over the whole text (no loop over words).
+
+    ASCII text is its own NFKC form and lowercases letter by letter, so one pattern over the lowered text
+    gives the kept runs. Other text is NFKC-normalized, split into words, and the words joined by NUL before
+    lowercasing: NUL is neither cased nor case-ignorable, so each word lowercases exactly as it would alone
+    (a final sigma included), and no run crosses it.
+    """
     if bounded:
         check_length(text)
+    if text.isascii():
+        out = [w for w in _ASCII_TERM_RE.findall(text.lower()) if w not in stop]
+        return [stem(w) for w in out] if stem else out
+    joined = "\x00".join(WORD_RE.findall(unicodedata.normalize("NFKC", text))).lower()
+    any_cjk, runs = _runs_re(extended)
+    if any_cjk.search(joined) is None:
+        out = [w for w in _WORD_CORE_RE.findall(joined) if w not in stop]
+        return [stem(w) for w in out] if stem else out
     out: list[str] = []
-    for word in WORD_RE.findall(unicodedata.normalize("NFKC", text)):
-        word = word.lower()
-        if word.isascii():  # the common case: one non-CJK run
-            part = word.strip(_EDGE_CHARS)
-            if len(part) > 1 and part not in stop:
-                out.append(stem(part) if stem else part)
-            continue
-        for m in _runs_re(extended).finditer(word):
-            if m.group(1):
-                _cjk_ngrams(m.group(1), out)
-                continue
-            part = m.group(0).strip(_EDGE_CHARS)
-            if len(part) > 1 and part not in stop:
-                out.append(stem(part) if stem else part)
+    for cjk, part in runs.findall(joined):
+        if cjk:
+            _cjk_ngrams(cjk, out)
+        elif part not in stop:
+            out.append(stem(part) if stem else part)
     return out
 
 

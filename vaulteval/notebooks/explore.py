@@ -109,12 +109,26 @@ def staleness(vault: Any, env: "StrategyEnv") -> "pd.DataFrame":
     return pd.DataFrame(data, index=[*keys, "problems"]).rename_axis("check").reset_index()
 
 
+PREFIX_LABELS = ("tags", "aliases")  # the contextual prefix's labels ("Tags: ...", "Aliases: ..."), in every chunk
+
+
+def left_out_terms(index: "BM25Index") -> set[str]:
+    """Analyzed forms of stopwords and of the prefix labels: words that say nothing about the notes."""
+    from vaulteval.workbench.misses import stop_terms
+
+    return set(stop_terms(index)) | set(PREFIX_LABELS) | {t for w in PREFIX_LABELS for t in index.analyze(w)}
+
+
 def top_terms(index: "BM25Index", n: int = 20) -> "pd.DataFrame":
-    """The ``n`` terms found in the most chunks (ties: more occurrences, then alphabetical)."""
+    """The ``n`` terms found in the most chunks (ties: more occurrences, then alphabetical), without
+    stopwords and prefix labels (``left_out_terms``)."""
     import pandas as pd
 
+    skip = left_out_terms(index)
     rows = []
     for tid, term in enumerate(index.all_terms()):
+        if term in skip:
+            continue
         docs, tfs = index.postings(tid)
         rows.append((term, int(docs.size), int(tfs.sum())))
     df = pd.DataFrame(rows, columns=["term", "chunks", "occurrences"])

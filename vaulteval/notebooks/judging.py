@@ -4,8 +4,9 @@ Usage::
 
     pool = load_or_build_pool("", "sample", "sample", depth=3)     # or a pool.yaml from `queryset pool`
     table = label_table(pool, limit=20)                            # edit table.grade (0, 1, 2)
-    ui = widget_labeller(table)                                    # None without ipywidgets
-    save(table, pool, queryset="q.yaml", judge="ana", out="q-judged.yaml")
+    labels_from_table(table)                                       # {(query id, page): grade}
+
+The notebook grades through ``grader.Grader`` (buttons, paging, saving as you go).
 """
 
 from __future__ import annotations
@@ -44,34 +45,7 @@ def label_table(pool: dict[str, Any], limit: int | None = None) -> "pd.DataFrame
     return table.astype({"grade": "Int64"})
 
 
-def widget_labeller(table: "pd.DataFrame") -> Any:
-    """A 0/1/2 toggle per row writing into ``table.grade``; None when ipywidgets is not installed."""
-    try:
-        import ipywidgets as w
-    except ImportError:
-        return None
-    rows = []
-    for i, row in table.iterrows():
-        toggle = w.ToggleButtons(options=[("–", None), ("0", 0), ("1", 1), ("2", 2)], value=None)
-
-        def store(change: dict, index: Any = i) -> None:
-            table.loc[index, "grade"] = change["new"]
-
-        toggle.observe(store, names="value")
-        rows.append(w.VBox([w.HTML(f"<b>{row.query_id}</b> {row.query} → <code>{row.page}</code>"
-                                   f"<br><small>{row.snippet}</small>"), toggle]))
-    return w.VBox(rows)
-
-
 def labels_from_table(table: "pd.DataFrame") -> dict[tuple[str, str], int]:
     """The graded rows as {(query id, page): grade}; rows left empty are not judged."""
     graded = table[table.grade.notna()]
     return {(r.query_id, r.page): int(r.grade) for r in graded.itertuples(index=False)}
-
-
-def save(table: "pd.DataFrame", pool: dict[str, Any], *, queryset: str, judge: str, out: str) -> dict[str, Any]:
-    """Write a NEW query set: ``queryset`` plus the table's grades, with judge, time and page hashes."""
-    from vaulteval.notebooks.support import queryset_path
-    from vaulteval.querysets.judging import save_labels
-
-    return save_labels(queryset_path(queryset), pool, labels_from_table(table), judge=judge, out=out)

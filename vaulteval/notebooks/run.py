@@ -79,9 +79,10 @@ def parse_names(value: str | list[str]) -> list[str]:
 def parameters(name: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     """Usage: ``parameters("sweep")`` -> {name: {"type", "default", "help"}} from the ``parameters`` cell.
 
-    The cell is read with ``ast``, like papermill's ``inspect_notebook`` but
-    also for values holding ``=`` (``"bm25:analyzer=english"``), which
-    papermill's line parser skips. ``help`` is the comment after the value.
+    The cell is read with ``ast``; papermill's ``inspect_notebook`` reads the same
+    names (the cells write ``=`` inside values as ``\N{EQUALS SIGN}``, because
+    papermill's line parser skips a line with two ``=``). ``help`` is the
+    comment after the value; ``default`` is the value as Python source.
     """
     import ast
 
@@ -100,12 +101,23 @@ def parameters(name: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
             continue
         default = ast.get_source_segment(source, node.value) or ""
         try:
-            kind = type(ast.literal_eval(node.value)).__name__
+            value = ast.literal_eval(node.value)
+            kind = type(value).__name__
+            default = _shown(value)  # "bm25:analyzer=english", not the cell's \N{EQUALS SIGN} spelling
         except ValueError:
             kind = "expression"
         tail = lines[node.end_lineno - 1][node.end_col_offset:].strip()
         out[targets[0].id] = {"type": kind, "default": default, "help": tail.lstrip("#").strip()}
     return out
+
+
+def _shown(value: Any) -> str:
+    """A parameter's value as Python source, strings in double quotes (as the cells write them)."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_shown, value)) + "]"
+    return repr(value)
 
 
 def describe() -> list[dict[str, Any]]:
@@ -221,6 +233,7 @@ def refresh(notebooks: list[str] | None = None) -> list[Path]:
         execute(path, path, {}, cwd=path.parent)
         nb = nbformat.read(path, as_version=4)
         nb.metadata.pop("papermill", None)
+        nb.metadata.pop("widgets", None)  # live widget state: new model ids on every run, useless once saved
         for cell in nb.cells:
             for key in VOLATILE_CELL_KEYS:
                 cell.metadata.pop(key, None)

@@ -61,6 +61,7 @@ def prepare(cache: str | os.PathLike[str] | None = None) -> None:
     log = logging.getLogger("vaulteval")
     if not log.handlers:
         log.addHandler(logging.NullHandler())
+    one_line_errors()
     try:
         import pandas as pd
     except ImportError:
@@ -107,3 +108,31 @@ def describe_inputs(v: "Vault", qs: "QuerySet") -> str:
     pages = sum(1 for _ in v.iter_pages())
     return (f"query set {s['name']}: {s['queries']} queries ({s['positive']} with relevant pages, "
             f"{s['negative']} negative), {s['judgments']} judgments; {where}: {pages} pages")
+
+
+def error_line(exc: BaseException) -> str:
+    """The line the CLI prints for a user error (``vaulteval: error: ...``), for the notebook's error output."""
+    return f"vaulteval: error: {exc}"
+
+
+def one_line_errors() -> None:
+    """In IPython, a vaulteval user error (bad vault, query set, strategy...) shows as the CLI's one line.
+
+    The cell still fails (papermill and ``eval run`` see the error, with its name and message); only
+    the traceback, which is about vaulteval's code and not the user's input, is left out.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    from vaulteval.errors import VaultevalError
+
+    def handler(self, etype, value, tb, tb_offset=None):  # noqa: ANN001 - IPython's signature
+        line = error_line(value)
+        self._showtraceback(etype, value, [line])  # the error output: name, message, and this one line
+        return [line]
+
+    shell.set_custom_exc((VaultevalError,), handler)

@@ -161,12 +161,11 @@ def environment_summary(ev: "EvalRun") -> "pd.DataFrame":
 # ------------------------------------------------------------------- misses
 
 def miss_counts(ev: "EvalRun") -> "pd.DataFrame":
-    """Misses per cause (rows in ``misses.CAUSES`` order, zeros kept), one column per run."""
+    """Misses per cause (rows in ``misses.CAUSES`` order, zeros kept), one column per run; no total row."""
     from vaulteval.workbench.misses import CAUSES
 
     counts = ev.misses.groupby(["cause", "run"]).size().unstack("run")
     counts = counts.reindex(index=list(CAUSES), columns=[r.name for r in ev.runs]).fillna(0).astype(int)
-    counts.loc["total"] = counts.sum()
     return counts.rename_axis(index="cause", columns=None).reset_index()
 
 
@@ -324,28 +323,65 @@ def metrics_intervals(ev: "EvalRun") -> "pd.DataFrame":
     return interval_table(ir)
 
 
+SMALL_SLICE = 5  # fewer queries than this carry no useful 95% interval
+
+
 def slices_wide(ev: "EvalRun", measure: str | None = None) -> "pd.DataFrame":
-    """The first measure (or ``measure``) per slice: rows slice_by/slice/n, one ``value [low, high]`` column per run."""
+    """The first measure (or ``measure``) per slice, from metrics.csv's slice rows: slice_by/slice/n, one
+    ``value [low, high]`` column per run; a slice of fewer than SMALL_SLICE queries shows its value alone."""
     measure = measure or ev.measures[0]
-    rows = ev.slices[ev.slices.measure == measure]
+    long = ev.metrics_long()
+    rows = long[(long.measure == measure) & (long.slice_by != "all")]
     if rows.empty:
         return rows
-    cells = rows.assign(cell=[f"{v:.3f} [{lo:.3f}, {hi:.3f}]" for v, lo, hi in zip(rows.value, rows.ci_low,
-                                                                                rows.ci_high)])
+    cells = rows.assign(cell=[f"{v:.3f}" if n < SMALL_SLICE else f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+                              for v, lo, hi, n in zip(rows.value, rows.ci_low, rows.ci_high, rows.n)])
     wide = cells.pivot_table(index=["slice_by", "slice", "n"], columns="run", values="cell", aggfunc="first",
                              sort=False)
-    return wide.reset_index().rename_axis(columns=None)
+    return wide.reset_index().rename_axis(columns=None).astype({"n": int})
 
 
 def abstention_summary(ev: "EvalRun") -> "pd.DataFrame":
-    """Per run: the lowest --min-score holding false positives at or below 10%, and the recall it keeps."""
+    """Per run: the lowest --min-score (on that run's own score scale) holding false positives at or below 10%,
+    the recall it keeps, and the advice: that threshold, or "no useful threshold" when it keeps under half."""
     import pandas as pd
 
-    from vaulteval.workbench.abstention import suggest
+    from vaulteval.workbench.abstention import MIN_KEPT, suggest, useful
 
     rows = []
-    for run, curve in ev.abstention.groupby("run", sort=False):
-        best = suggest(curve)
-        rows.append({"run": run, "min_score": best[0] if best else None, "recall_kept": best[1] if best else None,
-                     "fp_rate": best[2] if best else None})
-    return rounded(pd.DataFrame(rows, columns=["run", "min_score", "recall_kept", "fp_rate"]))
+    for r in ev.runs:
+        curve = ev.abstention[ev.abstention.run == r.name]
+        best = suggest(curve) if len(curve) else None
+        scale = ("cosine" if r.reranked and not r.fully_fell_back else
+                 "fused score" if r.strategy is not None and "hybrid" in r.strategy.first.label else
+                 "cosine" if r.strategy is not None and "dense" in r.strategy.first.needs else "BM25 score")
+        advice = ("no negative queries to set it by" if best is None and curve.empty else
+                  "no threshold holds false positives at 10%" if best is None else
+                  f"--min-score {best[0]:.4g}" if useful(best) else
+                  f"no useful threshold (keeps under {MIN_KEPT:.0%} of the answers)")
+        rows.append({"run": r.name, "score": scale, "min_score": best[0] if best else None,
+                     "recall_kept": best[1] if best else None, "fp_rate": best[2] if best else None,
+                     "advice": advice})
+    return pd.DataFrame(rows, columns=["run", "score", "min_score", "recall_kept", "fp_rate", "advice"])
+
+
+def cold_warm_latency(vault: Any, queryset: Any, strategy: Any, n: int = 10) -> "pd.DataFrame":
+    """Mean latency per query (ms) of ``strategy`` on ``n`` queries: cold (a new, empty embedding cache: what a
+    first query pays) then warm (the same queries again). Machine-dependent: show it in an NBVAL_IGNORE_OUTPUT cell."""
+    import tempfile
+
+    import pandas as pd
+
+    from vaulteval.workbench.runs import run_strategy
+    from vaulteval.workbench.tune import subset
+    from vaulteval.workbench.workspace import Workspace
+
+    sample = subset(queryset, [q.query_id for q in queryset.positive][:n], "latency")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="vaulteval-latency-") as cache:
+        ws = Workspace(vault, cache)
+        for label in ("cold (empty embedding cache)", "warm (embeddings cached)"):
+            q = run_strategy(vault, sample, strategy, workspace=ws).queries
+            rows.append({"measured": label, "queries": len(q), "latency_ms": float(q.latency_ms.mean()),
+                         "rerank_ms": float(q.rerank_ms.mean())})
+    return rounded(pd.DataFrame(rows), 1)

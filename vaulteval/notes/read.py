@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
 
 SCHEMA = "vaulteval.read.v1"
+HEADINGS_SHOWN = 50  # an error names this many headings of the note, then says how many more there are
 
 
 def _json_safe(value: Any) -> Any:
@@ -79,7 +80,9 @@ def _section(lines: list[str], heads: list[dict], wanted: str, offset: int, rel:
             end = next((h["line"] for h in heads[i + 1:] if h["level"] <= head["level"]), len(lines) + 1)
             first, last = head["line"] - 1, end - 1
             return "\n".join(lines[first:last]).rstrip("\n"), head["line"] + offset, last + offset
-    names = ", ".join(h["text"] for h in heads[:10]) or "none"
+    names = "; ".join(h["text"] for h in heads[:HEADINGS_SHOWN]) or "none"
+    if len(heads) > HEADINGS_SHOWN:
+        names += f"; and {len(heads) - HEADINGS_SHOWN} more (vaulteval read {rel} lists them all)"
     raise PageMissing(f"{rel} has no heading {wanted!r} (headings: {names})")
 
 
@@ -87,16 +90,19 @@ def read_note(vault: "Vault", page: str, *, heading: str | None = None,
               resolver: LinkResolver | None = None) -> dict:
     """One note as a dict (see docs/json.md, ``vaulteval read``); raises PathEscape (2) or PageMissing (3)."""
     resolver = resolver or LinkResolver.from_vault(vault)
+    rel = page.replace("\\", "/").removeprefix("./")
+    bare = not rel.endswith(".md") and not rel.startswith("/") and ".." not in rel.split("/")
+    if not is_wikilink(page) and bare and not resolver.has_page(rel):
+        page = f"[[{page.strip()}]]"  # a bare note name ("Descaling", "howto/Descaling#How often"), as Obsidian
     if is_wikilink(page):
         try:
-            rel = resolver.resolve(page)
+            rel = resolver.open_link(page)
         except UnknownLink as exc:
             raise PageMissing(str(exc)) from None
         linked = page.strip()[2:-2].split("|", 1)[0].partition("#")[2].strip()
         # [[Page#Heading]] reads that section; a [[Page#^block]] reference reads the whole note.
         heading = heading or (linked if linked and not linked.startswith("^") else None)
-    else:
-        rel = page.replace("\\", "/").removeprefix("./")
+    rel = vault.linked_note(rel) or rel  # a symlink to another note is that note
     raw, truncated = read_note_bytes(vault, rel)
     text = decode_page(raw)
     fm_text, body = split_frontmatter(text)

@@ -21,6 +21,7 @@ from vaulteval.index.file import IndexCorrupt, IndexFileError, verify_file
 from vaulteval.index.reader import index_path
 from vaulteval.pipeline.embed import embed_command
 from vaulteval.pipeline.migrate import coexistence_line, shared_state
+from vaulteval.pipeline.storecheck import check_store
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.store import store_path
 from vaulteval.vault.notefiles import read_note_file, unreadable_notes
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from vaulteval.vault.vault import Page, Vault
+
+
+SCHEMA = "vaulteval.doctor.v1"
 
 
 @dataclass
@@ -52,12 +56,17 @@ class DoctorReport:
     bad_block: int | None = None
     rebuild: str | None = None
     embeddings: dict[str, Any] | None = None
+    store: dict[str, Any] | None = None  # --deep: what the check of the packed chunk store found
     coexistence: str | None = None  # one line when claude-obsidian's state shares .vault-meta/
+    # Obsidian's excluded-files filters: {"configured": [...] now, "indexed_with": [...] or None (an older index)}.
+    exclusions: dict[str, Any] | None = None
+    # Notes with no text Obsidian shows (empty, frontmatter or %%comments%% only): not indexed, not a problem.
+    empty_pages: list[str] = field(default_factory=list)
     # Notes skipped because they cannot be named, opened or read: {"page_path", "reason"}.
     skipped_notes: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"schema": SCHEMA, **asdict(self)}
 
 
 def companion_files(vault: "Vault") -> list[tuple[str, Path, str]]:
@@ -71,11 +80,16 @@ def companion_files(vault: "Vault") -> list[tuple[str, Path, str]]:
 def verify_index(vault: "Vault", retriever: "Retriever | None" = None) -> dict[str, Any]:
     """Usage: ``verify_index(vault)`` -> sizes of what was checked; NotProvisioned (exit 10) names the first bad
     block. The field index and the stored embeddings, when present, are checked byte for byte too."""
-    index = (retriever or Retriever(vault)).index()
+    retriever = retriever or Retriever(vault)
+    index = retriever.index()
     try:
         report = index.verify()
     except IndexCorrupt as exc:
         raise NotProvisioned(f"{exc} ({index.path})", rebuild=vault.rebuild_command()) from None
+    report["store"] = check_store(retriever)
+    if report["store"]["problems"]:
+        raise NotProvisioned(f"chunk store: {report['store']['problems'][0]} ({vault.meta_dir / 'store'})",
+                             rebuild=vault.rebuild_command())
     for name, path, fix in companion_files(vault):
         report[name] = None
         if path.exists():
@@ -100,6 +114,8 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
         report.problems.append(f"{len(shared['old_layout_files'])} vaulteval file(s) of the old layout are in "
                                ".vault-meta/; provision moves vaulteval to .vault-meta/vaulteval/ and removes them")
     report.skipped_notes = [{"page_path": rel, "reason": why} for rel, why in unreadable_notes(vault)]
+    report.exclusions = {"configured": list(vault.ignore.filters), "indexed_with": None,
+                         "settings_ignored": vault.ignore_obsidian_settings}
     if not report.index_present:
         report.problems.append("no index: the vault is not provisioned")
         report.rebuild = vault.rebuild_command()
@@ -118,7 +134,9 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
         return _degraded(report, vault, f"{exc} ({index.path})", exc.section, exc.block)
     except NotProvisioned as exc:  # a block read while listing the documents failed its checksum
         return _degraded(report, vault, str(exc), *exc.where)
-    report.unindexed_pages = len(unindexed_pages(pages, indexed))
+    empty: set[str] = set()
+    report.unindexed_pages = len(unindexed_pages(pages, indexed, empty))
+    report.empty_pages = sorted(empty)
     if report.stale_pages:
         report.problems.append(f"{report.stale_pages} page(s) changed since the index was built")
     if report.missing_pages:
@@ -129,8 +147,11 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
         report.problems.append(f"{report.unindexed_pages} page(s) are not in the index (new, or without text)")
     if index.n_docs == 0:
         report.problems.append("the index has no chunks")
+    _check_exclusions(index, report)
     if deep:
         _deep_fields(vault, report)
+        report.store = check_store(retriever)
+        report.problems += report.store["problems"]
     embed_problem = _embeddings(vault, retriever, report)
     if report.problems:
         report.state = "configured"
@@ -138,6 +159,22 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
     else:
         report.state = "verified"
     return report
+
+
+def _check_exclusions(index, report: DoctorReport) -> None:
+    """A problem when Obsidian's excluded-files filters changed since the build (retrieve drops hits under the
+    current ones meanwhile)."""
+    recorded = index.header.get("exclusions")
+    if not isinstance(recorded, list):
+        return  # an index built before the filters were recorded
+    report.exclusions["indexed_with"] = recorded
+    now = report.exclusions["configured"]
+    if sorted(map(str, recorded)) != sorted(now):
+        added = [f for f in now if f not in recorded]
+        removed = [f for f in recorded if f not in now]
+        parts = ([f"added {', '.join(added)}"] if added else []) + ([f"removed {', '.join(removed)}"] if removed else [])
+        report.problems.append(f"Obsidian's excluded files changed since the index was built ({'; '.join(parts)}); "
+                               "retrieve drops notes under the current filters until the next provision")
 
 
 def _deep_fields(vault: "Vault", report: DoctorReport) -> None:
@@ -215,9 +252,18 @@ def page_currency(index, checker) -> PageCurrency:
     return out
 
 
-def unindexed_pages(pages: "Iterable[Page]", indexed: set[str]) -> set[str]:
-    """The pages (``vault.iter_pages()``) with text that the index does not hold (new since the build)."""
-    return {p.rel for p in pages if p.rel not in indexed and _has_text(p.path)}
+def unindexed_pages(pages: "Iterable[Page]", indexed: set[str], empty: "set[str] | None" = None) -> set[str]:
+    """The pages (``vault.iter_pages()``) with text that the index does not hold (new since the build);
+    notes without visible text are added to ``empty`` when it is given."""
+    out = set()
+    for p in pages:
+        if p.rel in indexed:
+            continue
+        if _has_text(p.path):
+            out.add(p.rel)
+        elif empty is not None:
+            empty.add(p.rel)
+    return out
 
 
 def stale_pages(vault: "Vault", retriever: "Retriever | None" = None) -> set[str]:
@@ -240,11 +286,13 @@ def _check_pages(index, checker, report: DoctorReport) -> set[str]:
 
 
 def _has_text(path) -> bool:
-    """True when a page would produce at least one chunk (frontmatter-only stubs do not)."""
+    """True when a page would produce at least one chunk: it has text Obsidian shows (frontmatter-only stubs
+    and notes holding only %%comments%% do not)."""
     from vaulteval.chunks.chunking import decode_page, split_frontmatter
+    from vaulteval.chunks.obsidian import visible_text
 
     try:
         body = split_frontmatter(decode_page(read_note_file(path)))[1]
     except OSError:  # a FIFO or device is refused before any read (it would block), as is an unreadable file
         return False
-    return bool(body.strip())
+    return bool(body.strip()) and bool(visible_text(body).strip())

@@ -13,7 +13,6 @@ the command that rebuilds it.
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -34,7 +33,7 @@ class EmbeddingFailed(VaultevalError):
 
 def embed_command(vault: "Vault") -> str:
     """The exact command that (re)builds the stored embeddings."""
-    return f"vaulteval provision --vault {shlex.quote(str(vault.root))} --embed"
+    return f"vaulteval provision {vault.vault_args} --embed"
 
 
 def chunk_items(vault: "Vault") -> list[tuple[str, str, str]]:

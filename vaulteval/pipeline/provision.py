@@ -1,23 +1,34 @@
 """Provisioning: ``prefix --all`` then ``index build``, under one vault lock.
 
 Usage: ``report = provision(vault)``; ``report["index"]["docs"]``.
+
+Nothing a reader uses is moved aside: new records go to a new segment of the
+packed store, the index names its segments, and the atomic rename of
+``bm25/index.vti`` publishes the new generation. A reader keeps the generation
+it opened; a killed writer leaves the previous one in service, and the next
+writer removes its leftovers (``vaulteval.pipeline.storegc``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import shlex
 import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from vaulteval.index import bm25
-from vaulteval.chunks import chunking
-from vaulteval.chunks.store import ChunkParams, read_pages, run_prefix
+from vaulteval.chunks.catalog import ChunkParams, read_catalog, segments_named
+from vaulteval.chunks.packing import run_prefix
 from vaulteval.index.params import check_bm25_params, check_chunk_params
-from vaulteval.index.reader import invalidate_index, restore_index
+from vaulteval.index.reader import restore_index
 from vaulteval.pipeline.migrate import migrate_old_layout
-from vaulteval.errors import WriteFailed
+from vaulteval.pipeline.storegc import LEGACY, collect, segments_in_service
+from vaulteval.errors import UsageError, WriteFailed
 from vaulteval.vault.locking import vault_lock
+from vaulteval.vault.notesrecord import write_notes_record
+
+SCHEMA = "vaulteval.provision.v1"
 
 if TYPE_CHECKING:
     from vaulteval.rerank.config import RerankConfig
@@ -26,12 +37,11 @@ if TYPE_CHECKING:
 
 @contextlib.contextmanager
 def _writing(vault: "Vault") -> Iterator[Any]:
-    """The vault lock, with a write failure turned into one line and the previous index put back.
+    """The vault lock, with a write failure turned into one line; the previous generation stays in service.
 
-    A chunk change moves the index aside first; if the run then fails (disk
-    full, read-only folder), the old index goes back into place: every candidate
-    it serves is still checked against its chunk file and page, so chunks the
-    failed run changed are dropped as stale rather than served.
+    An index moved aside by an older vaulteval (``index.vti.stale``) is put back
+    when the run fails: every candidate it serves is still checked against its
+    chunk record and page.
     """
     try:
         with vault_lock(vault) as meta:
@@ -48,13 +58,31 @@ def _writing(vault: "Vault") -> Iterator[Any]:
 def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, peek: bool = False,
            params: ChunkParams = ChunkParams(), prefix_settings=None):
     """Usage: ``prefix(vault, peek=True).to_dict()``; writes only when ``peek`` is false."""
+    if page is not None:
+        target = vault.linked_note(page)  # PathEscape (exit 2) for a link that leads out of the notes
+        if target is not None:
+            raise UsageError(f"{page} is a symlink to {target}, which is indexed under its own path; "
+                             f"run vaulteval prefix {vault.vault_args} {shlex.quote(target)}")
     if peek:
         return run_prefix(vault, page=page, rebuild=rebuild, peek=True, params=params,
                           prefix_settings=prefix_settings)
     vault.require_writable()
     with _writing(vault) as meta:
-        return run_prefix(vault, page=page, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
-                          before_change=lambda: invalidate_index(meta), meta=meta)
+        before = segments_in_service(meta)
+        report = run_prefix(vault, page=page, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
+                            meta=meta)
+        _collect(meta, before)
+        return report
+
+
+def _collect(meta: Any, before: set[str], cataloged: set[str] | None = None) -> dict[str, int]:
+    """Remove what neither the index in service, the one served when the run started, nor the catalog needs
+    (``cataloged``: the segments the catalog just written names). Loose records of the old layout stay only
+    while the index in service reads them."""
+    if cataloged is None:
+        cataloged = segments_named(read_catalog(meta))
+    keep = (before - {LEGACY}) | segments_in_service(meta) | cataloged
+    return collect(meta, keep)
 
 
 def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: float = bm25.B,
@@ -63,13 +91,17 @@ def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: 
     from dataclasses import asdict
 
     from vaulteval.index.build import build_index
+    from vaulteval.index.fieldbuild import FieldCollector
 
     vault.require_writable()
     check_bm25_params(k1, b)
     with _writing(vault) as meta:
+        before = segments_in_service(meta)
+        fields = FieldCollector(vault, analyzer)
         report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                             chunk_params=asdict(chunk_params or ChunkParams()), meta=meta)
-        _build_fields(vault, meta, report.doc_rows)
+                             chunk_params=asdict(chunk_params or ChunkParams()), meta=meta, fields=fields)
+        _build_fields(vault, meta, report.doc_rows, fields)
+        _collect(meta, before)
     vault._index = None
     return report
 
@@ -85,14 +117,15 @@ def ensure_fields(vault: "Vault") -> bool:
     return True
 
 
-def _build_fields(vault: "Vault", meta: Any, docs: list | None = None) -> None:
+def _build_fields(vault: "Vault", meta: Any, docs: list | None = None, collected: Any = None) -> None:
     """The title/aliases/headings/code postings beside the index just built (field-weighted BM25);
-    ``docs`` are its rows when the build just made them (else they are read from the index)."""
+    ``docs`` are its rows when the build just made them (else they are read from the index), ``collected``
+    the field terms the build took from the chunks it read."""
     from vaulteval.index.fieldbuild import build_fields
     from vaulteval.index.reader import BM25Index, index_path, open_index_file
 
     # Through the folder pinned when the lock was taken, never the path again (it may now lead elsewhere).
-    build_fields(vault, BM25Index(index_path(vault.meta_dir), open_index_file(meta)), meta, docs)
+    build_fields(vault, BM25Index(index_path(vault.meta_dir), open_index_file(meta)), meta, docs, collected)
 
 
 def provision(
@@ -110,6 +143,9 @@ def provision(
 ) -> dict[str, Any]:
     """Prefix every page and build the index in one locked step; returns both reports and timings.
 
+    A notes folder named by ``--notes-dir`` (``vault.notes_origin == "flag"``) is recorded in
+    ``.vault-meta/vaulteval/notes-folder.json``, so every later command finds it without the flag.
+
     A vault in the old layout (vaulteval's files directly in ``.vault-meta/``) is migrated first
     (``vaulteval.pipeline.migrate``); the report then says what was removed under ``migrated``.
 
@@ -123,24 +159,37 @@ def provision(
     from dataclasses import asdict
 
     from vaulteval.index.build import build_index
+    from vaulteval.index.fieldbuild import FieldCollector
 
     check_bm25_params(k1, b)
     check_chunk_params(params.target, params.overlap, params.hard_max)
     vault.require_writable()
     with _writing(vault) as meta:
         t0 = time.perf_counter()
+        before = segments_in_service(meta)
         migration = migrate_old_layout(meta.shared) if meta.shared is not None else None
         pages = list(vault.iter_pages())
-        page_bytes = read_pages(vault, pages)
         prefix_report = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
-                                   before_change=lambda: invalidate_index(meta),
-                                   page_bytes=page_bytes, pages=pages, meta=meta)
+                                   pages=pages, meta=meta)
         t1 = time.perf_counter()
-        hashes = {rel: chunking.sha256_bytes(raw) for rel, raw in page_bytes.items()}
-        del page_bytes
-        index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=hashes,
-                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta)
-        _build_fields(vault, meta, index_report.doc_rows)
+        # The field index takes its terms in the build's pass, titles and aliases from the bytes just read.
+        fields = FieldCollector(vault, analyzer, prefix_report.page_bytes)
+        index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=prefix_report.page_hashes,
+                                   chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
+                                   fields=fields)
+        refused = {prefix_report.addresses.get(cid.partition(":")[0]) for cid in index_report.rejected_ids} - {None}
+        if refused:  # records the build could not use (damaged or malformed in place): chunk those pages again
+            again = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
+                               pages=pages, meta=meta, distrust=frozenset(refused))
+            prefix_report.chunks_written += again.chunks_written
+            prefix_report.segments = again.segments
+            fields = FieldCollector(vault, analyzer, again.page_bytes)
+            index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=again.page_hashes,
+                                       chunk_params=asdict(params), listing=again.chunk_listing, meta=meta,
+                                       fields=fields)
+        _build_fields(vault, meta, index_report.doc_rows, fields)
+        prefix_report.page_bytes = {}
+        del fields
         t2 = time.perf_counter()
         embed_report, embed_failure = None, None
         if embed is not None:
@@ -148,13 +197,18 @@ def provision(
 
             try:
                 embed_report = embed_vault(vault, embed, meta, progress=progress).to_dict()
+                embed_report["onnx"] = _export_onnx(meta, embed)
             except EmbeddingFailed as exc:
                 if embed_required:
                     raise
                 embed_failure = str(exc)
+        if vault.notes_origin == "flag":
+            write_notes_record(meta, vault.notes_rel)
+        collected = _collect(meta, before, prefix_report.segments)
         t3 = time.perf_counter()
     vault._index = None
     out = {
+        "schema": SCHEMA,
         "prefix": prefix_report.to_dict(),
         "index": index_report.to_dict(),
         "seconds": {"prefix": round(t1 - t0, 3), "index": round(t2 - t1, 3), "total": round(t3 - t0, 3)},
@@ -166,7 +220,29 @@ def provision(
         out["embeddings_not_refreshed"] = embed_failure
     if migration is not None:
         out["migrated"] = migration.to_dict()
+    if collected["loose_records"]:
+        out["migrated_store"] = {"records": prefix_report.migrated_records, "removed": collected["loose_records"]}
+    out["store"] = collected
     return out
+
+
+def _export_onnx(meta: Any, embed: "RerankConfig") -> dict[str, Any]:
+    """A sentence-transformers store gets the ONNX export its queries are embedded with (no torch at query time)."""
+    from vaulteval.rerank.config import resolve
+    from vaulteval.rerank.onnxexport import ensure_onnx_export
+
+    return ensure_onnx_export(meta, resolve(embed))
+
+
+def summarized(report: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    """The provision report with at most ``limit`` (None: all) of ``prefix.changed_pages``, and
+    ``prefix.changed_pages_more`` counting the rest (0 when all are listed): a first provision of a large vault
+    changes every page."""
+    prefix_report = dict(report["prefix"])
+    pages = prefix_report.get("changed_pages", [])
+    listed = pages if limit is None else pages[:limit]
+    prefix_report["changed_pages"], prefix_report["changed_pages_more"] = listed, len(pages) - len(listed)
+    return {**report, "prefix": prefix_report}
 
 
 def index_kwargs(settings: dict[str, Any]) -> dict[str, Any]:

@@ -87,18 +87,56 @@ class Candidate:
     ``bm25_score``, ``rerank_score`` and ``dense_score`` are the fields of
     schema v1, kept for one version: ``bm25_score`` is 0.0 for a chunk BM25 did
     not match, ``rerank_score`` copies it when nothing was reranked.
+
+    ``text`` is the chunk's raw text. With ``passages`` (the query's
+    ``vaulteval.pipeline.passages.Passages``) the snippet, the matched terms and
+    the chunk's place in its note are worked out when first read, so
+    evaluation, which reads none of them, pays nothing.
     """
 
     __slots__ = ("chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "score", "scores",
-                 "rerank_source", "snippet")
+                 "rerank_source", "text", "context", "_passages", "_explained")
 
     def __init__(self, chunk_id: str, page_address: str, page_path: str, absolute_path: str, chunk_index: int,
-                 scores: dict[str, float], ranked_by: str, snippet: str, rerank_source: str = "skipped"):
+                 scores: dict[str, float], ranked_by: str, text: str, rerank_source: str = "skipped",
+                 context: str | None = None, passages: Any = None):
         self.chunk_id, self.page_address, self.page_path = chunk_id, page_address, page_path
-        self.absolute_path, self.chunk_index, self.snippet = absolute_path, chunk_index, snippet
+        self.absolute_path, self.chunk_index, self.text = absolute_path, chunk_index, text
+        self.context = text if context is None else context  # what was indexed: prefix and text
         self.scores = {name: round(float(value), 6) for name, value in scores.items()}
         self.score = self.scores[ranked_by]  # the first stage's ranking component: bm25, dense, fused, prf...
         self.rerank_source = rerank_source
+        self._passages = passages
+        self._explained: dict[str, Any] = {}
+
+    def _explain(self, key: str, make):
+        if key not in self._explained:
+            self._explained[key] = make()
+        return self._explained[key]
+
+    @property
+    def snippet(self) -> str:
+        """The passage around the chunk's best-matching sentence (at most 200 characters, cut at whitespace);
+        the chunk's first 200 characters when there is no query to match."""
+        if self._passages is None:
+            return self.text[:200]
+        return self._explain("snippet", lambda: self._passages.snippet(self.text))
+
+    @property
+    def matched_terms(self) -> list[str]:
+        """The query's words the indexed text (prefix included) holds."""
+        if self._passages is None:
+            return []
+        return self._explain("matched", lambda: self._passages.matched_terms(self.context))
+
+    @property
+    def location(self) -> dict[str, Any]:
+        """``heading_path``, ``first_line``, ``last_line`` of the chunk in its note, ``snippet_line`` and
+        ``snippet_heading_path`` of its snippet, and the note's ``modified`` time, read from the note when first
+        asked for (None each when it cannot be read; empty without a query)."""
+        if self._passages is None:
+            return {}
+        return self._explain("location", lambda: self._passages.location(self.page_path, self.text, self.snippet))
 
     def set_score(self, component: str, value: float) -> None:
         """Record a later stage's component (``rerank``); it becomes ``score``."""
@@ -123,7 +161,7 @@ class Candidate:
             "absolute_path": self.absolute_path, "chunk_index": self.chunk_index,
             "score": self.score, "scores": dict(self.scores),
             "bm25_score": self.bm25_score, "rerank_score": self.rerank_score, "rerank_source": self.rerank_source,
-            "snippet": self.snippet,
+            "snippet": self.snippet, "matched_terms": self.matched_terms, **self.location,
         }
         if "dense" in self.scores:
             out["dense_score"] = self.scores["dense"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.index.reader import BM25Index, Hit, open_index
+from vaulteval.pipeline.passages import Passages
 from vaulteval.pipeline.results import NO_CANDIDATES, Candidate, Label, RetrievalResult
 from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import check_length
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Candidate", "Label", "RetrievalResult", "Retriever", "retrieve", "check_limit", "check_query"]
 
-SNIPPET_CHARS = 200
 MAX_TOP = 1000
 
 
@@ -60,11 +60,18 @@ class Retriever:
     Usage: ``Retriever(vault).retrieve("query", top=5)``. Evaluation shares one
     index and checker across views of the same meta dir through ``index=`` and
     ``integrity=``.
+
+    ``warm`` (the default) is for a Retriever kept open for many queries: numpy is
+    loaded once, before the first query is scored, and the integrity checker
+    remembers each verified file by its stat signature. ``retrieve(vault, ...)``,
+    the one-shot form a CLI call uses, opens a cold one: plain-Python scoring and
+    no numpy import for an ordinary query.
     """
 
     def __init__(self, vault: "Vault", *, index: BM25Index | None = None,
-                 integrity: IntegrityChecker | None = None, store_meta: Path | None = None):
+                 integrity: IntegrityChecker | None = None, store_meta: Path | None = None, warm: bool = True):
         self.vault = vault
+        self.warm = warm
         self._index = index
         self._integrity = integrity
         self._store_meta = store_meta  # where the stored embeddings are (default: the vault view's meta dir)
@@ -99,6 +106,10 @@ class Retriever:
             self._store_docs = docs
         return self._store_docs
 
+    def onnx_dir(self) -> Path:
+        """Where provisioning put the ONNX export of the stored embeddings' model (queries embed without torch)."""
+        return (self._store_meta or self.vault.meta_dir) / "onnx"
+
     def fields(self) -> Any:
         """The field index (title, aliases, headings, code) when provisioned and current, else None."""
         if self._fields is False:
@@ -110,7 +121,17 @@ class Retriever:
     def index(self) -> BM25Index:
         """The verified BM25 index (exit 10 with the rebuild command when it is missing or corrupt)."""
         if self._index is None:
-            self._index = open_index(self.vault)
+            for _ in range(3):
+                index = open_index(self.vault)
+                try:
+                    # Hold the generation: its segments stay readable even when a writer removes them later.
+                    self.integrity().store().pin(index.header.get("store") or [])
+                except FileNotFoundError:
+                    continue  # a newer generation was published and this one removed meanwhile: open that one
+                except OSError:
+                    pass  # a segment that is not one: its records are refused when served
+                break
+            self._index = index
         return self._index
 
     def integrity(self) -> IntegrityChecker:
@@ -129,7 +150,7 @@ class Retriever:
 
 def retrieve(source: "Vault | Retriever", query: str, **options: Any) -> RetrievalResult:
     """Usage: ``retrieve(vault, "query", top=5)``: one query; pass a Retriever to reuse its opened index."""
-    retriever = source if isinstance(source, Retriever) else Retriever(source)
+    retriever = source if isinstance(source, Retriever) else Retriever(source, warm=False)
     return retriever.retrieve(query, **options)
 
 
@@ -139,13 +160,13 @@ def _run(
     *,
     top: int = 5,
     bm25_top: int = 20,
-    rerank: "RerankConfig | None" = None,
+    rerank: "RerankConfig | None | bool" = None,
     explain: bool = False,
     embed_cache: Path | None | str = "default",
     first: "FirstStage | None" = None,
     bm25_hits: "list[Hit] | None" = None,
 ) -> RetrievalResult:
-    """Run the pipeline's steps; ``rerank=None`` keeps the first-stage order.
+    """Run the pipeline's steps; ``rerank=None`` (or ``False``) keeps the first-stage order.
 
     ``first`` picks the first stage (``vaulteval.pipeline.firststage``): BM25
     (the default), dense, or a hybrid; ``bm25_top`` is its depth.
@@ -166,10 +187,12 @@ def _run(
     watch.lap("bm25", parts=stage["timings_ms"])
     # Without rerank or explain only the first `top` current pages are read and verified.
     served_only = rerank is None and not explain
-    pool, texts, stale = _verify(retriever, hits, stage["ranked_by"], top if served_only else None)
+    passages = Passages(query, index, retriever.vault)
+    pool, texts, stale = _verify(retriever, hits, stage["ranked_by"], top if served_only else None, passages)
     watch.lap("integrity")
     label = Label(stage["first_stage"], None, stage["fallbacks"])
-    anchored = embed_cache == "default" and not retriever.vault.meta_is_external
+    # Resolving the meta folder costs two realpath calls: only a rerank needs the answer.
+    anchored = rerank is not None and embed_cache == "default" and not retriever.vault.meta_is_external
     ranked, rerank_model = _rerank(retriever, query, pool, texts, rerank, cache, anchored, label)
     watch.lap("rerank", ran=rerank is not None)
     deduped = _dedupe(ranked)
@@ -181,12 +204,12 @@ def _run(
     return _assemble(query, label, top, ranked, deduped, info)
 
 
-def _validate(query: str, top: int, bm25_top: int, rerank: "RerankConfig | None") -> "RerankConfig | None":
+def _validate(query: str, top: int, bm25_top: int, rerank: "RerankConfig | None | bool") -> "RerankConfig | None":
     """Check the request before any work: the query, the limits, and the rerank settings (no connection yet)."""
     check_query(query)
     check_limit("--top", top)
     check_limit("--bm25-top", bm25_top)
-    if rerank is None:
+    if rerank is None or rerank is False:  # False reads as "no rerank", like None
         return None
     from vaulteval.rerank.stage import resolve
 
@@ -195,6 +218,7 @@ def _validate(query: str, top: int, bm25_top: int, rerank: "RerankConfig | None"
 
 def _open_index(retriever: Retriever) -> BM25Index:
     index = retriever.index()
+    index.choose_scorer(warm=retriever.warm)  # decided once per open index, before any query is scored
     if index.n_docs == 0:
         vault = retriever.vault
         raise NotProvisioned(f"the index has no chunks (no notes with text under {vault.notes_label}?)",
@@ -219,20 +243,26 @@ def _first_stage(retriever: Retriever, query: str, first: "FirstStage | None", d
 
 
 def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ranked_by: str,
-            pages_wanted: int | None) -> tuple[list[Candidate], list[str], int]:
+            pages_wanted: int | None, passages: Passages | None = None) -> tuple[list[Candidate], list[str], int]:
     """Candidates whose chunk and note still match the index, in first-stage order; their texts; stale count.
 
     With ``pages_wanted`` only the first chunk of each page is read, and
     reading stops once that many pages are served.
     """
-    index, checker, vault = retriever.index(), retriever.integrity(), retriever.vault
+    index, vault = retriever.index(), retriever.vault
+    checker = retriever.integrity().query()  # one stat per file for the whole query
     pool: list[Candidate] = []
     texts: list[str] = []
     stale = orphaned = 0
     pages: set[str] = set()
+    # Obsidian's exclusions as they are now: a note excluded after the build is never served.
+    excluded = vault.ignore.excluded if vault.ignore else None
     for doc_number, scores in hits:
         doc = index.doc(doc_number)
         if pages_wanted is not None and doc.page_path in pages:
+            continue
+        if excluded is not None and excluded(doc.page_path):
+            stale += 1
             continue
         rec = checker.current_record(doc)
         if rec is None:
@@ -242,9 +272,10 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
             continue
         raw = rec["raw_text"]
         absolute = cached_lexical_path(vault.notes_dir, doc.page_path, vault.notes_strip)
+        context = rec.get("contextualized_text") or raw
         pool.append(Candidate(doc.chunk_id, doc.page_address, doc.page_path, absolute, doc.chunk_index,
-                              scores, ranked_by, raw[:SNIPPET_CHARS]))
-        texts.append(rec.get("contextualized_text") or raw)
+                              scores, ranked_by, raw, context=context, passages=passages))
+        texts.append(context)
         if pages_wanted is not None:
             pages.add(doc.page_path)
             if len(pages) == pages_wanted:
@@ -253,7 +284,7 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
         # An index whose chunk records are gone (deleted by another tool or by hand) must not look like
         # "no such notes": the answer would be an empty success for every query.
         raise NotProvisioned(f"the index names chunk records that are missing or were rewritten ({orphaned} of "
-                             f"{len(hits)} candidates, under {vault.meta_dir / 'chunks'})",
+                             f"{len(hits)} candidates, under {vault.meta_dir / 'store'})",
                              rebuild=vault.rebuild_command())
     return pool, texts, stale
 
@@ -277,7 +308,8 @@ def _rerank(retriever: Retriever, query: str, pool: list[Candidate], texts: list
     reranker = EmbeddingRerank.from_config(config)
     # The vault's own cache is reached from the vault root without following a symlink.
     anchor = retriever.vault.root if anchored else None
-    outcome = reranker.rerank(query, texts, cache, cache_anchor=anchor, store=retriever.optional_store())
+    outcome = reranker.rerank(query, texts, cache, cache_anchor=anchor, store=retriever.optional_store(),
+                              onnx_dir=retriever.onnx_dir())
     if outcome.scores is None:
         label.fallbacks += (("rerank", outcome.fallback_reason),)
         for cand in pool:

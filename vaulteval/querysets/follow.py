@@ -53,6 +53,10 @@ class Dangling(NamedTuple):
         return f"{self.query_id}: {self.key} -> {self.new}" if self.new else f"{self.query_id}: {self.key} (gone)"
 
 
+UNREPAIRABLE = ("a judgment of a deleted page cannot be repaired (no page took its place): delete the judgment, "
+                "or the whole query when it judged nothing else")
+
+
 class DanglingJudgments(QuerySetInvalid):
     """Judgments name pages that moved or vanished; one line names them (exit 2)."""
 
@@ -63,8 +67,12 @@ class DanglingJudgments(QuerySetInvalid):
         self.problems = [Problem(d.path, d.line, d.message) for d in dangling]
         self.problems += [p for p in others or [] if (p.path, p.line) not in spots]
         shown = ", ".join(d.short() for d in dangling[:5]) + (f", +{len(dangling) - 5} more" if len(dangling) > 5 else "")
+        if any(d.new for d in dangling):
+            fix = f"repair with: vaulteval queryset check {source} --fix OUT"
+        else:  # nothing --fix could do: every page is gone
+            fix = f"{UNREPAIRABLE}; delete those judgments from {source}"
         UsageError.__init__(self, f"{len(dangling)} dangling judgment(s) in {source} (pages moved, renamed or "
-                                  f"deleted): {shown}; repair with: vaulteval queryset check {source} --fix OUT")
+                                  f"deleted): {shown}; {fix}")
 
 
 class _PageIndex:

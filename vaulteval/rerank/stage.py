@@ -34,9 +34,9 @@ from vaulteval.rerank.embedders import (
     list_models,
     make_client,
     match_installed,
-    open_embedder,
     st_available,
 )
+from vaulteval.rerank.onnxembed import open_query_embedder
 from vaulteval.rerank.languages import model_coverage
 from vaulteval.rerank.vectors import cosines  # re-exported: order-independent cosines
 from vaulteval.rerank.config import (  # re-exported: callers import the whole rerank API from here
@@ -85,7 +85,8 @@ class RerankOutcome:
 
 
 def rerank(query: str, texts: list[str], config: RerankConfig, cache_path: Path | None = None,
-           cache_anchor: Path | None = None, store: "EmbeddingStore | None" = None) -> RerankOutcome:
+           cache_anchor: Path | None = None, store: "EmbeddingStore | None" = None,
+           onnx_dir: Path | None = None) -> RerankOutcome:
     """Usage: ``rerank(query, texts, RerankConfig(), cache_path, store)`` -> RerankOutcome; never raises on backend failure.
 
     Document vectors come from ``store`` (the provisioned embeddings) when it
@@ -100,7 +101,7 @@ def rerank(query: str, texts: list[str], config: RerankConfig, cache_path: Path 
     if not model_coverage(model).reads(query):
         return RerankOutcome(None, source, model, LANGUAGE_FALLBACK, 0, 0, time.perf_counter() - started)
     try:
-        embedder = open_embedder(config)
+        embedder = open_query_embedder(config, onnx_dir)
         model = embedder.model
         scheme = embedder.scheme
         q_input = scheme.query_prefix + query
@@ -146,7 +147,8 @@ class QueryVector:
     seconds: float
 
 
-def embed_query(query: str, config: RerankConfig, cache_path: Path | None = None) -> QueryVector:
+def embed_query(query: str, config: RerankConfig, cache_path: Path | None = None,
+                onnx_dir: Path | None = None) -> QueryVector:
     """Usage: ``embed_query("q", cfg, cache)`` -> QueryVector; never raises on backend failure.
 
     The identity (backend, model key, scheme) lets the caller check it against
@@ -158,7 +160,7 @@ def embed_query(query: str, config: RerankConfig, cache_path: Path | None = None
     if not model_coverage(model).reads(query):
         return QueryVector(None, source, model, model, "", LANGUAGE_FALLBACK, time.perf_counter() - started)
     try:
-        embedder = open_embedder(config)
+        embedder = open_query_embedder(config, onnx_dir)
         try:
             text = embedder.scheme.query_prefix + query
             key = input_key(text)

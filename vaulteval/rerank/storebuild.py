@@ -54,7 +54,9 @@ def build_store(meta: "MetaDir", items: list[tuple[str, str, str]], config: "Rer
     embedder = open_embedder(config)
     try:
         scheme = embedder.scheme
-        identity = {"backend": embedder.source, "model": embedder.model, "model_key": embedder.model_key,
+        # By name and version where there is one (the shipped MiniLM), never by the venv folder it sits in.
+        identity = {"backend": embedder.source, "model": getattr(embedder, "model_name", embedder.model),
+                    "model_key": embedder.model_key,
                     "scheme": scheme.name}
         inputs = [scheme.document_prefix + text for _, _, text in items]
         keys = [input_key(text) for text in inputs]

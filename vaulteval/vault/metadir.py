@@ -38,7 +38,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEX
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 # Folders and files of derived state (relative to vaulteval's namespace) that must never be symlinks
 # (checked before any change).
-KNOWN_DIRS = ("chunks", "bm25")
+KNOWN_DIRS = ("chunks", "bm25", "store")
 KNOWN_FILES = (".lock", "chunk-catalog.json", "embeddings.sqlite", "embeddings.sqlite-wal", "embeddings.sqlite-shm",
                "bm25/index.vti", "bm25/index.vti.stale")
 
@@ -209,12 +209,13 @@ class MetaDir:
             if st is not None and not stat.S_ISREG(st.st_mode):
                 raise UnsafeMetaPath(f"{self.path / name} is not a regular file (a symlink, FIFO or folder?); "
                                      "remove it and run provision (nothing was changed)")
-        if self.is_dir("chunks"):
-            with self.sub("chunks") as chunks:
-                for entry in chunks.scandir():
-                    # Other files here are never opened (only address folders are); links are refused.
-                    if entry.is_symlink():
-                        raise _unsafe(str(chunks.path / entry.name))
+        for name in ("chunks", "store"):
+            if self.is_dir(name):
+                with self.sub(name) as folder:
+                    for entry in folder.scandir():
+                        # Address folders and segments are opened without following links; links are refused.
+                        if entry.is_symlink():
+                            raise _unsafe(str(folder.path / entry.name))
 
     # -- reading --------------------------------------------------------------
     def read_bytes(self, name: str) -> bytes:

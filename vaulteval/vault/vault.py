@@ -17,7 +17,7 @@ from collections import namedtuple
 from pathlib import Path
 
 from vaulteval.errors import PageMissing, UsageError, VaultSelectionError
-from vaulteval.vault.layout import IgnoreRules, hidden, notes_root
+from vaulteval.vault.layout import IgnoreRules, choose_notes_dir, hidden
 from vaulteval.vault.metadir import META_NAME, OWN_NAME
 from vaulteval.vault.notefiles import BAD_NAME, name_is_text, printable
 from vaulteval.vault.paths import confine, is_inside, path_text_problem
@@ -55,10 +55,14 @@ class Vault:
 
     ``notes_dir`` names the notes folder relative to the root ("" or "." for the
     root itself) and wins over ``.vaulteval.json`` and the layout's own signs.
+    Without it, the folder the last ``provision --notes-dir`` recorded is used
+    (``notes_origin == "record"``); one that disagrees with the record is a usage
+    error, unless ``notes_dir_change`` (``provision --rebuild`` records the new one).
     """
 
     def __init__(self, root: str | os.PathLike[str], *, meta_dir: str | os.PathLike[str] | None = None,
-                 notes_dir: str | None = None):
+                 notes_dir: str | None = None, notes_dir_change: bool = False,
+                 ignore_obsidian_settings: bool = False):
         for what, value in (("vault", root), ("meta folder", meta_dir), ("notes folder", notes_dir)):
             text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
             problem = path_text_problem(text) if isinstance(text, str) else None
@@ -74,10 +78,12 @@ class Vault:
                 f"{self.root} is vaulteval's own folder, not a vault; pass --vault PATH to your vault"
             )
         # "" when the notes are the vault root; page paths are always relative to the root.
-        self.notes_rel = notes_root(self.root, notes_dir)
+        self.notes_rel, self.notes_origin = choose_notes_dir(self.root, notes_dir, change=notes_dir_change)
         self.notes_dir = self.root.joinpath(*self.notes_rel.split("/")) if self.notes_rel else self.root
         self.wiki_dir = self.notes_dir  # the older name, kept for callers written before plain vaults
-        self.ignore = IgnoreRules.from_vault(self.root)
+        # Unusable exclusion settings stop here (exit 2), unless the user chose to go on without them.
+        self.ignore_obsidian_settings = ignore_obsidian_settings
+        self.ignore = IgnoreRules.from_vault(self.root, ignore_settings=ignore_obsidian_settings)
         self.shared_meta_dir = self.root / META_NAME
         # meta_dir may point outside the vault: evaluation builds variants in a cache.
         self.meta_dir = Path(meta_dir).resolve() if meta_dir else self.shared_meta_dir / OWN_NAME
@@ -85,19 +91,22 @@ class Vault:
     # -- selection -------------------------------------------------------
     @classmethod
     def select(cls, explicit: str | os.PathLike[str] | None = None, *, cwd: Path | None = None,
-               notes_dir: str | None = None) -> "Vault":
+               notes_dir: str | None = None, notes_dir_change: bool = False,
+               ignore_obsidian_settings: bool = False) -> "Vault":
         """Usage: ``Vault.select(args.vault)``: --vault, then env vars, then the nearest marker file."""
+        kw = {"notes_dir": notes_dir, "notes_dir_change": notes_dir_change,
+              "ignore_obsidian_settings": ignore_obsidian_settings}
         if explicit:
-            return cls(explicit, notes_dir=notes_dir)
+            return cls(explicit, **kw)
         for var in ENV_VARS:
             value = os.environ.get(var)
             if value:
-                return cls(value, notes_dir=notes_dir)
+                return cls(value, **kw)
         here = (cwd or Path.cwd()).resolve()
         products = _product_roots()
         for folder in (here, *here.parents):
             if any((folder / marker).is_file() for marker in MARKERS):
-                return cls(folder, notes_dir=notes_dir)
+                return cls(folder, **kw)
             if folder in products:
                 # Working inside vaulteval itself: never fall through to a marker further up.
                 raise VaultSelectionError(
@@ -110,7 +119,8 @@ class Vault:
 
     def with_meta(self, meta_dir: str | os.PathLike[str]) -> "Vault":
         """The same vault and notes folder with derived state in ``meta_dir`` (evaluation variants)."""
-        return Vault(self.root, meta_dir=meta_dir, notes_dir=self.notes_rel)
+        return Vault(self.root, meta_dir=meta_dir, notes_dir=self.notes_rel, notes_dir_change=True,
+                     ignore_obsidian_settings=self.ignore_obsidian_settings)
 
     @property
     def is_bundled(self) -> bool:
@@ -158,6 +168,26 @@ class Vault:
             raise PageMissing(f"page {rel} does not exist under {self.notes_label}; check the path")
         return path
 
+    def linked_note(self, rel: str) -> str | None:
+        """For a path that is a symlink, the vault path of the note it leads to (None when it is no symlink).
+
+        The target must be a note of this vault: inside the notes folder, ``.md``, not hidden, not excluded
+        (PathEscape, exit 2, otherwise: the link stays refused, as every walk skips it)."""
+        from vaulteval.errors import PathEscape
+
+        path = self.page_path(rel)
+        if not path.is_symlink():
+            return None
+        real = os.path.realpath(path)
+        real_notes = os.path.realpath(self.notes_dir)
+        inside = real.startswith(real_notes + os.sep)
+        target = (self.notes_rel + "/" if self.notes_rel else "") + real[len(real_notes) + 1:].replace(os.sep, "/")
+        if not inside or not target.endswith(".md") or hidden(target) or self.ignore.excluded(target) \
+                or not os.path.isfile(real):
+            raise PathEscape(f"{printable(rel)} is a symlink that does not lead to a note in {self.notes_label}; "
+                             "vaulteval never reads it")
+        return target
+
     def meta_path(self, rel: str) -> Path:
         """Usage: ``vault.meta_path("chunks/c-1/chunk-000.json")``: a confined path under ``meta_dir``."""
         return confine(self.meta_dir, rel)
@@ -168,7 +198,6 @@ class Vault:
         """Every ``*.md`` note, sorted; skips dot-folders, Obsidian's exclusions, links that leave the notes folder
         and names that are not UTF-8 (warned about once, listed in ``skipped_names``)."""
         notes = str(self.notes_dir)
-        real_notes = os.path.realpath(notes)
         lead = self.notes_rel + "/" if self.notes_rel else ""
         ignore = self.ignore
         found: list[Page] = []
@@ -189,11 +218,9 @@ class Vault:
                     continue
                 full = dirpath + os.sep + name
                 if os.path.islink(full):
-                    real = os.path.realpath(full)
-                    if not real.startswith(real_notes + os.sep) or not os.path.isfile(real):
-                        continue
-                    if hidden(real[len(real_notes) + 1:].replace(os.sep, "/")):
-                        continue  # a link into .obsidian/, .vault-meta/ or another hidden folder
+                    # A link to another note is that note, listed (and indexed) once under its own path; a link
+                    # that leads out of the notes folder, into a hidden folder or to a non-note is never read.
+                    continue
                 found.append(Page(rel, full))
         found.sort(key=lambda p: p.rel)
         for rel in sorted(set(bad) - set(self.skipped_names)):
@@ -204,11 +231,22 @@ class Vault:
         return iter(found)
 
     # -- pipeline --------------------------------------------------------
-    def rebuild_command(self) -> str:
-        """The exact shell command that re-provisions this vault."""
+    @property
+    def vault_args(self) -> str:
+        """``--vault ROOT`` plus ``--notes-dir DIR`` when the folder was named by a flag or recorded, for fix hints
+        that work when followed as printed."""
         import shlex
 
-        return f"vaulteval provision --vault {shlex.quote(str(self.root))}"
+        args = f"--vault {shlex.quote(str(self.root))}"
+        if self.notes_origin in ("flag", "record"):
+            args += f" --notes-dir {shlex.quote(self.notes_rel or '.')}"
+        if self.ignore_obsidian_settings:
+            args += " --ignore-obsidian-settings"
+        return args
+
+    def rebuild_command(self) -> str:
+        """The exact shell command that re-provisions this vault."""
+        return f"vaulteval provision {self.vault_args}"
 
     def __repr__(self) -> str:
         return f"Vault({str(self.root)!r})"

@@ -122,7 +122,7 @@ def noise_notes(summary: "pd.DataFrame", n: int) -> list[str]:
     """One line per measure: the largest minimum detectable effect among the comparisons, in words."""
     notes = []
     for measure, grp in summary[summary.mde.notna()].groupby("measure", sort=False):
-        notes.append(f"with {n} queries a difference under {grp.mde.max():.2f} {measure} cannot be told from noise "
+        notes.append(f"with {n} queries a difference under {grp.mde.max():.3f} {measure} cannot be told from noise "
                      "(paired t-test, alpha 0.05, power 0.8)")
     return notes
 

@@ -142,7 +142,8 @@ def run_strategies(vault: "Vault", queryset: "QuerySet", strategies: "list[Strat
         ctx = TaskContext(vault_root=str(vault.root), cache_dir=str(workspace.cache_dir),
                           use_vault_index=workspace.use_vault_index,
                           vault_fingerprint=workspace.fingerprint.digest, ollama_host=host_setting(None),
-                          check_vault=not isinstance(ex, SerialExecutor))
+                          check_vault=not isinstance(ex, SerialExecutor), notes_dir=vault.notes_rel,
+                          ignore_obsidian_settings=vault.ignore_obsidian_settings)
         n = shards or _default_shards(len(queryset.queries), len(strategies), getattr(ex, "n_workers", 1))
         parts = shard_queries(queryset.queries, n)
         results = ex.run(ctx, list(strategies), parts, workspace)

@@ -41,6 +41,8 @@ class TaskContext:
     vault_fingerprint: str
     ollama_host: str  # the client's Ollama setting: a worker embeds with the client's server
     check_vault: bool = True
+    notes_dir: str | None = None  # the client's notes folder, relative to the vault ("" for the root)
+    ignore_obsidian_settings: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,8 +144,16 @@ def _worker_workspace(ctx: TaskContext) -> "Workspace":
     if ws is None:
         if len(_WORKSPACES) >= 4:
             _WORKSPACES.pop(next(iter(_WORKSPACES)))
-        ws = _WORKSPACES[key] = Workspace(Vault(ctx.vault_root), ctx.cache_dir, use_vault_index=ctx.use_vault_index)
+        ws = _WORKSPACES[key] = Workspace(_vault(ctx), ctx.cache_dir, use_vault_index=ctx.use_vault_index)
     return ws
+
+
+def _vault(ctx: TaskContext):
+    """The vault the client sees, with its notes folder (a worker cannot see the client's flags)."""
+    from vaulteval.vault.vault import Vault
+
+    return Vault(ctx.vault_root, notes_dir=ctx.notes_dir, notes_dir_change=True,
+                 ignore_obsidian_settings=ctx.ignore_obsidian_settings)
 
 
 def _current_digest(ctx: TaskContext) -> str:
@@ -153,7 +163,7 @@ def _current_digest(ctx: TaskContext) -> str:
     from vaulteval.workbench.fingerprint import vault_fingerprint
 
     try:
-        vault = Vault(ctx.vault_root)
+        vault = _vault(ctx)
         stats = tuple((p.rel, (st := p.path.stat()).st_size, st.st_mtime_ns) for p in vault.iter_pages())
     except (OSError, VaultevalError) as exc:
         raise WorkerMismatch(f"worker {worker_name()} cannot read the vault at {ctx.vault_root} ({exc}); "

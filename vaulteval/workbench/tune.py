@@ -215,14 +215,16 @@ def verdict_slices(queryset: "QuerySet") -> "tuple[dict[str, list[str]], set[str
 
 def _rival(search: list[dict[str, Any]], by_text: "dict[str, Strategy]", semantic: dict[str, bool],
            high: set[str] | None, test_qs: "QuerySet") -> str | None:
-    """The best semantic strategy of the search, evaluated too when the verdict may need to size real questions:
-    the test split is mostly high-overlap and neither the default nor the best is semantic."""
-    if high is None or semantic["candidate"] or semantic["default"] or not semantic["grid"]:
+    """On a mostly high-overlap test split whose grid holds semantic strategies, the verdict sizes real questions
+    from the spread between a semantic and a lexical strategy: when the default and the best are of one family,
+    the search's best of the other family is evaluated too."""
+    if high is None or not semantic["grid"] or semantic["candidate"] != semantic["default"]:
         return None
     ids = [q.query_id for q in test_qs.positive]
     if sum(q in high for q in ids) * 2 <= len(ids):
         return None
-    return next((row["strategy"] for row in search if is_semantic(by_text[row["strategy"]])), None)
+    want = not semantic["default"]
+    return next((row["strategy"] for row in search if is_semantic(by_text[row["strategy"]]) == want), None)
 
 
 def _unique_grid(items: list[str]) -> "tuple[list[str], list[Strategy]]":
@@ -251,8 +253,8 @@ def decide(per_query: Any, measure: str, has_best: bool, seed: int, *, slices: d
            high_overlap: set[str] | None = None, semantic: dict[str, bool] | None = None) -> dict[str, Any]:
     """The verdict on the test split (``vaulteval.workbench.verdict``) from ``evaluate``'s per-query table.
 
-    Runs named ``default`` and ``best`` (and ``rival``: the best semantic strategy, when both are lexical
-    on a mostly high-overlap set); ``semantic`` says which of candidate/default/grid are semantic.
+    Runs named ``default`` and ``best`` (and ``rival``: the best of the other family, when both are lexical
+    or both semantic on a mostly high-overlap set); ``semantic`` says which of candidate/default/grid are semantic.
     """
     from vaulteval.workbench.verdict import Evidence, judge
 
@@ -277,6 +279,7 @@ def test_split_ids(tune_info: dict[str, Any] | None) -> list[str] | None:
 
 
 def verify_tune(tune_info: dict[str, Any], per_query: Any, vault_root: str, cache_dir: str | None = None,
+                notes_dir: str | None = None,
                 tolerance: float = 1e-9) -> list[str]:
     """Re-run the search on the tune split and re-derive the decision; one line per difference."""
     from vaulteval.querysets.queryset import load_queryset
@@ -284,7 +287,7 @@ def verify_tune(tune_info: dict[str, Any], per_query: Any, vault_root: str, cach
 
     params = tune_info["params"]
     tune_split = params["splits"]["tune"]
-    vault = Vault(vault_root)
+    vault = Vault(vault_root, notes_dir=notes_dir, notes_dir_change=True)
     tune_qs = subset(load_queryset(tune_split["path"], vault, split=tune_split["split"]), tune_split["ids"], "tune")
     grid, parsed = _unique_grid(list(params["grid"]))
     search = search_table(grid, search_scores(vault, tune_qs, parsed, params["measure"], cache_dir=cache_dir))

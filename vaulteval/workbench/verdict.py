@@ -23,10 +23,14 @@ The rules (docs/run-manifest.md, "tune.json"):
 
 Generated sets favour words the query shares with its target. When more
 than half of the test queries are in the ``high`` overlap band, the verdict
-says so; and a verdict that would favour a lexical strategy over a semantic
-one (dense, hybrid, rerank) on that evidence becomes inconclusive, with the
-number of real questions to judge instead (enough to find a difference of
-``REAL_EFFECT`` at the spread seen between the two).
+says so; and when a semantic strategy (dense, hybrid, rerank) is the
+candidate, the default, or on the grid at all, that evidence cannot decide:
+the verdict is inconclusive, whichever way the numbers lean, with the number
+of real questions to judge instead (enough to find a difference of
+``REAL_EFFECT`` at the spread seen between a semantic and a lexical
+strategy). Measured, such sets pick the wrong hybrid as readily as the
+wrong family (docs/benchmarks.md, "Agreement"). Only a grid without any
+semantic strategy keeps its verdict, with the note.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ class Evidence:
     candidate: Mapping[str, float] | None = None  # None: the tune split found nothing better than the default
     slices: Mapping[str, Sequence[str]] = field(default_factory=dict)
     high_overlap: set[str] | None = None  # None: the query set records no overlap
-    rival: Mapping[str, float] | None = None  # the best semantic strategy, when the default and candidate are lexical
+    rival: Mapping[str, float] | None = None  # the best of the other family (semantic/lexical) than default and candidate
 
 
 def judge(ev: Evidence, *, seed: int = 0, measure: str = "nDCG@10", candidate_semantic: bool = False,
@@ -123,26 +127,39 @@ def overlap_share(high: set[str] | None, ids: list[str]) -> dict[str, Any] | Non
 
 def _overlap_caveat(out: dict[str, Any], ev: Evidence, ids: list[str], base: np.ndarray, candidate_semantic: bool,
                     default_semantic: bool, grid_semantic: bool) -> None:
-    """Mostly high-overlap evidence cannot rank a lexical strategy above a semantic one: say so, size real questions."""
-    from vaulteval.workbench.intervals import queries_needed
-
+    """Mostly high-overlap evidence cannot judge a semantic strategy: say so, and size real questions instead."""
     o = out["overlap"]
     note = (f"{o['high']} of {o['n']} test queries share most of their words with their target: "
             "this set measures shared words, not meaning")
-    favours_lexical = ((out["verdict"] == "keep" and not default_semantic and (candidate_semantic or grid_semantic))
-                       or (out["verdict"] == "adopt" and default_semantic and not candidate_semantic))
-    if not favours_lexical:
-        out["overlap"]["note"] = note
-        return
-    other = ev.candidate if (candidate_semantic or ev.rival is None) else ev.rival
-    spread = float(np.std(np.array([other[q] for q in ids]) - base, ddof=1)) if other is not None and len(ids) > 1 else math.nan
-    n = queries_needed(spread, REAL_EFFECT) if math.isfinite(spread) and spread > 0 else None
-    out["overlap"]["note"] = note
+    o["note"] = note
+    if not (candidate_semantic or default_semantic or grid_semantic):
+        return  # lexical against lexical: shared words are what both strategies match, the verdict stands
+    n = _real_questions(ev, ids, base, candidate_semantic, default_semantic)
+    if out["verdict"] != "inconclusive":
+        out["reason"] = f"{out['reason']}; but {note}, so it cannot judge semantic strategies"
     out["verdict"] = "inconclusive"
-    out["reason"] = f"{out['reason']}; but {note}, so it cannot rank lexical against semantic strategies"
     out["real_questions_needed"] = n
     out["recommendation"] = (f"judge {n if n else 'more'} real questions (`retrieve --log`, then `queryset from-log` "
-                             f"and the judge notebook) before choosing between lexical and semantic strategies")
+                             f"and the judge notebook), then tune on them")
+
+
+def _real_questions(ev: Evidence, ids: list[str], base: np.ndarray, candidate_semantic: bool,
+                    default_semantic: bool) -> int | None:
+    """Judged queries a paired test needs to find ``REAL_EFFECT``, at the spread between a semantic and a lexical
+    column when the evidence has both (candidate or rival against the default), else the default's own spread."""
+    from vaulteval.workbench.intervals import queries_needed
+
+    if len(ids) < 2:
+        return None
+    mixed = ev.candidate is not None and candidate_semantic != default_semantic
+    other = ev.candidate if mixed else (ev.rival if ev.rival is not None else ev.candidate)
+    if other is not None:
+        spread = float(np.std(np.array([other[q] for q in ids]) - base, ddof=1))
+    else:
+        spread = float(np.std(base, ddof=1))
+    if not math.isfinite(spread) or spread <= 0:
+        spread = float(np.std(base, ddof=1))
+    return queries_needed(spread, REAL_EFFECT) if math.isfinite(spread) and spread > 0 else None
 
 
 def size_warning(out: dict[str, Any]) -> str | None:

@@ -119,7 +119,8 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
             diffs += _diff_trec(entry["trec"], folder / entry["trec"], fresh / entry["trec"])
         diffs += _diff_report(folder, fresh)
     if tune_info is not None:
-        diffs += verify_tune(tune_info, ev.per_query, str(v.root), str(cache_dir) if cache_dir else None)
+        diffs += verify_tune(tune_info, ev.per_query, str(v.root), str(cache_dir) if cache_dir else None,
+                             notes_dir=v.notes_rel)
     return result
 
 

@@ -67,7 +67,8 @@ class EmbeddingRerank(Reranker):
         return {**super().to_dict(), "allow_remote": self.allow_remote}
 
     def rerank(self, query: str, texts: list[str], cache_path: Any, cache_anchor: Any = None,
-               store: Any = None) -> Any:
+               store: Any = None, onnx_dir: Any = None) -> Any:
         from vaulteval.rerank.stage import rerank
 
-        return rerank(query, texts, self.config(), cache_path, cache_anchor=cache_anchor, store=store)
+        return rerank(query, texts, self.config(), cache_path, cache_anchor=cache_anchor, store=store,
+                      onnx_dir=onnx_dir)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 NAME_KINDS = ("title", "alias")
 SENTENCE_KINDS = ("backlink", "no-title-words", "summary")
 MIN_SENTENCE_CONTENT = 3  # content words a sentence query keeps after its words are removed
+MIN_CONTENT = {"link-text": 2}  # a link's text of one word ("Open", "view") names no page
 
 
 def screen(cands: "list[Candidate]", rejected: Counter) -> "list[Candidate]":
@@ -33,7 +34,8 @@ def screen(cands: "list[Candidate]", rejected: Counter) -> "list[Candidate]":
     out = []
     for c in cands:
         reason = reject_reason(c.text, name=c.kind in NAME_KINDS,
-                               min_content=MIN_SENTENCE_CONTENT if c.kind in SENTENCE_KINDS else 1)
+                               min_content=MIN_SENTENCE_CONTENT if c.kind in SENTENCE_KINDS
+                               else MIN_CONTENT.get(c.kind, 1))
         if reason is None:
             out.append(c)
         else:

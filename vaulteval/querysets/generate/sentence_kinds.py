@@ -1,15 +1,18 @@
-"""Kinds cut from a vault's sentences: backlink, no-title-words and summary; they leak less than names do.
+"""Kinds cut from a vault's sentences: backlink, link-text, no-title-words and summary; they leak less than names do.
 
 Usage::
 
-    backlink_candidates(ctx) + summary_candidates(ctx)
+    backlink_candidates(ctx) + link_text_candidates(ctx) + summary_candidates(ctx)
     no_title_word_candidates(ctx, heading_candidates(ctx) + backlink_candidates(ctx) + first_sentence_candidates(ctx))
 
 A backlink query is the sentence around ``[[link]]`` in another note with
 the link removed: another author's words for the target. A summary query is
 the first sentence of each section of a page without the page's distinctive
 words (title, aliases, headings and its ``RARE_TERMS`` rarest terms): the
-target described in everyday words. Sentences are read as prose
+target described in everyday words. A link-text query is the text another
+note shows for a link (``[[Target|what the author called it]]``) when it
+says more than the target's name: another author's name for the page.
+Sentences are read as prose
 (``prose.py``) and their cut edges trimmed; ``wellformed.py`` judges them.
 """
 
@@ -57,6 +60,33 @@ def _backlinks(ctx: "Context") -> list[Candidate]:
             if sentence:
                 out.append(Candidate("backlink", "sentence", sentence, ((target, 2),), f.rel, line,
                                      ctx.by_rel[target].stratum if target in ctx.by_rel else f.stratum))
+    return out
+
+
+def link_text_candidates(ctx: "Context") -> list[Candidate]:
+    """The display text of a piped ``[[Target|text]]`` in another note, as prose, when some of its words are not the
+    target's title, aliases or the linked heading (else it is a title query again)."""
+    from vaulteval.querysets.generate.lexical import terms
+    from vaulteval.querysets.links import AmbiguousLink, UnknownLink
+
+    out = []
+    for f in ctx.facts:
+        for line, link, _ in f.links:
+            inner = link[2:-2]
+            if "|" not in inner:
+                continue
+            where, shown = inner.split("|", 1)
+            try:
+                target = ctx.resolver.resolve(link)
+            except (UnknownLink, AmbiguousLink):
+                continue
+            facts = ctx.by_rel.get(target)
+            if target == f.rel or facts is None:
+                continue
+            text = trim_edges(tidy(prose(shown)))
+            named = set(terms(" ".join([facts.title, *facts.aliases, where.partition("#")[2]])))
+            if text and not set(terms(text)) <= named:
+                out.append(Candidate("link-text", "display", text, ((target, 2),), f.rel, line, facts.stratum))
     return out
 
 

@@ -1,0 +1,88 @@
+"""The build's inverted lists from numpy against a term-by-term reading of the same documents.
+
+Usage: ``.venv/bin/python -m pytest tests/index/test_postings.py -q``
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from vaulteval.index.postings import Postings
+from vaulteval.vault.metadir import META_REL
+
+from pipeline_fixtures import fresh_vault  # noqa: F401
+
+WORDS = st.sampled_from(["a", "ab", "b", "東", "東京", "é", "e\u0301", "z" * 40, "0", "_x"])
+
+
+def _by_hand(docs: list[list[str]]) -> tuple[list[str], list[int], list[int], list[int]]:
+    per_term: dict[str, list[tuple[int, int]]] = {}
+    for d, terms in enumerate(docs):
+        for term, tf in Counter(terms).items():
+            per_term.setdefault(term, []).append((d, tf))
+    words = sorted(per_term)
+    offsets, post_docs, post_tfs = [0], [], []
+    for w in words:
+        for d, tf in sorted(per_term[w]):
+            post_docs.append(d)
+            post_tfs.append(tf)
+        offsets.append(len(post_docs))
+    return words, offsets, post_docs, post_tfs
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.lists(st.lists(WORDS, max_size=12), max_size=15), st.randoms(use_true_random=False))
+def test_postings_are_the_term_by_term_lists_in_any_order_of_adding(docs: list[list[str]], rng) -> None:
+    order = list(range(len(docs)))
+    rng.shuffle(order)  # documents may arrive in any order; their numbers decide the layout
+    lists = Postings()
+    for d in order:
+        lists.add(d, docs[d])
+    words, offsets, post_docs, post_tfs = lists.finish(len(docs))
+    assert (words, offsets.tolist(), post_docs.tolist(), post_tfs.tolist()) == _by_hand(docs)
+
+
+TEXTS = ["Descaling the espresso machine", "東京タワー tower's view", "", "ΟΔΟΣ.Β user's well-formed _x_",
+         "m² ﬁlter ①②"] * 7
+
+
+def test_analyzing_with_a_helper_process_gives_the_serial_terms() -> None:
+    from vaulteval.index.analyze_all import analyze_all
+
+    for analyzer in ("default", "english"):
+        assert list(analyze_all(analyzer, TEXTS, parallel=True)) == list(analyze_all(analyzer, TEXTS, parallel=False))
+
+
+def test_a_build_split_over_two_processes_is_the_serial_build_byte_for_byte(
+        fresh_vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Everything but the build time: the same terms, postings, lengths and rows, in the same bytes."""
+    from vaulteval import Vault
+    from vaulteval.index import analyze_all
+    from vaulteval.index.file import read_sections
+    from vaulteval.index.location import index_path
+    from vaulteval.pipeline.provision import build
+
+    def sections() -> tuple[dict, dict]:
+        header, body = read_sections(index_path(fresh_vault / META_REL))
+        return {k: v for k, v in header.items() if k not in ("built_at", "blocks_crc32", "sections")}, \
+            {name: bytes(body.raw(name)) for name in body}
+
+    monkeypatch.setenv("VAULTEVAL_BUILD_WORKERS", "1")
+    index_path(fresh_vault / META_REL).unlink()
+    build(Vault(fresh_vault))
+    serial = sections()
+    monkeypatch.delenv("VAULTEVAL_BUILD_WORKERS")
+    monkeypatch.setattr(analyze_all, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(analyze_all, "_cores", lambda: 2)
+    monkeypatch.setattr(analyze_all, "_idle_cores", lambda: 1.5)
+    spawned: list[bool] = []
+    real = analyze_all.analyze_all
+    monkeypatch.setattr("vaulteval.index.build.analyze_all",
+                        lambda name, texts: spawned.append(analyze_all.parallel_pays(texts)) or real(name, texts))
+    index_path(fresh_vault / META_REL).unlink()
+    build(Vault(fresh_vault))
+    assert spawned == [True]
+    assert sections() == serial

@@ -1,0 +1,116 @@
+"""The ONNX export of a sentence-transformers store: made by provision, used for queries without torch.
+
+The store is built once per module in-process (MiniLM through
+sentence-transformers, offline); the CLI runs in subprocesses under
+``-X importtime`` to see what they load.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline_fixtures import DESCALING_NOTE, cli_env, copy_sample
+from vaulteval import Vault
+from vaulteval.pipeline.provision import provision
+from vaulteval.pipeline.retrieve import Retriever
+from vaulteval.rerank.config import RerankConfig, resolve
+from vaulteval.rerank.embedders import SentenceTransformerEmbedder
+from vaulteval.rerank.onnxembed import MODEL_FILE, ONNX_DIR, OnnxEmbedder, open_onnx
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("tokenizers")
+
+ST = RerankConfig(backend="sentence-transformers")
+TORCH_MODULES = ("torch", "sentence_transformers", "transformers")
+QUERIES = ["how do I remove limescale from the coffee maker", "router factory reset", "budget for the month",
+           "Ein deutscher Satz über Kaffee", "普洱茶怎么冲泡", "   spaces around   ", "x" * 3000]
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    root = copy_sample(tmp_path_factory.mktemp("onnx") / "vault")
+    report = provision(Vault(root), embed=ST)
+    return root, report
+
+
+def test_provision_exports_the_model_once_and_checks_it_against_torch(embedded: tuple[Path, dict]) -> None:
+    root, report = embedded
+    onnx = report["embeddings"]["onnx"]
+    assert onnx["state"] == "exported" and onnx["min_cosine"] >= 1 - 1e-5
+    folder = Vault(root).meta_dir / ONNX_DIR
+    assert sorted(p.name for p in folder.iterdir()) == ["export.json", "model.onnx", "tokenizer.json"]
+    again = provision(Vault(root), embed=ST)["embeddings"]["onnx"]
+    assert again == {"state": "current"}
+
+
+def test_query_vectors_match_torch(embedded: tuple[Path, dict]) -> None:
+    root, _ = embedded
+    config = resolve(ST)
+    exported = open_onnx(Vault(root).meta_dir / ONNX_DIR, config)
+    torch_embedder = SentenceTransformerEmbedder.load(config)
+    assert isinstance(exported, OnnxEmbedder) and exported.model_key == torch_embedder.model_key  # the store's key
+    onnx = np.stack(exported.embed(QUERIES))
+    torch = np.stack(torch_embedder.embed(QUERIES))
+    cos = (onnx * torch).sum(1) / (np.linalg.norm(onnx, axis=1) * np.linalg.norm(torch, axis=1))
+    assert cos.min() >= 1 - 1e-4
+
+
+class _TorchRetriever(Retriever):
+    def onnx_dir(self) -> Path:
+        return Path("/nonexistent/onnx")  # no export: the query is embedded by sentence-transformers
+
+
+@pytest.mark.parametrize("strategy", ["dense", "hybrid:cc", "hybrid:rrf"])
+def test_rankings_with_the_export_are_torchs(embedded: tuple[Path, dict], strategy: str) -> None:
+    from vaulteval.pipeline.stages.registry import parse_first_stage
+
+    vault = Vault(embedded[0])
+    for query in QUERIES[:4]:
+        got = Retriever(vault).retrieve(query, top=10, first=parse_first_stage(strategy), embed_cache=None)
+        want = _TorchRetriever(vault).retrieve(query, top=10, first=parse_first_stage(strategy), embed_cache=None)
+        assert [c.chunk_id for c in got.candidates] == [c.chunk_id for c in want.candidates]
+        assert got.strategy == want.strategy == strategy.split(",")[0]
+        for a, b in zip(got.candidates, want.candidates):
+            assert abs(a.scores.get("dense", 0) - b.scores.get("dense", 0)) <= 1e-4
+
+
+def _imports(*args: str) -> tuple[set[str], dict]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "vaulteval", *args], capture_output=True,
+                          text=True, env=cli_env(HF_HUB_OFFLINE="1"), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    return names, json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("flags, label", [
+    (["--strategy", "hybrid:cc", "--no-rerank"], "hybrid:cc"),
+    (["--strategy", "dense", "--no-rerank"], "dense"),
+    (["--embedder", "st"], "bm25+rerank:sentence-transformers"),
+])
+def test_a_cli_query_embeds_without_torch(embedded: tuple[Path, dict], flags: list[str], label: str) -> None:
+    names, out = _imports("retrieve", "--vault", str(embedded[0]), "how do I remove limescale from the coffee maker",
+                          *flags)
+    assert "onnxruntime" in names
+    assert sorted(n for n in names if n.split(".")[0] in TORCH_MODULES) == []
+    assert out["strategy"] == label and DESCALING_NOTE in [c["page_path"] for c in out["candidates"]]
+
+
+def test_an_export_that_no_longer_matches_is_not_used(embedded: tuple[Path, dict], tmp_path: Path) -> None:
+    folder = Path(shutil.copytree(Vault(embedded[0]).meta_dir / ONNX_DIR, tmp_path / "onnx"))
+    config = resolve(ST)
+    assert open_onnx(folder, config) is not None
+    assert open_onnx(folder, RerankConfig(backend="sentence-transformers", model=str(tmp_path))) is None
+    data = bytearray((folder / MODEL_FILE).read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte in the weights
+    (folder / MODEL_FILE).write_bytes(bytes(data))
+    assert open_onnx(folder, config) is None  # its hash no longer matches export.json
+    (folder / "export.json").write_text("{not json")
+    assert open_onnx(folder, config) is None

@@ -1,0 +1,353 @@
+"""The incremental ``prefix`` run over the packed store: plan every page, write what changed, compact, publish.
+
+Usage::
+
+    report = run_prefix(vault, rebuild=False, peek=False, params=ChunkParams())   # opens the meta folder itself
+
+- A page whose stat signature (size, mtime_ns, inode) is the one in the catalog,
+  and which was not modified within ``RACY_NS`` of the catalog's writing, is
+  not even read (git's rule); otherwise it is read and hashed, and re-chunked
+  only when its hash changed.
+- A record equal to the stored one in every field but ``created_at`` keeps its
+  location; every other record is appended to one new segment.
+- When the dead share of the segments in use passes ``COMPACT_DEAD_SHARE`` (or
+  they are more than ``MAX_SEGMENTS``, or one is damaged anywhere), every live
+  record is copied into the new segment and the old ones fall out of use.
+- The new segment is published before the catalog that names it; the index in
+  service keeps naming the old segments, which stay until the next writer finds
+  them named by neither (``vaulteval.chunks.storegc``).
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import stat
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+from vaulteval.chunks import chunking, obsidian
+from vaulteval.chunks.catalog import CATALOG_NAME, CATALOG_SCHEMA, LEGACY_SCHEMA, ChunkParams, chunk_file_name, \
+    load_catalog, prefix_key, written_ns
+from vaulteval.chunks.segments import FRAME, MAGIC, STORE_DIR, SegmentWriter, decode_payload, parse_location, \
+    scan_segment
+from vaulteval.chunks.store import PrefixReport, _duplicate, _record_intact, build_records, note_signature, \
+    progress_bar, read_note
+from vaulteval.errors import PageMissing
+from vaulteval.vault.metadir import MetaDir
+from vaulteval.vault.testhooks import pause_point
+
+if TYPE_CHECKING:
+    from vaulteval.vault.vault import Page, Vault
+
+log = logging.getLogger(__name__)
+
+RACY_NS = 2_000_000_000  # a note modified this close to the catalog's writing is re-hashed even when its stat agrees
+COMPACT_DEAD_SHARE = 0.3
+MAX_SEGMENTS = 8
+LEGACY_DIR = "chunks"
+
+
+class Segments:
+    """The segments a catalog names, mapped read-only and scanned once: which frames are whole and check."""
+
+    def __init__(self, meta: "MetaDir | None", names: set[str]):
+        self.maps: dict[str, mmap.mmap | None] = {name: None for name in names}
+        self.frames: dict[str, set[tuple[int, int, int]]] = {}
+        self.damaged: set[str] = set(names)
+        if meta is None or not meta.is_dir(STORE_DIR):
+            return
+        with meta.sub(STORE_DIR) as folder:
+            for name in names:
+                try:
+                    with folder.open_read(name) as fh:
+                        size = os.fstat(fh.fileno()).st_size
+                        mm = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) if size else None
+                except (OSError, ValueError):
+                    continue
+                if mm is None:
+                    continue
+                found, problem = scan_segment(mm)
+                self.maps[name], self.frames[name] = mm, set(found)
+                if problem is None:
+                    self.damaged.discard(name)
+
+    def holds(self, where: str, size: int, crc: int) -> bool:
+        """Whether a whole frame with this size and CRC starts at ``where``."""
+        parsed = parse_location(where)
+        return parsed is not None and (parsed[1], size, crc) in self.frames.get(parsed[0], ())
+
+    def payload(self, where: str, size: int, crc: int) -> bytes | None:
+        """The payload at ``where`` when a whole frame with this size and CRC starts there."""
+        parsed = parse_location(where)
+        if parsed is None or (parsed[1], size, crc) not in self.frames.get(parsed[0], ()):
+            return None
+        return self.maps[parsed[0]][parsed[1] + FRAME.size: parsed[1] + size]
+
+
+def _segments_of(entries) -> set[str]:
+    return {parse_location(r[0])[0] for info in entries for r in info["records"]}
+
+
+def _legacy_records(meta: "MetaDir", rel: str, info: dict, page_hash: str) -> list[dict] | None:
+    """A page's records from the one-file-per-record layout, when every one is intact and belongs to this page."""
+    if info.get("hash") != page_hash:
+        return None
+    out = []
+    try:
+        with meta.sub(f"{LEGACY_DIR}/{info['address']}") as folder:
+            for idx in range(info["chunks"]):
+                import json
+
+                rec = json.loads(folder.read_bytes(chunk_file_name(idx)))
+                if not (isinstance(rec, dict) and rec.get("chunk_index") == idx and rec.get("page_path") == rel
+                        and rec.get("page_address") == info["address"] and rec.get("page_body_hash") == page_hash
+                        and _record_intact(rec)):
+                    return None
+                out.append(rec)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return out
+
+
+def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek, params: ChunkParams,
+                 prefix_settings, page_bytes, pages, distrust: frozenset[str] = frozenset()) -> PrefixReport:
+    prefixer = None
+    report = PrefixReport(peek=peek)
+    if prefix_settings is not None and prefix_settings.tier != "synthetic":
+        from vaulteval.chunks.prefix_llm import PrefixGenerator
+
+        prefixer = PrefixGenerator(prefix_settings)
+        report.tier = prefixer.tier
+        # A preview never calls a provider: no page text leaves the machine on --peek.
+        if prefixer.tier == "synthetic" or peek:
+            prefixer = None
+
+    all_pages = list(pages) if pages is not None else list(vault.iter_pages())
+    selected = _select(vault, all_pages, page)
+    key = prefix_key(report.tier, prefix_settings)
+    stored = load_catalog(meta, params, key)
+    legacy = {}
+    if meta is not None and not stored and meta.is_dir(LEGACY_DIR) and not rebuild:
+        legacy = load_catalog(meta, params, key, schema=LEGACY_SCHEMA)
+    catalog = {} if rebuild else stored
+    maps = Segments(meta, _segments_of(stored.values()))
+    sound = {rel for rel, info in catalog.items()
+             if rel not in distrust and all(maps.holds(*r) for r in info["records"])}
+    since = written_ns(meta)
+    # A single-page run keeps every other page's entry; a full run rebuilds the catalog.
+    new_catalog = dict(stored) if page is not None else {}
+
+    # Plan every page first so a conflict aborts before anything is written.
+    plans: list[tuple[str, object, str, str, list | None]] = []
+    owner: dict[str, str] = {}
+    note_limit = chunking.max_note_bytes()
+    for entry in progress_bar(selected, len(selected), "scan"):
+        cached = catalog.get(entry.rel) if entry.rel in sound else None
+        sig = note_signature(entry)
+        sig_list = list(sig) if sig is not None else None
+        if cached is not None and sig_list is not None and cached.get("stat") == sig_list and sig[1] < since - RACY_NS:
+            plan = (entry.rel, None, cached["address"], cached["hash"], sig_list)
+        else:
+            raw = page_bytes.get(entry.rel) if page_bytes is not None else read_note(entry, sig)
+            if raw is None:
+                continue  # not a regular file, or unreadable: skipped with a warning
+            report.page_bytes[entry.rel] = raw
+            page_hash = chunking.sha256_bytes(raw)  # of every byte, so doctor's check of the whole note holds
+            old = legacy.get(entry.rel)
+            if cached is not None and cached.get("hash") == page_hash:
+                plan = (entry.rel, None, cached["address"], page_hash, sig_list)
+            elif old is not None and (moved := _legacy_records(meta, entry.rel, old, page_hash)) is not None:
+                plan = (entry.rel, moved, old["address"], page_hash, sig_list)
+            else:
+                parsed = chunking.parse_page(chunking.indexable_bytes(raw, entry.rel, note_limit), entry.rel)
+                plan = (entry.rel, parsed, parsed.address or chunking.synthetic_address(entry.rel), page_hash,
+                        sig_list)
+        address = plan[2]
+        if address in owner:
+            raise _duplicate(address, owner[address], entry.rel)
+        owner[address] = entry.rel
+        plans.append(plan)
+        report.page_hashes[entry.rel] = plan[3]
+    if page is not None:
+        # A single-page run must still not collide with pages already in the catalog.
+        for rel, info in new_catalog.items():
+            if rel != page and info.get("address") in owner and owner[info["address"]] != rel:
+                raise _duplicate(info["address"], rel, owner[info["address"]])
+
+    report.pages_seen = len(plans)
+    if page is None:
+        gone = [rel for rel in stored if rel not in report.page_hashes]
+        report.pages_removed = len(gone)
+        report.chunks_removed += sum(stored[rel]["chunks"] for rel in gone)
+    writer = None if peek or meta is None else SegmentWriter(meta)
+    try:
+        _write_pages(plans, catalog, stored, new_catalog, report, writer, maps, params, prefixer, rebuild)
+        if peek:
+            return report
+        report.chunks_compacted = _maybe_compact(meta, new_catalog, writer, maps)
+        writer.publish()
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    finally:
+        if writer is not None:
+            writer.close()
+    report.addresses = {info["address"]: rel for rel, info in new_catalog.items()}
+    report.segments = _segments_of(new_catalog.values())
+    if page is None:
+        report.chunk_listing = [(*r, f"{info['address']}:{i}")
+                                for info in sorted(new_catalog.values(), key=lambda x: x["address"])
+                                for i, r in enumerate(info["records"])]
+    payload = {"schema": CATALOG_SCHEMA, "params": asdict(params), "prefix": key,
+               "chunker": obsidian.CHUNKER_VERSION, "pages": new_catalog}
+    import json
+
+    meta.write_bytes(CATALOG_NAME, json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    pause_point("catalog-written")
+    return report
+
+
+def run_prefix(
+    vault: "Vault",
+    *,
+    page: str | None = None,
+    rebuild: bool = False,
+    peek: bool = False,
+    params: ChunkParams = ChunkParams(),
+    prefix_settings=None,
+    page_bytes: dict[str, bytes] | None = None,
+    pages: list["Page"] | None = None,
+    meta: MetaDir | None = None,
+    distrust: frozenset[str] = frozenset(),
+) -> PrefixReport:
+    """Chunk pages into records of the packed store under the meta dir; the caller holds the vault lock unless ``peek``.
+
+    New and changed records go to one new segment, published before the
+    catalog that names them; published segments are never changed, so the
+    index in service keeps reading the records it was built from. ``meta`` is
+    the opened meta folder (``vault_lock`` yields it); every change goes through it.
+    ``distrust`` names pages whose stored records the index build refused: they are re-chunked.
+    """
+    own = None
+    if meta is None:
+        try:
+            own = meta = MetaDir.open(vault, create=not peek)
+            if not peek:
+                meta.check_tree()
+        except FileNotFoundError:
+            meta = None
+    try:
+        return prefix_pages(vault, meta, page=page, rebuild=rebuild, peek=peek, params=params,
+                            prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages, distrust=distrust)
+    finally:
+        if own is not None:
+            own.close()
+
+
+def _select(vault: "Vault", all_pages: list["Page"], page: str | None) -> list["Page"]:
+    if page is None:
+        return all_pages
+    target = vault.page_path(page)
+    if not target.is_file():
+        raise PageMissing(f"page {page} does not exist under {vault.notes_label}; check the path")
+    selected = [p for p in all_pages if p.rel == page.replace("\\", "/")]
+    if not selected:
+        raise PageMissing(f"page {page} is not a note vaulteval can read (a .md file under {vault.notes_label}, "
+                          "not hidden or excluded)")
+    return selected
+
+
+def _write_pages(plans, catalog, stored, new_catalog, report, writer, maps, params, prefixer, rebuild) -> None:
+    work = [p for p in plans if p[1] is not None]
+    report.pages_skipped = len(plans) - len(work)
+    for rel, parsed, address, page_hash, sig in plans:
+        if parsed is None:
+            new_catalog[rel] = {**catalog[rel], "hash": page_hash, "stat": sig}
+    for rel, parsed, address, page_hash, sig in progress_bar(work, len(work), "prefix"):
+        if isinstance(parsed, list):  # records carried over from the one-file-per-record layout
+            records = parsed
+            report.migrated_records += len(records)
+            locations = [writer.append(rec) if writer is not None else None for rec in records]
+        else:
+            records = build_records(parsed, address, page_hash, params, prefixer)
+            old = stored.get(rel) if not rebuild else None
+            existing = _stored_records(old, maps) if old is not None else {}
+            locations = []
+            changed = 0
+            for rec in records:
+                prev = existing.get(rec["chunk_index"])
+                # Every field but the timestamp: an address, index or prefix edited by hand is rewritten too.
+                if prev is not None and _same(prev[0], rec):
+                    locations.append(prev[1])
+                    continue
+                changed += 1
+                locations.append(writer.append(rec) if writer is not None else None)
+                pause_point("chunk-written")
+            extra = len(set(existing) - {r["chunk_index"] for r in records})
+            report.chunks_written += changed
+            report.chunks_removed += extra + (len(existing) if old is not None and old["address"] != address else 0)
+            if changed or extra:
+                report.pages_changed += 1
+                report.changed_pages.append(rel)
+        if not records:
+            report.pages_empty += 1
+        for rec in records:
+            report.prefix_sources[rec["prefix_source"]] = report.prefix_sources.get(rec["prefix_source"], 0) + 1
+        new_catalog[rel] = {"hash": page_hash, "address": address, "chunks": len(records), "stat": sig,
+                            "records": [list(loc) if loc is not None else None for loc in locations]}
+
+
+def _same(old: dict, new: dict) -> bool:
+    return ({k: v for k, v in old.items() if k != "created_at"} == {k: v for k, v in new.items() if k != "created_at"}
+            and _record_intact(old))
+
+
+def _stored_records(info: dict, maps: Segments) -> dict[int, tuple[dict, list]]:
+    out = {}
+    for where, size, crc in info["records"]:
+        payload = maps.payload(where, size, crc)
+        rec = decode_payload(payload) if payload is not None else None
+        idx = rec.get("chunk_index") if isinstance(rec, dict) else None
+        if isinstance(idx, int) and not isinstance(idx, bool):
+            out[idx] = (rec, (where, size, crc))
+    return out
+
+
+def _maybe_compact(meta: "MetaDir", catalog: dict, writer: SegmentWriter, maps: Segments) -> int:
+    """Copy every live record out of old segments when too much of them is dead; returns the records copied."""
+    own = f"{STORE_DIR}/{writer.name}@"
+    live: dict[str, int] = {}
+    for info in catalog.values():
+        for where, size, _ in info["records"]:
+            if not where.startswith(own):
+                name = parse_location(where)[0]
+                live[name] = live.get(name, 0) + size
+    if not live:
+        return 0
+    total = 0
+    with meta.sub(STORE_DIR) as folder:
+        for name in live:
+            st = folder.lstat(name)
+            total += st.st_size - len(MAGIC) if st is not None and stat.S_ISREG(st.st_mode) else 0
+    dead_share = 1 - sum(live.values()) / total if total else 0.0
+    # A segment damaged outside the live records (a cut tail, a flipped bit in a dead one) is copied out too.
+    damaged = bool(maps.damaged & set(live))
+    if dead_share <= COMPACT_DEAD_SHARE and len(live) + 1 <= MAX_SEGMENTS and not damaged:
+        return 0
+    copied = 0
+    for info in catalog.values():
+        moved = []
+        for where, size, crc in info["records"]:
+            if not where.startswith(own):
+                payload = maps.payload(where, size, crc)
+                if payload is None:  # checked when planned; a segment changed under the lock is not copied
+                    raise OSError(f"chunk record {where} changed while compacting")
+                where, size, crc = writer.append_payload(bytes(payload), crc)
+                copied += 1
+                pause_point("record-compacted")
+            moved.append([where, size, crc])
+        info["records"] = moved
+    return copied

@@ -1,0 +1,80 @@
+"""``vaulteval mcp``: the vault as an MCP server for agents (stdio, or Streamable HTTP on loopback).
+
+Usage::
+
+    vaulteval mcp --vault V                       # stdio: what an agent's MCP config starts
+    vaulteval mcp --vault V --http --port 8765    # http://127.0.0.1:8765/mcp
+
+The search pipeline is what ``vaulteval retrieve`` would run with the same
+flags (``--strategy``, the tuned pipeline, ``--no-rerank``, ``--embedder``...);
+a call may name another strategy. Needs ``vaulteval[mcp]``. Nothing is
+written outside ``.vault-meta/`` and nothing is logged unless ``-v``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from vaulteval.cli.common import int_arg, select_vault
+from vaulteval.errors import EXIT_OK, UsageError
+
+NAMES = ("mcp",)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise UsageError("the MCP server needs the mcp package: pip install 'vaulteval[mcp]'") from None
+    from vaulteval.cli.pipeline import _first_stage, _pipeline_rerank, _rerank_config
+    from vaulteval.pipeline.retrieve import check_limit
+    from vaulteval.server.warm import Pipeline, WarmVault
+
+    if args.bm25_top is not None:
+        check_limit("--bm25-top", args.bm25_top)
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be from 0 to 65535, got {args.port}")
+    vault = select_vault(args)
+    first, tuned = _first_stage(args, vault)
+    embed = _rerank_config(args)
+    if first is not None and "dense" in first.needs:
+        first = first.with_embed(embed)
+    depth = args.bm25_top or (tuned or {}).get("bm25_top") or 20
+    label = args.strategy or (tuned or {}).get("strategy") or "bm25"
+    pipeline = Pipeline(first=first, rerank=_pipeline_rerank(args, tuned, vault), depth=depth, embed=embed,
+                        explicit_rerank=_pipeline_rerank(args, None, vault), tuned=tuned, label=label)
+    warm = WarmVault(vault, pipeline)
+    warm.warm_up()
+    from vaulteval.server.app import build_server
+
+    server = build_server(warm)
+    if args.http:
+        from vaulteval.server.http import serve
+
+        serve(server, port=args.port)
+    else:
+        import anyio
+
+        from vaulteval.server.app import run_stdio
+
+        anyio.run(run_stdio, server)
+    return EXIT_OK
+
+
+def register(sub: Any, add_vault: Any) -> None:
+    """Add ``mcp`` to ``vaulteval``'s subparsers."""
+    from vaulteval.cli.pipeline_args import _add_rerank_flags
+
+    p = sub.add_parser("mcp", help="serve the vault to agents over MCP: search, read, read_many, status "
+                                   "(read-only; stdio, or --http on 127.0.0.1)")
+    p.add_argument("--strategy", metavar="S", help="the search tool's first stage, as retrieve --strategy "
+                                                   "(default: the vault's tuned pipeline, else bm25)")
+    p.add_argument("--bm25-top", type=int_arg, help="first-stage candidate chunks, 1..1000 (default: the tuned "
+                                                     "depth, else 20)")
+    p.add_argument("--no-rerank", action="store_true", help="keep the first-stage order; never contact a model")
+    p.add_argument("--http", action="store_true", help="serve Streamable HTTP on 127.0.0.1 instead of stdio")
+    p.add_argument("--port", type=int_arg, default=8765, help="port for --http (default 8765; 0 picks a free one)")
+    _add_rerank_flags(p)
+    add_vault(p)
+    p.set_defaults(handler=cmd_mcp)

@@ -1,0 +1,90 @@
+"""Analyze many texts for a build: in this process, or split with one helper process on a second core.
+
+Usage: ``for terms in analyze_all("default", texts): ...`` (terms of each text, in order).
+
+The output is the same list whichever way it runs: the texts are cut into
+contiguous halves, a helper (``python -m vaulteval.index.analyze_all``, a
+fresh interpreter that inherits nothing of this process and never imports the
+caller's script) analyzes the second half while this process analyzes the
+first, and the halves are joined in order, so a build is byte for byte the one
+a serial build writes (tests/index/test_postings.py). A helper that fails
+for any reason is replaced by analyzing its half here. It pays only with a
+second core that is idle (the load average leaves one free) and enough text
+to outweigh starting it and sending the terms back, ``PARALLEL_FROM``
+characters (docs/benchmarks.md has the measurements);
+``VAULTEVAL_BUILD_WORKERS=1`` stays serial.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from vaulteval.index.tokenize import get_analyzer
+
+PARALLEL_FROM = 4_000_000  # characters of text; below this a helper process costs more than it saves
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _idle_cores() -> float:
+    """Cores left over by the machine's other work (one-minute load average); a helper on a busy machine
+    only competes with this process."""
+    try:
+        return _cores() - os.getloadavg()[0]
+    except OSError:
+        return 0.0
+
+
+def parallel_pays(texts: list[str]) -> bool:
+    if os.environ.get("VAULTEVAL_BUILD_WORKERS", "").strip() == "1" or _cores() < 2:
+        return False
+    return sum(map(len, texts)) >= PARALLEL_FROM and _idle_cores() >= 1.0
+
+
+def _analyze(analyzer: str, texts: list[str]) -> list[list[str]]:
+    analyze = get_analyzer(analyzer)
+    return [analyze(t, bounded=False) for t in texts]
+
+
+def analyze_all(analyzer: str, texts: list[str], *, parallel: bool | None = None) -> list[list[str]]:
+    """Each text's terms, in order; ``parallel`` None decides by ``parallel_pays``."""
+    if len(texts) < 2 or not (parallel_pays(texts) if parallel is None else parallel):
+        return _analyze(analyzer, texts)
+    half = len(texts) // 2
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
+    try:
+        helper = subprocess.Popen([sys.executable, "-m", "vaulteval.index.analyze_all", analyzer],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    except OSError:
+        return _analyze(analyzer, texts)
+    second: list[list[str]] | None = None
+    try:
+        helper.stdin.write(marshal.dumps(texts[half:]))
+        helper.stdin.close()
+        first = _analyze(analyzer, texts[:half])
+        data = helper.stdout.read()
+        if helper.wait() == 0:
+            second = marshal.loads(data)
+    except (OSError, ValueError, EOFError, TypeError):
+        first = _analyze(analyzer, texts[:half])
+    finally:
+        if helper.poll() is None:
+            helper.kill()
+            helper.wait()
+    if not isinstance(second, list) or len(second) != len(texts) - half:
+        second = _analyze(analyzer, texts[half:])
+    return first + second
+
+
+if __name__ == "__main__":  # the helper: texts in on stdin, their terms out on stdout (marshal)
+    sys.stdout.buffer.write(marshal.dumps(_analyze(sys.argv[1], marshal.loads(sys.stdin.buffer.read()))))

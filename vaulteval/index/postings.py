@@ -1,0 +1,78 @@
+"""Inverted lists for a build, assembled with numpy from every document's terms at once.
+
+Usage::
+
+    lists = Postings()
+    lists.add(doc_number, ["descal", "machin", "descal"])          # a freshly tokenized document
+    lists.reuse(old_index, [(old_doc, new_doc), ...])              # documents copied from the previous index
+    words, post_off, post_docs, post_tfs = lists.finish(n_docs)
+
+The result is the same whatever the order of ``add`` calls: a vocabulary
+sorted by code point (the UTF-8 byte order a binary search needs), and per
+term its documents ascending with their term frequencies.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from vaulteval.index.reader import BM25Index
+
+
+class Postings:
+    """Terms of fresh documents kept as one flat list; reused documents' postings kept as arrays."""
+
+    def __init__(self) -> None:
+        self._flat: list[str] = []
+        self._docs: list[int] = []
+        self._lengths: list[int] = []
+        self._old: tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def add(self, doc: int, terms: list[str]) -> None:
+        self._flat += terms
+        self._docs.append(doc)
+        self._lengths.append(len(terms))
+
+    def reuse(self, old: "BM25Index", pairs: list[tuple[int, int]]) -> None:
+        """Postings of the previous index's documents ``old_doc``, renumbered ``new_doc``, pulled in bulk."""
+        if not pairs:
+            return
+        remap = np.full(old.n_docs, -1, dtype=np.int64)
+        pair = np.array(pairs, dtype=np.int64)
+        remap[pair[:, 0]] = pair[:, 1]
+        old_docs = old.post_docs.astype(np.int64)
+        keep = remap[old_docs] >= 0
+        df_old = np.diff(old.section("post_offsets").astype(np.int64))
+        term_of = np.repeat(np.arange(old.n_terms, dtype=np.int64), df_old)[keep]
+        self._old = (old.all_terms(), term_of, remap[old_docs[keep]], old.post_tfs[keep].astype(np.int64))
+
+    def finish(self, n_docs: int) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """(sorted vocabulary, offsets into the lists, document numbers, term frequencies)."""
+        vocab = set(self._flat)
+        old_words: list[str] = []
+        if self._old is not None:
+            old_words, term_of = self._old[0], self._old[1]
+            vocab.update(old_words[t] for t in np.unique(term_of).tolist())
+        words = sorted(vocab)
+        ids = dict(zip(words, range(len(words))))
+        width = max(n_docs, 1)
+        # Fresh documents: one (term, document) key per token; its count is the term frequency.
+        term_ids = np.fromiter(map(ids.__getitem__, self._flat), dtype=np.int64, count=len(self._flat))
+        doc_ids = np.repeat(np.array(self._docs, dtype=np.int64), np.array(self._lengths, dtype=np.int64))
+        keys, tfs = np.unique(term_ids * width + doc_ids, return_counts=True)
+        terms, docs = keys // width, keys % width
+        if self._old is not None:
+            _, term_of, old_docs, old_tfs = self._old
+            lut = np.array([ids.get(w, -1) for w in old_words], dtype=np.int64)
+            terms = np.concatenate([terms, lut[term_of]])
+            docs = np.concatenate([docs, old_docs])
+            tfs = np.concatenate([tfs, old_tfs])
+            order = np.lexsort((docs, terms))
+            terms, docs, tfs = terms[order], docs[order], tfs[order]
+        df = np.bincount(terms, minlength=len(words)) if words else np.zeros(0, np.int64)
+        post_off = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum(df, out=post_off[1:])
+        return words, post_off, docs, tfs.astype(np.int64)

@@ -1,0 +1,162 @@
+"""Why a candidate matched and where: its best passage, the query words it holds, its lines and date.
+
+Usage::
+
+    passages = Passages("how often should I descale", index, vault)   # one per query; work happens on use
+    passages.snippet(raw_text)              # the sentence that best matches, with what fits around it
+    passages.matched_terms(context_text)    # ["often", "descale"]
+    passages.location("wiki/howto/Descaling.md", raw_text)
+    # {"heading_path": [...], "first_line": 12, "last_line": 19, "modified": "2026-11-30T08:12:44Z"}
+
+A sentence scores the summed IDF of the distinct query terms it holds (terms
+as the index's analyzer makes them); ties go to the earlier sentence. The
+snippet is that sentence, then the sentences after it and those before it in
+its paragraph while the whole stays within ``SNIPPET_CHARS``, cut at
+whitespace; a chunk where no sentence matches (the words were in its title or
+tags) gives its start.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+
+from vaulteval.index.tokenize import WORD_RE, get_analyzer
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+if TYPE_CHECKING:
+    from vaulteval.index.reader import BM25Index
+    from vaulteval.vault.vault import Vault
+
+SNIPPET_CHARS = 200
+LOCATION_FIELDS = ("heading_path", "first_line", "last_line", "modified", "snippet_line", "snippet_heading_path")
+_LINE = re.compile(r"[^\n]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence, a line being at most one paragraph's sentence run; whitespace trimmed."""
+    spans = []
+    for line in _LINE.finditer(text):
+        start = line.start()
+        for cut in _SENTENCE_END.finditer(text, line.start(), line.end()):
+            spans.append((start, cut.start()))
+            start = cut.end()
+        spans.append((start, line.end()))
+    out = []
+    for start, end in spans:
+        piece = text[start:end]
+        lead = len(piece) - len(piece.lstrip())
+        trail = len(piece) - len(piece.rstrip())
+        if end - trail > start + lead:
+            out.append((start + lead, end - trail))
+    return out
+
+
+def _cut(text: str, start: int, end: int, limit: int) -> str:
+    """``text[start:end]`` within ``limit`` characters, its ends moved to whitespace where a word would be split."""
+    if start > 0 and not text[start - 1].isspace() and not text[start].isspace():
+        space = min((i for i in (text.find(" ", start, end), text.find("\n", start, end)) if i >= 0), default=-1)
+        if 0 <= space < start + limit // 2:
+            start = space + 1
+    end = min(end, start + limit)
+    if end < len(text) and not text[end].isspace() and not text[end - 1].isspace():
+        space = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
+        if space > start + limit // 2:
+            end = space
+    return text[start:end].strip()
+
+
+class Passages:
+    """The per-query parts of explaining a hit; every method works on one candidate's texts."""
+
+    def __init__(self, query: str, index: "BM25Index", vault: "Vault | None" = None):
+        self.query, self.index, self.vault = query, index, vault
+        self._analyze = get_analyzer(index.analyzer_name)
+        self._weights: dict[str, float] | None = None
+        self._words: list[tuple[str, list[str]]] = []
+
+    def weights(self) -> dict[str, float]:
+        """IDF of each distinct query term the index holds (others cannot have matched)."""
+        if self._weights is None:
+            index, weights = self.index, {}
+            for piece in self.query.split():
+                terms = self._analyze(piece)
+                if terms:
+                    self._words.append((piece.strip(".,;:!?¿¡\"'()[]{}«»“”‘’"), terms))
+                for term in terms:
+                    tid = index.term_id(term) if term not in weights else -1
+                    if tid >= 0:
+                        start, end = index.posting_range(tid)
+                        df = end - start
+                        weights[term] = math.log(1.0 + (index.n_docs - df + 0.5) / (df + 0.5))
+            self._weights = weights
+        return self._weights
+
+    def _score(self, text: str) -> float:
+        weights = self.weights()
+        return sum(weights.get(term, 0.0) for term in set(self._analyze(text, bounded=False)))
+
+    def snippet(self, text: str, limit: int = SNIPPET_CHARS) -> str:
+        """The passage of ``text`` (a chunk's raw text) around its best-matching sentence."""
+        spans = _sentences(text)
+        scores = [self._score(text[s:e]) for s, e in spans] if self.weights() else []
+        if not scores or max(scores) <= 0.0:
+            return _cut(text, 0, len(text), limit)
+        best = scores.index(max(scores))
+        start, end = spans[best]
+        if end - start > limit:
+            return _cut(text, self._focus(text, start, end, limit), end, limit)
+        lo = hi = best
+        while hi + 1 < len(spans) and spans[hi + 1][1] - start <= limit:  # what follows first
+            hi, end = hi + 1, spans[hi + 1][1]
+        # Then what precedes, within the same paragraph: text before a blank line is about something else.
+        while lo > 0 and end - spans[lo - 1][0] <= limit and "\n\n" not in text[spans[lo - 1][1]:start]:
+            lo, start = lo - 1, spans[lo - 1][0]
+        return _cut(text, start, end, limit)
+
+    def _focus(self, text: str, start: int, end: int, limit: int) -> int:
+        """Where to start a window on an over-long sentence: a little before its first matching word."""
+        weights = self.weights()
+        for word in WORD_RE.finditer(text, start, end):
+            if any(term in weights for term in self._analyze(word.group(), bounded=False)):
+                return max(start, min(word.start() - limit // 4, end - limit))
+        return start
+
+    def matched_terms(self, text: str) -> list[str]:
+        """The query's words found in ``text`` (the indexed text, prefix included), as written in the query;
+        for a word the analyzer splits (CJK n-grams) its longest pieces that matched."""
+        weights = self.weights()
+        present = set(self._analyze(text, bounded=False)) & set(weights)
+        out: list[str] = []
+        for surface, terms in self._words:
+            hits = [t for t in terms if t in present]
+            if not hits:
+                continue
+            if len(terms) == 1:
+                out.append(surface or terms[0])
+            else:
+                out.extend(t for t in hits if not any(t != u and t in u for u in hits))
+        return list(dict.fromkeys(out))
+
+    def location(self, page_path: str, raw: str, snippet: str | None = None) -> dict:
+        """Heading path and file lines of the chunk ``raw`` (and of ``snippet`` in it), and the note's modified
+        time (UTC); each None when the note cannot be read now or the chunk is no longer in it."""
+        out = dict.fromkeys(LOCATION_FIELDS)
+        if self.vault is None:
+            return out
+        from vaulteval.chunks.location import chunk_location
+        from vaulteval.chunks.pagetext import decode_page
+        from vaulteval.errors import PathEscape
+        from vaulteval.vault.paths import read_confined
+
+        try:
+            st, data = read_confined(self.vault.notes_dir, page_path, self.vault.notes_strip)
+        except (OSError, PathEscape):
+            return out
+        out["modified"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(st.st_mtime))
+        where = chunk_location(decode_page(data), raw, snippet)
+        if where is not None:
+            out.update(where)
+        return out

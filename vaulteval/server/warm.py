@@ -1,0 +1,202 @@
+"""A vault kept open for many queries, and still verified on every one.
+
+Usage::
+
+    warm = WarmVault(vault, Pipeline(first=None, rerank=None, depth=20))
+    out = warm.search(query="descale", limit=5)        # the retrieve JSON (docs/json.md)
+    warm.read(page="[[Descaling#How often]]")          # the read JSON
+    warm.status()                                      # doctor's report and the index's age
+
+The ``Retriever`` holds the index, the field index, the stored vectors and its
+integrity checker (which remembers each chunk record's and note's verdict by
+its stat signature and re-reads a file whose signature changed). The query
+embedder stays loaded in the process (``vaulteval.rerank``). Before each call
+one stat per published file (index, field index, stored vectors, ONNX
+export) tells whether provisioning published new ones; if so a new
+``Retriever`` replaces the old one, while calls already running finish on the
+old one. Every call may run on its own thread.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.pipeline.retrieve import Retriever, check_limit, check_query
+from vaulteval.server.args import checked
+
+if TYPE_CHECKING:
+    from vaulteval.pipeline.firststage import FirstStage
+    from vaulteval.rerank.config import RerankConfig
+    from vaulteval.vault.vault import Vault
+
+# The files provisioning publishes by rename: a new one has a new inode.
+PUBLISHED = ("bm25/index.vti", "bm25/fields.vti", "embeddings/vectors.vtv", "onnx/export.json")
+STATUS_SCHEMA = "vaulteval.mcp.status.v1"
+READ_MANY_SCHEMA = "vaulteval.mcp.read_many.v1"
+
+
+@dataclass
+class Pipeline:
+    """What a search runs when the caller names no strategy: the CLI's choices for this vault.
+
+    ``first`` None is plain BM25; ``rerank`` None keeps the first-stage order; ``embed`` carries the host,
+    timeout and remote permission a dense query is embedded with; ``explicit_rerank`` is the reranker for
+    a call that names its own strategy (the tuned one belongs to the tuned strategy only).
+    """
+
+    first: "FirstStage | None" = None
+    rerank: "RerankConfig | None" = None
+    depth: int = 20
+    embed: "RerankConfig | None" = None
+    explicit_rerank: "RerankConfig | None" = None
+    tuned: dict[str, Any] | None = None
+    label: str = "bm25"
+
+
+def _signature(meta_dir: Path) -> tuple:
+    out = []
+    for rel in PUBLISHED:
+        try:
+            st = os.stat(meta_dir / rel)
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+class WarmVault:
+    """The server's vault: one warm Retriever, replaced when provisioning publishes new files."""
+
+    def __init__(self, vault: "Vault", pipeline: Pipeline):
+        self.vault, self.pipeline = vault, pipeline
+        self._lock = threading.Lock()
+        self._signature = _signature(vault.meta_dir)
+        self._retriever = Retriever(vault)
+        self.reopened = 0
+        self.started_at = time.time()
+
+    def retriever(self) -> Retriever:
+        """The current Retriever; a new one when the index or its companions were republished (one stat each)."""
+        now = _signature(self.vault.meta_dir)
+        if now != self._signature:
+            with self._lock:
+                if now != self._signature:
+                    self._retriever = Retriever(self.vault)
+                    self._signature = now
+                    self.reopened += 1
+        return self._retriever
+
+    def warm_up(self) -> None:
+        """Open the index, field index and stored vectors now, not on the first call (missing ones are fine)."""
+        from vaulteval.errors import VaultevalError
+
+        retriever = self.retriever()
+        try:
+            retriever.index()
+            retriever.fields()
+            store = retriever.optional_store()
+            if store is not None:
+                retriever.store_docs()
+        except VaultevalError:
+            return  # reported by the first search, with the CLI's message
+        if store is not None and store.backend == "sentence-transformers":
+            from vaulteval.rerank.config import RerankConfig, resolve
+            from vaulteval.rerank.embedders import EmbedFailure
+            from vaulteval.rerank.onnxembed import open_query_embedder
+
+            try:  # the query embedder (the ONNX export when there is one) stays loaded in the process
+                open_query_embedder(resolve(RerankConfig(backend=store.backend, model=store.model)),
+                                    retriever.onnx_dir())
+            except (EmbedFailure, VaultevalError):
+                pass  # the first dense query reports the fallback
+
+    # -- tools ---------------------------------------------------------------
+    def search(self, **arguments: Any) -> dict[str, Any]:
+        args = checked("search", arguments)
+        query = check_query(args["query"])
+        limit = check_limit("limit", args.get("limit", 5))
+        depth = args.get("bm25_top")
+        if depth is not None:
+            check_limit("bm25_top", depth)
+        first, rerank, tuned = self._stages(args.get("strategy"))
+        depth = depth or (tuned or {}).get("bm25_top") or self.pipeline.depth
+        result = self.retriever().retrieve(query, top=limit, bm25_top=depth, rerank=rerank, first=first)
+        out = result.with_min_score(args.get("min_score")).to_dict()
+        if tuned is not None:
+            out["tuned"] = {"strategy": tuned["strategy"], "run_id": tuned.get("run_id")}
+        return out
+
+    def _stages(self, strategy: str | None) -> tuple[Any, Any, dict[str, Any] | None]:
+        """(first stage, reranker, tuned entry) for a call: the server's pipeline, or the named strategy."""
+        pipe = self.pipeline
+        if strategy is None:
+            return pipe.first, pipe.rerank, pipe.tuned
+        from vaulteval.pipeline.stages.registry import parse_first_stage
+
+        first = parse_first_stage(strategy)
+        if "dense" in first.needs and pipe.embed is not None:
+            first = first.with_embed(pipe.embed)
+        return first, pipe.explicit_rerank, None
+
+    def read(self, **arguments: Any) -> dict[str, Any]:
+        args = checked("read", arguments)
+        from vaulteval.notes.read import read_note
+
+        view = read_note(self.vault, args["page"], heading=args.get("heading"))
+        return _line_range(view, args.get("start_line"), args.get("end_line"))
+
+    def read_many(self, **arguments: Any) -> dict[str, Any]:
+        args = checked("read_many", arguments)
+        from vaulteval.chunks.links import LinkResolver
+        from vaulteval.errors import VaultevalError
+        from vaulteval.notes.read import read_note
+
+        resolver = LinkResolver.from_vault(self.vault)  # one scan of the vault for the whole batch
+        notes = []
+        for page in args["pages"]:
+            try:
+                notes.append(read_note(self.vault, page, resolver=resolver))
+            except VaultevalError as exc:
+                notes.append({"page": page, "error": str(exc), "exit_code": exc.exit_code})
+        return {"schema": READ_MANY_SCHEMA, "notes": notes}
+
+    def status(self, **arguments: Any) -> dict[str, Any]:
+        checked("status", arguments)
+        from vaulteval.pipeline.doctor import doctor
+
+        report = doctor(self.vault, self.retriever()).to_dict()
+        built = (report.get("stats") or {}).get("built_at")
+        age = None
+        if built:
+            when = datetime.strptime(built, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+            age = max(0, round(time.time() - when.timestamp()))
+        return {"schema": STATUS_SCHEMA, "state": report["state"], "index_built_at": built,
+                "index_age_seconds": age, "server": self.describe(), "doctor": report}
+
+    def describe(self) -> dict[str, Any]:
+        return {"strategy": self.pipeline.label, "bm25_top": self.pipeline.depth, "reopened": self.reopened,
+                "started_at": datetime.fromtimestamp(self.started_at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def _line_range(view: dict[str, Any], start: int | None, end: int | None) -> dict[str, Any]:
+    """Keep the lines of ``text`` whose file line numbers are in [start, end] (both optional, from 1)."""
+    if start is None and end is None:
+        return view
+    from vaulteval.errors import UsageError
+
+    first = view["section"]["first_line"] if "section" in view else view["body_first_line"]
+    lines = view["text"].split("\n")
+    last = first + len(lines) - 1
+    lo, hi = start or first, end or last
+    if lo > hi:
+        raise UsageError(f"start_line {lo} is after end_line {hi}")
+    kept = lines[max(lo, first) - first: max(0, min(hi, last) - first + 1)]
+    view["text"] = "\n".join(kept)
+    view["lines"] = {"first": max(lo, first), "last": min(hi, last), "of_text": [first, last]}
+    return view
