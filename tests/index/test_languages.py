@@ -7,6 +7,7 @@ import pytest
 
 from vaulteval import Vault
 from vaulteval.errors import UsageError
+from vaulteval.index.docterms import doc_languages
 from vaulteval.index.langs import libraries
 from vaulteval.index.langs.auto import QueryAnalyzer
 from vaulteval.index.langs.identify import identify, page_languages
@@ -108,7 +109,7 @@ def mixed_vault(tmp_path_factory: pytest.TempPathFactory):
 def test_the_index_records_each_chunks_language_and_the_libraries(mixed_vault) -> None:
     index = Retriever(Vault(mixed_vault)).index()
     by_page: dict[str, list[str]] = {}
-    for doc, code in zip(index.all_docs(), index.doc_languages()):
+    for doc, code in zip(index.all_docs(), doc_languages(index)):
         by_page.setdefault(doc.page_path, []).append(code)
     assert by_page["wiki/Tresor.md"][0] == "de" and by_page["wiki/Tresor.md"][-1] == "en"
     assert by_page["wiki/同期.md"] == ["ja"] and by_page["wiki/Sync.md"] == ["en"]

@@ -33,7 +33,7 @@ from vaulteval.chunks.segments import StoreReader, segment_of
 from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
 from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
-from vaulteval.index.docterms import LANGS_SECTION, analyzer_libraries, document_terms
+from vaulteval.index.docterms import LANGS_SECTION, analyzer_libraries, doc_languages, document_terms
 
 if TYPE_CHECKING:
     from vaulteval.index.fieldbuild import FieldCollector
@@ -247,7 +247,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     report.reused = len(reuse_pairs)
     doc_langs = [""] * len(docs)
     if old is not None and reuse_pairs and old.has_section(LANGS_SECTION):
-        old_langs = old.doc_languages()
+        old_langs = doc_languages(old)
         for prev, new in reuse_pairs:
             doc_langs[new] = old_langs[prev]
     analyzed = document_terms(analyzer, [(page, text) for _, page, text in pending])

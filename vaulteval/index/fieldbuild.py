@@ -162,9 +162,10 @@ def _per_document(index: "BM25Index", analyze: Any) -> Any:
     """Document number -> its analyzer: ``auto`` analyzes each chunk's fields in that chunk's language."""
     if index.analyzer_name != "auto":
         return lambda i: analyze
+    from vaulteval.index.docterms import doc_languages
     from vaulteval.index.langs.registry import code_analyzer
 
-    codes = index.doc_languages()
+    codes = doc_languages(index)
     return lambda i: code_analyzer(codes[i])
 
 

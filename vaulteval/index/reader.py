@@ -21,7 +21,7 @@ from vaulteval.index.location import (  # noqa: F401 - the names build, provisio
     stale_index_present)
 from vaulteval.index.sanity import MeaningGuard, semantic_problem
 from vaulteval.index.search import Hit, Searcher
-from vaulteval.index.docterms import doc_languages, query_analyzer
+from vaulteval.index.docterms import query_analyzer
 from vaulteval.index.tokenize import ANALYZER_VERSION
 from vaulteval.vault.metadir import MetaDir
 
@@ -267,10 +267,6 @@ class BM25Index:
 
     def analyze(self, text: str) -> list[str]:
         return self._analyzer(text)
-
-    def doc_languages(self) -> list[str]:
-        """Each chunk's language code (``auto`` indexes; ``[]`` for others, which record none)."""
-        return doc_languages(self)
 
     def with_params(self, k1: float, b: float) -> "BM25Index":
         """Usage: ``index.with_params(1.2, 0.6)``: the same postings scored with other BM25 parameters."""
