@@ -35,6 +35,17 @@ def query_analyzer(analyzer: str, header: "dict[str, object]") -> Callable[..., 
     return analyze
 
 
+def passage_analyzer(analyzer: str, header: "dict[str, object]", query: str) -> Callable[..., list[str]]:
+    """What a hit's passages are analyzed with to explain ``query``: the index's analyzer, and for ``auto``
+    the languages the query was analyzed in (never a segmenter the query did not need)."""
+    if analyzer != "auto":
+        return get_analyzer(analyzer)
+    from vaulteval.index.langs.auto import QueryAnalyzer
+
+    languages = header.get("languages")
+    return QueryAnalyzer(languages if isinstance(languages, dict) else {}).fixed(query)
+
+
 def doc_languages(index: "object") -> list[str]:
     """Each chunk's language code in an open ``BM25Index`` (``[]`` when it records none: not ``auto``)."""
     if not index.has_section(LANGS_SECTION):

@@ -22,7 +22,8 @@ import math
 import re
 import time
 
-from vaulteval.index.tokenize import WORD_RE, get_analyzer
+from vaulteval.index.docterms import passage_analyzer
+from vaulteval.index.tokenize import WORD_RE
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ class Passages:
 
     def __init__(self, query: str, index: "BM25Index", vault: "Vault | None" = None):
         self.query, self.index, self.vault = query, index, vault
-        self._analyze = get_analyzer(index.analyzer_name)
+        self._analyze = passage_analyzer(index.analyzer_name, index.header, query)
         self._weights: dict[str, float] | None = None
         self._words: list[tuple[str, list[str]]] = []
 

@@ -92,8 +92,17 @@ class QueryAnalyzer:
         foreign = any(LANGUAGES[c].script != script or LANGUAGES[c].kind == "plain" for c in self.present)
         return in_vault, foreign and script not in CJK
 
+    def fixed(self, query: str) -> Callable[..., list[str]]:
+        """An analyzer for any text in the languages ``query`` is analyzed in (a hit's passages: a Korean
+        passage of a Spanish query's hit is never sent to Kiwi)."""
+        codes, with_plain = self.languages_for(query)
+        return lambda text, bounded=True: self._combined(codes, with_plain, text)
+
     def __call__(self, text: str) -> list[str]:
         codes, with_plain = self.languages_for(text)
+        return self._combined(codes, with_plain, text)
+
+    def _combined(self, codes: list[str], with_plain: bool, text: str) -> list[str]:
         analyzers: list[Callable[[str], list[str]]] = [query_analyzer(c, len(codes) == 1) for c in codes]
         if with_plain:
             analyzers.append(plain)
