@@ -22,7 +22,10 @@ too. ``--without rerank`` leaves the rerank strategies out (they embed every
 candidate themselves in an evaluation). ``--languages DIR`` adds BM25 nDCG@10 with the default and the english
 analyzer on each ``DIR/<lang>`` against ``querysets/obsidian-help-<lang>.yaml``.
 
-Prints Markdown tables and writes ``OUT/agreement.json``. No timings.
+``--kinds`` and ``--max-overlap`` pass through to ``queryset generate``. Each set's per-query nDCG@10
+(generated, with kind, variant, overlap band and bm25_rank; and real) is written to
+``OUT/LABEL/per_query_generated.csv`` and ``per_query_real.csv``, so a mix of kinds can be scored without
+running the strategies again. Prints Markdown tables and writes ``OUT/agreement.json``. No timings.
 """
 
 from __future__ import annotations

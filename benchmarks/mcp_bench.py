@@ -41,6 +41,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PARTS = ("stdio", "inprocess", "hybrid", "cli", "engines", "http")
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(REPO))
+# Processes start as an installed copy would: from cached bytecode (kept outside the checkout), not recompiled.
+ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+ENV.setdefault("PYTHONPYCACHEPREFIX", "/tmp/vaulteval-bench-pycache")
 
 
 def say(message: str) -> None:

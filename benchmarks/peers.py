@@ -18,7 +18,8 @@ engine in turn (interleaved, so load changes hit all of them alike):
   5 paths, p50 / p95, and its peak RSS (VmHWM);
 - in-process: one process, the index opened once, ``--queries`` queries
   ``--passes`` times (vaulteval verifies every served chunk against its record
-  and note, the peers verify nothing);
+  and note, the peers verify nothing), ``--rounds`` interleaved processes per
+  engine, the best one counted;
 - top-1 agreement of each peer with vaulteval's first page;
 - SciFact (300 test claims): nDCG@10 of each engine (ir-measures).
 
@@ -256,7 +257,8 @@ def build_all(pages: Path, docs: Path, work: Path, engines: list[str]) -> dict[s
     return out
 
 
-def query_all(work: Path, engines: list[str], queries: list[str], *, cold: int, passes: int) -> dict[str, dict]:
+def query_all(work: Path, engines: list[str], queries: list[str], *, cold: int, passes: int,
+              rounds: int = 2) -> dict[str, dict]:
     qfile = work / "queries.json"
     qfile.write_text(json.dumps(queries, ensure_ascii=False))
     out: dict[str, dict] = {e: {"cold_s": [], "cold_rss_kb": []} for e in engines}
@@ -281,11 +283,12 @@ def query_all(work: Path, engines: list[str], queries: list[str], *, cold: int, 
             if i:
                 out[engine]["cold_s"].append(seconds)
                 out[engine]["cold_rss_kb"].append(rss)
-    for engine in engines:  # in-process: the index opened once, every query `passes` times
-        _, text = _run(QUERY[engine] + _QUERY_END, work / "engines" / engine, qfile, passes, 5, env=_env())
-        result = json.loads(text)
-        out[engine]["in_process_s"] = result["seconds"]
-        out[engine]["top"] = result["top"]
+    for _round in range(rounds):  # in-process: the index opened once, every query `passes` times; best round
+        for engine in engines:
+            _, text = _run(QUERY[engine] + _QUERY_END, work / "engines" / engine, qfile, passes, 5, env=_env())
+            result = json.loads(text)
+            out[engine]["in_process_s"] = min(result["seconds"], out[engine].get("in_process_s", float("inf")))
+            out[engine]["top"] = result["top"]
     out["python"] = {"cold_s": bare}
     return out
 
@@ -427,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=200, help="queries for the in-process loop and agreement")
     ap.add_argument("--passes", type=int, default=5, help="passes over the queries in-process (5 x 200 = 1,000)")
     ap.add_argument("--cold", type=int, default=20, help="fresh-process queries per engine")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="in-process runs per engine, interleaved; the best counts (the first also warms the page cache)")
     ap.add_argument("--skip-build", action="store_true", help="query the engines already built in --work-dir")
     ap.add_argument("--skip-scifact", action="store_true")
     args = ap.parse_args(argv)
@@ -446,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         builds = build_all(pages, docs, work, engines)
         (work / "builds.json").write_text(json.dumps(builds))
-    results = query_all(work, engines, queries, cold=args.cold, passes=args.passes)
+    results = query_all(work, engines, queries, cold=args.cold, passes=args.passes, rounds=args.rounds)
     ndcg = None if args.skip_scifact else scifact(args.scifact, work, engines)
     print(report({e: builds[e] for e in engines}, results, ndcg, len(queries), args.passes))
     ms, modules, own = import_budget(work / "engines" / "vaulteval", queries[0])

@@ -50,8 +50,9 @@ def _unpack(archive: Path, dest: Path, limit: int | None) -> int:
 def _provision(checkout: Path, vault: Path) -> float:
     env = dict(os.environ, PYTHONPATH=str(checkout))
     t0 = time.perf_counter()
+    # cwd: ``python -m`` puts the working folder before PYTHONPATH, so it must be the checkout measured.
     proc = subprocess.run([sys.executable, "-m", "vaulteval", "provision", "--vault", str(vault), "--no-embed"],
-                          env=env, capture_output=True, text=True)
+                          env=env, capture_output=True, text=True, cwd=checkout)
     elapsed = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"provision failed in {checkout}: {proc.stderr.strip()[-400:]}")

@@ -104,7 +104,8 @@ def test_exit_2_long_query(provisioned_sample: Path) -> None:
 def test_exit_2_remote_ollama_without_permission(provisioned_sample: Path) -> None:
     env = cli_env(OLLAMA_HOST="http://203.0.113.9:11434")
     t0 = time.monotonic()
-    proc = run_cli("retrieve", "--vault", provisioned_sample, "espresso", env=env)
+    # A plain retrieve on a vault without stored embeddings asks no embedder; naming Ollama does.
+    proc = run_cli("retrieve", "--vault", provisioned_sample, "espresso", "--embedder", "ollama", env=env)
     line = assert_one_line_error(proc, 2)
     assert time.monotonic() - t0 < 15, "refusal must not wait on a connection"
     assert "allow-remote-ollama" in line

@@ -87,7 +87,9 @@ def _export(model: str) -> tuple[dict[str, bytes], dict[str, Any]]:
     tokenizer = st.tokenizer
     tokenizer_json = tokenizer.backend_tokenizer.to_str().encode("utf-8")
     wrapper = _Wrapper(st).eval()
-    sample = st.tokenize(list(PROBES[:2]))
+    # sentence-transformers 6 renamed tokenize to preprocess (the old name logs a warning); both give the tensors.
+    preprocess = getattr(st, "preprocess", None)
+    sample = preprocess(inputs=list(PROBES[:2])) if preprocess is not None else st.tokenize(list(PROBES[:2]))
     names = [n for n in INPUTS if n in sample]
     buffer = io.BytesIO()
     axes = {n: {0: "batch", 1: "tokens"} for n in names}
@@ -132,12 +134,14 @@ def _compare(st: Any, model_bytes: bytes, tokenizer_json: bytes, info: dict[str,
     import onnxruntime
     from tokenizers import Tokenizer
 
-    from vaulteval.rerank.onnxembed import OnnxEmbedder
+    from vaulteval.rerank.onnxembed import OnnxEmbedder, optimization_level
 
     tokenizer = Tokenizer.from_str(tokenizer_json.decode("utf-8"))
     tokenizer.enable_truncation(max_length=info["max_seq_length"])
     tokenizer.enable_padding(pad_id=info["pad_id"], pad_token=info["pad_token"])
-    session = onnxruntime.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = optimization_level(onnxruntime)  # as queries will run it
+    session = onnxruntime.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
     onnx = OnnxEmbedder("probe", session, tokenizer, info["output"], lower=info["do_lower_case"])
     expected = st.encode(list(PROBES), convert_to_numpy=True, show_progress_bar=False)
     got = np.stack(onnx.embed(list(PROBES)) + [onnx.embed([text])[0] for text in PROBES])
