@@ -177,3 +177,12 @@ def test_a_tuned_auto_analyzer_is_what_provision_builds_next(tmp_path) -> None:
     assert code == 0, err
     index = Retriever(Vault(root)).index()
     assert index.analyzer_name == "auto" and index.header["languages"] == {"de": 1, "en": 1}
+
+
+def test_a_hits_passages_are_analyzed_in_the_querys_languages_only() -> None:
+    from vaulteval.index.docterms import passage_analyzer
+
+    header = {"languages": {"de": 10, "en": 10, "ja": 5}}
+    latin = passage_analyzer("auto", header, "delete a note")("ノートを消した")
+    assert "消す" not in latin and "消した" in latin  # n-grams of the plain split, MeCab's lemma never asked for
+    assert "消す" in passage_analyzer("auto", header, "ノートを消す")("ノートを消した")
