@@ -80,7 +80,7 @@ def test_a_build_split_over_two_processes_is_the_serial_build_byte_for_byte(
     monkeypatch.setattr(analyze_all, "_idle_cores", lambda: 1.5)
     spawned: list[bool] = []
     real = analyze_all.analyze_all
-    monkeypatch.setattr("vaulteval.index.build.analyze_all",
+    monkeypatch.setattr("vaulteval.index.analyze_all.analyze_all",  # the build analyzes through docterms
                         lambda name, texts: spawned.append(analyze_all.parallel_pays(texts)) or real(name, texts))
     index_path(fresh_vault / META_REL).unlink()
     build(Vault(fresh_vault))

@@ -124,6 +124,23 @@ def test_a_schema_1_directory_with_a_hybrid_run_is_refused_naming_the_version(
     assert f"vaulteval {version} (run schema 1)" in err and "1/rank" in err and "eval run" in err
 
 
+def test_a_run_made_with_other_analyzer_library_versions_is_refused_in_one_line(
+        run_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    path = run_dir / "manifest.json"
+    manifest = json.loads(path.read_text())
+    english = next(s for s in manifest["strategies"] if s["index"]["analyzer"] == "english")
+    from importlib.metadata import version
+
+    installed = version("PyStemmer")
+    assert english["index"]["analyzer_libraries"] == {"PyStemmer": installed}  # recorded as built
+    english["index"]["analyzer_libraries"]["PyStemmer"] = "0.0.1"
+    path.write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(["eval", "verify", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "PyStemmer 0.0.1" in err and installed in err
+
+
 def test_eval_commands_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     vault = copy_sample(tmp_path / "v")
     args = ["eval", "run", "--vault", str(vault), "--queryset", str(QUERYSET), "--out", str(tmp_path / "runs"),

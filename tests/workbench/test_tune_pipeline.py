@@ -36,7 +36,8 @@ def embedded_copy(embedded: Path, tmp_path: Path) -> Path:
 
 def test_the_grid_offers_the_stores_reranker_over_bm25_and_both_hybrids_and_every_analyzer(embedded: Path) -> None:
     grid = default_grid(Vault(embedded), "bm25")
-    for analyzer in available_analyzers():
+    assert "auto" in available_analyzers(Vault(embedded))
+    for analyzer in available_analyzers(Vault(embedded)):
         keys = "" if analyzer == "default" else f",analyzer={analyzer}"
         assert f"rerank:st{keys}" in grid and f"hybrid:rrf{keys}" in grid and f"hybrid:cc{keys}" in grid
         assert f"hybrid:rrf{keys},rerank=st" in grid and f"hybrid:cc{keys},rerank=st" in grid
@@ -66,9 +67,22 @@ def test_a_vault_without_stored_embeddings_gets_no_semantic_strategy(fresh_vault
 def test_a_newly_registered_analyzer_joins_the_grid(fresh_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from vaulteval.index import tokenize
 
-    monkeypatch.setattr(tokenize, "ANALYZERS", (*tokenize.ANALYZERS, "spanish"))
+    monkeypatch.setattr(tokenize, "ANALYZERS", (*tokenize.ANALYZERS, "custom"))
     grid = default_grid(Vault(fresh_vault), "bm25")
-    assert "bm25:analyzer=spanish" in grid and "bm25:analyzer=spanish,k1=0.9,b=0.4" in grid
+    assert "bm25:analyzer=custom" in grid and "bm25:analyzer=custom,k1=0.9,b=0.4" in grid
+
+
+def test_the_grid_offers_auto_and_the_analyzers_of_the_vaults_languages(fresh_vault: Path, tmp_path: Path) -> None:
+    sample = default_grid(Vault(fresh_vault), "bm25")  # English, with three Chinese and three Japanese notes
+    assert {"bm25:analyzer=auto", "bm25:analyzer=chinese", "bm25:analyzer=japanese"} <= set(sample)
+    assert not any(f"analyzer={a}" in s for s in sample for a in ("spanish", "german", "korean"))
+    spanish = tmp_path / "es"
+    (spanish / ".obsidian").mkdir(parents=True)
+    for i, text in enumerate(["La bóveda guarda cada nota como un archivo de texto en tu dispositivo.",
+                              "Puedes crear carpetas, mover archivos y hacer una copia de seguridad cuando quieras."]):
+        (spanish / f"nota{i}.md").write_text(text, encoding="utf-8")
+    grid = default_grid(Vault(spanish), "bm25")
+    assert "bm25:analyzer=spanish" in grid and "bm25:analyzer=auto" in grid and "bm25:analyzer=german" not in grid
 
 
 POOR = "bm25:w_body=0,w_code=1"  # ranks by code blocks alone: any grid rival beats it on the tune split

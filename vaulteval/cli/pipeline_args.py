@@ -89,7 +89,8 @@ def _parse_index(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("index", help="build, inspect or query the BM25 index")
     isub = p.add_subparsers(dest="index_cmd", metavar="ACTION", required=True, parser_class=type(p))
     b = isub.add_parser("build", help="index the chunk records (reuses unchanged ones)")
-    b.add_argument("--analyzer", choices=["default", "english"], default="default")
+    b.add_argument("--analyzer", type=_analyzer_arg, default="default",
+                   help="as provision --analyzer (default: default)")
     b.add_argument("--k1", type=float, default=1.5)
     b.add_argument("--b", type=float, default=0.75)
     _add_vault(b)
@@ -109,7 +110,9 @@ def _parse_provision(sub: Any, _add_vault: "AddVault") -> None:
     p.add_argument("--rebuild", action="store_true", help="rewrite every chunk")
     p.add_argument("--analyzer", type=_analyzer_arg, default=None,
                    help="default | english | english:stemmer=snowball|porter|none,stopwords=short|lucene|none "
-                        "(default: the one `tune --write` chose, else default)")
+                        "| auto (each chunk in its own language) | a language analyzer: german, spanish, russian, "
+                        "chinese, japanese, korean, ... with :fold=yes|no, :compounds=yes|no, :stopwords=none "
+                        "(vaulteval[languages]; default: the one `tune --write` chose, else default)")
     p.add_argument("--embed", action="store_true",
                    help="also store chunk embeddings in .vault-meta/vaulteval/embeddings/ (only changed chunks are embedded)")
     p.add_argument("--no-embed", action="store_true",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -25,7 +26,6 @@ from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
-from vaulteval.index.analyze_all import analyze_all
 from vaulteval.index.postings import Postings
 from vaulteval.chunks.catalog import catalog_listing
 from vaulteval.chunks.integrity import IntegrityChecker
@@ -33,6 +33,7 @@ from vaulteval.chunks.segments import StoreReader, segment_of
 from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
 from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
+from vaulteval.index.docterms import LANGS_SECTION, analyzer_libraries, doc_languages, document_terms
 
 if TYPE_CHECKING:
     from vaulteval.index.fieldbuild import FieldCollector
@@ -69,7 +70,8 @@ def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocM
     for name in (INDEX_NAME, INDEX_NAME + STALE_SUFFIX):
         try:
             old = BM25Index(meta.path / INDEX_DIR / name, open_index_file(meta, name))
-            if old.analyzer_name == analyzer:
+            if old.analyzer_name == analyzer and old.header.get("analyzer_libraries") == (
+                    analyzer_libraries(analyzer, set(old.header.get("languages") or ())) or None):
                 old.verify()  # reuse copies postings wholesale, so every byte must be sound
                 docs = old.all_docs()
                 if len(docs) == old.n_docs and len(old.all_terms()) == old.n_terms:
@@ -189,7 +191,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     lengths: list[int] = []
     reuse_pairs: list[tuple[int, int]] = []  # (old doc, new doc)
     lists = Postings()
-    pending: list[tuple[int, str]] = []  # (document number, text) of every chunk to analyze
+    pending: list[tuple[int, str, str]] = []  # (document number, page, text) of every chunk to analyze
     old_by_id = {d.chunk_id: i for i, d in enumerate(old_docs_meta)}
     store = StoreReader(meta.fd_path())
     for rel_file, size, mtime_ns, chunk_id in progress_bar(listing, len(listing), "index", "chunk"):
@@ -234,8 +236,8 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
             report.oversized.append(f"{address}:{idx}")
             log.warning("chunk %s is longer than %d characters; indexed whole (not written by vaulteval's chunker)",
                         rel_file, MAX_INPUT_CHARS)
-        pending.append((len(docs), text))
-        if fields is not None:  # the field index's terms, while the record is at hand
+        pending.append((len(docs), page_path, text))  # analyzed below, a note's chunks together (auto)
+        if fields is not None and analyzer != "auto":  # the field index's terms, while the record is at hand
             fields.add(page_path, f"{address}:{idx}", rec["body_hash"], page_hash, rec["raw_text"])
         docs.append(DocMeta(f"{address}:{idx}", rel_file, page_path, address, idx, rec["body_hash"], page_hash,
                             chunking.sha256_text(text), size, mtime_ns))
@@ -243,9 +245,17 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         report.tokenized += 1
     store.close()
     report.reused = len(reuse_pairs)
-    for (doc_number, _), terms in zip(pending, analyze_all(analyzer, [text for _, text in pending])):
+    doc_langs = [""] * len(docs)
+    if old is not None and reuse_pairs and old.has_section(LANGS_SECTION):
+        old_langs = doc_languages(old)
+        for prev, new in reuse_pairs:
+            doc_langs[new] = old_langs[prev]
+    analyzed = document_terms(analyzer, [(page, text) for _, page, text in pending])
+    for (doc_number, _, _), (code, terms) in zip(pending, analyzed):
         lists.add(doc_number, terms)
         lengths[doc_number] = len(terms)
+        doc_langs[doc_number] = code
+    del pending, analyzed
 
     if old is not None:
         lists.reuse(old, reuse_pairs)
@@ -281,6 +291,11 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         # Records of the old layout (one file each under chunks/) this index reads: they stay while it is served.
         "loose_records": sum(1 for d in docs if d.chunk_file.startswith("chunks/")),
     }
+    libraries = analyzer_libraries(analyzer, set(doc_langs))
+    if libraries:  # an index of other library versions is rebuilt, never reused (see _previous)
+        header["analyzer_libraries"] = libraries
+    if analyzer == "auto":
+        header["languages"] = dict(sorted(Counter(code for code in doc_langs).items()))
     sections = {
         "terms": b"".join(encoded),
         "term_offsets": term_off,
@@ -291,6 +306,8 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "docs": b"".join(doc_lines),
         "doc_offsets": doc_off,
     }
+    if analyzer == "auto":  # each chunk's language code, one line per chunk
+        sections[LANGS_SECTION] = "".join(code + "\n" for code in doc_langs).encode("ascii")
     with meta.sub(INDEX_DIR, create=True) as folder:
         report.size_bytes = write_sections(folder, INDEX_NAME, header, sections)
         folder.unlink(INDEX_NAME + STALE_SUFFIX)

@@ -10,7 +10,7 @@ Title is the page's ``title:`` and its file name; aliases come from
 ``aliases:``/``alias:`` in the front matter; headings are the chunk's Markdown
 ``#`` lines; code is the text inside the chunk's fenced code blocks (``` or
 ~~~; a fence left open at the end of a chunk runs to its end). Each field is
-analyzed with the index's analyzer.
+analyzed with the index's analyzer (``auto``: the chunk's language's, as the index records it).
 """
 
 from __future__ import annotations
@@ -145,7 +145,8 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list
         old_of[:] = [old_keys.get(k, -1) for k in keys]
     if collected is not None and collected.analyzer != index.analyzer_name:
         collected = None
-    fresh = _fresh_counts(vault, analyze, [(i, docs[i]) for i in np.flatnonzero(old_of < 0).tolist()], collected)
+    fresh = _fresh_counts(vault, _per_document(index, analyze),
+                          [(i, docs[i]) for i in np.flatnonzero(old_of < 0).tolist()], collected)
     sections: dict[str, Any] = {}
     for name in FIELDS:
         old = (previous[1][name], old_of) if previous is not None else None
@@ -157,10 +158,21 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list
         return write_sections(folder, fields_path(meta.path).name, header, sections)
 
 
-def _fresh_counts(vault: "Vault", analyze: Any, docs: list[tuple[int, Any]],
+def _per_document(index: "BM25Index", analyze: Any) -> Any:
+    """Document number -> its analyzer: ``auto`` analyzes each chunk's fields in that chunk's language."""
+    if index.analyzer_name != "auto":
+        return lambda i: analyze
+    from vaulteval.index.docterms import doc_languages
+    from vaulteval.index.langs.registry import code_analyzer
+
+    codes = doc_languages(index)
+    return lambda i: code_analyzer(codes[i])
+
+
+def _fresh_counts(vault: "Vault", analyze_for: Any, docs: list[tuple[int, Any]],
                   collected: FieldCollector | None = None) -> dict[str, list[tuple[int, Counter]]]:
     """Each field's terms for the given (document number, DocMeta) pairs: collected by the build, else read
-    from their pages and records."""
+    from their pages and records (``analyze_for(i)``: document i's analyzer)."""
     checker = IntegrityChecker(vault)
     rows = collected.rows if collected is not None else {}
     pages: dict[str, tuple[Counter, Counter]] = {}
@@ -168,6 +180,7 @@ def _fresh_counts(vault: "Vault", analyze: Any, docs: list[tuple[int, Any]],
     for i, doc in progress_bar(docs, len(docs), "fields", "chunk"):
         row = rows.get((doc.page_path, doc.chunk_id, doc.body_hash, doc.page_body_hash))
         if row is None:
+            analyze = analyze_for(i)
             if doc.page_path not in pages:
                 pages[doc.page_path] = _page_terms(vault, analyze, doc.page_path)
             rec = checker.record(doc) or {}

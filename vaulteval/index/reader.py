@@ -21,7 +21,8 @@ from vaulteval.index.location import (  # noqa: F401 - the names build, provisio
     stale_index_present)
 from vaulteval.index.sanity import MeaningGuard, semantic_problem
 from vaulteval.index.search import Hit, Searcher
-from vaulteval.index.tokenize import ANALYZER_VERSION, get_analyzer
+from vaulteval.index.docterms import query_analyzer
+from vaulteval.index.tokenize import ANALYZER_VERSION
 from vaulteval.vault.metadir import MetaDir
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
@@ -62,7 +63,7 @@ class BM25Index:
         self._doc_off = self._s.raw("doc_offsets")
         self._norm: "np.ndarray | None" = None
         try:
-            self._analyzer = get_analyzer(self.analyzer_name)
+            self._analyzer = query_analyzer(self.analyzer_name, self.header)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
         self._doc_cache: dict[int, DocMeta] = {}

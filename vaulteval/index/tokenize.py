@@ -27,6 +27,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from vaulteval.errors import UsageError
+from vaulteval.index.langs.catalog import LANGUAGE_ANALYZERS
 
 MAX_INPUT_CHARS = 8_000
 # Recorded in the index header: an index built by another analyzer version is refused (exit 10).
@@ -63,7 +64,9 @@ SEED_CJK_RANGES = (
 # 々 〆 〻: written inside Japanese words (佐々木, 時々); claude-obsidian's tokenizer leaves them out.
 ITERATION_MARKS = ((0x3005, 0x3006), (0x303B, 0x303B))
 
-ANALYZERS = ("default", "english")
+# The analyzer registry: ``auto`` and the language analyzers live in vaulteval.index.langs (the
+# ``languages`` extra); their names are listed here so tune's grid and strategies know them.
+ANALYZERS = ("default", "english", "auto", *LANGUAGE_ANALYZERS)
 
 
 class TextTooLong(UsageError):
@@ -170,6 +173,8 @@ def get_analyzer(name: str) -> Callable[..., list[str]]:
         return tokenize_default
     if name == "english":
         return tokenize_english
+    if isinstance(name, str) and name not in ("default", "english") and _is_language_name(name):
+        return _language_analyzer(name)
     if isinstance(name, str) and name.startswith("english:"):  # stemmer/stopword variants
         from vaulteval.index.analyzers import AnalyzerNameError
 
@@ -178,6 +183,33 @@ def get_analyzer(name: str) -> Callable[..., list[str]]:
         except AnalyzerNameError as exc:
             raise UsageError(str(exc)) from None
     raise UsageError(f"unknown analyzer {name!r}: choose one of {', '.join(ANALYZERS)}")
+
+
+def _is_language_name(name: str) -> bool:
+    from vaulteval.index.langs.registry import is_language_name
+
+    return is_language_name(name)
+
+
+@lru_cache(maxsize=16)
+def _language_analyzer(name: str) -> Callable[..., list[str]]:
+    """``auto`` (one text on its own: identified, then analyzed) or a language analyzer such as ``german``."""
+    from vaulteval.index.langs.registry import AUTO, LanguageNameError, language_analyzer
+
+    if name == AUTO:
+        from vaulteval.index.langs.auto import analyze_document as inner
+    else:
+        try:
+            inner = language_analyzer(name)
+        except LanguageNameError as exc:
+            raise UsageError(str(exc)) from None
+
+    def analyze(text: str, *, bounded: bool = True) -> list[str]:
+        if bounded:
+            check_length(text)
+        return inner(text)
+
+    return analyze
 
 
 @lru_cache(maxsize=8)

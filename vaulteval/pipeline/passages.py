@@ -22,7 +22,8 @@ import math
 import re
 import time
 
-from vaulteval.index.tokenize import WORD_RE, get_analyzer
+from vaulteval.index.docterms import passage_analyzer
+from vaulteval.index.tokenize import WORD_RE
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
@@ -105,8 +106,9 @@ class Passages:
                  layouts: "Callable[[], NoteLayouts] | None" = None, memo: TextMemo | None = None):
         self.query, self.index, self.vault = query, index, vault
         self._layouts = layouts  # gives a Retriever's notes worked out for earlier queries (opened on first use)
-        self._memo = memo if memo is not None else TextMemo()
-        self._analyze = get_analyzer(index.analyzer_name)
+        self._analyze = passage_analyzer(index.analyzer_name, index.header, query)
+        # A memo shared across queries holds for a fixed analyzer; ``auto`` analyzes in each query's languages.
+        self._memo = memo if memo is not None and index.analyzer_name != "auto" else TextMemo()
         self._weights: dict[str, float] | None = None
         self._words: list[tuple[str, list[str]]] = []
 

@@ -8,8 +8,10 @@ Usage::
 The policy:
 
 - lexical: BM25 with every analyzer of the analyzer registry
-  (``vaulteval.index.tokenize.ANALYZERS``, so a new language joins the grid by
-  being registered), the english stemmer and stopword options, and on each
+  (``vaulteval.index.tokenize.ANALYZERS``, so a new analyzer joins the grid by
+  being registered) that fits the vault: ``auto`` always, a language analyzer
+  (``german``, ``chinese``, ...) when at least 5% of the notes are in its
+  language (``vault_languages``), the english stemmer and stopword options, and on each
   language analyzer two k1/b settings and each BM25-index stage's own
   ``tune_grid`` (field weightings; a new stage joins by being registered);
 - semantic, when the vault has stored embeddings (``provision --embed``):
@@ -26,18 +28,59 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vaulteval.errors import UsageError
+from vaulteval.errors import UsageError, VaultevalError
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
 
 
 
-def available_analyzers() -> list[str]:
-    """The analyzer registry's names, ``default`` first."""
+LANGUAGE_SHARE = 0.05  # a language analyzer joins the grid when at least this share of the notes is in it
+SAMPLE_NOTES = 600     # notes read to find the vault's languages (evenly spread, in path order)
+
+
+def available_analyzers(vault: "Vault | None" = None) -> list[str]:
+    """The analyzer registry's names, ``default`` first; with ``vault``, a language analyzer only when
+    the vault's notes are in that language (``vault_languages``), and ``auto`` always."""
+    from vaulteval.index.langs.catalog import BY_ANALYZER, LANGUAGE_ANALYZERS
     from vaulteval.index.tokenize import ANALYZERS
 
-    return list(dict.fromkeys(["default", *ANALYZERS]))
+    names = list(dict.fromkeys(["default", *ANALYZERS]))
+    if vault is None:
+        return names
+    present = vault_languages(vault)
+    return [a for a in names if a not in LANGUAGE_ANALYZERS or BY_ANALYZER[a].code in present]
+
+
+def vault_languages(vault: "Vault") -> set[str]:
+    """Codes of the languages at least ``LANGUAGE_SHARE`` of the vault's notes are written in: from an
+    ``auto`` index's header when the vault has one, else identified on a sample of the notes."""
+    from collections import Counter
+
+    from vaulteval.errors import PathEscape
+    from vaulteval.index.langs.identify import MAX_CHARS, identify
+    from vaulteval.vault.paths import open_confined
+
+    counts: Counter[str] = Counter()
+    try:
+        from vaulteval.pipeline.retrieve import Retriever
+
+        index = Retriever(vault).index()
+        if index.analyzer_name == "auto" and isinstance(index.header.get("languages"), dict):
+            counts.update({str(k): int(v) for k, v in index.header["languages"].items()})
+    except (VaultevalError, OSError, ValueError, TypeError):  # no usable index: read the notes
+        pass
+    if not counts:
+        pages = list(vault.iter_pages())
+        step = max(1, len(pages) // SAMPLE_NOTES)
+        for page in pages[::step]:
+            try:
+                with open_confined(vault.notes_dir, page.rel, strip=vault.notes_strip) as fh:
+                    counts[identify(fh.read(MAX_CHARS * 4).decode("utf-8", "replace")[:MAX_CHARS])] += 1
+            except (OSError, PathEscape):
+                continue
+    total = sum(counts.values()) or 1
+    return {code for code, n in counts.items() if n / total >= LANGUAGE_SHARE}
 
 
 def store_reranker(vault: "Vault") -> str | None:
@@ -70,7 +113,7 @@ def default_grid(vault: "Vault", baseline: str) -> list[str]:
     from vaulteval.pipeline.stages import registry
     from vaulteval.workbench.strategy import Strategy
 
-    analyzers = available_analyzers()
+    analyzers = available_analyzers(vault)
     languages = [a for a in analyzers if a != "default"]
     grid = [baseline, *(f"bm25:analyzer={a}" for a in languages)]
     if "english" in languages:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from vaulteval.chunks.store import ChunkParams
 
 PREFIXES = ("provisioned", "synthetic")
+LANGUAGE_OPTION = ("default", "yes", "no")
 _CHUNKS = f"`0 ≤ overlap < target ≤ hard_max`, `50 ≤ target`, `hard_max ≤ {max_hard_max()}`"
 INDEX_PARAMS = (
     # No fixed choices: any name of the analyzer registry (tokenize.ANALYZERS, read when checked) is valid.
@@ -39,7 +40,13 @@ INDEX_PARAMS = (
           note="only with `analyzer=english`"),
     Param("stopwords", str, "short", "the default analyzer's short list, or the English stop set of Apache "
           "Lucene's `EnglishAnalyzer` (33 words); `seed` is the old name of `short`", choices=STOPLISTS,
-          aliases=OLD_STOPLIST_NAMES, note="only with `analyzer=english`"),
+          aliases=OLD_STOPLIST_NAMES, note="only with `analyzer=english`; a Snowball language analyzer "
+          "takes `none` (its list is the `stop-words` package's)"),
+    Param("fold", str, "default", "accent folding (`default`: the language's own choice, on for Spanish, "
+          "Portuguese, French, Italian, Catalan, Romanian)", choices=LANGUAGE_OPTION,
+          note="only with a language analyzer (`spanish`, ...)"),
+    Param("compounds", str, "default", "compound splitting (`default`: on)", choices=LANGUAGE_OPTION,
+          note="only with `german`, `dutch`, `swedish`"),
     Param("k1", float, bm25.K1, "BM25 term-frequency saturation", low=0.0, high=MAX_K1),
     Param("b", float, bm25.B, "BM25 length normalisation", low=0.0, high=1.0),
     Param("target", int, chunking.TARGET_CHARS, "chunk size to aim for, in characters", note=_CHUNKS),
@@ -60,6 +67,8 @@ class IndexSettings:
     analyzer: str = "default"
     stemmer: str = "snowball"
     stopwords: str = "short"
+    fold: str = "default"
+    compounds: str = "default"
     k1: float = bm25.K1
     b: float = bm25.B
     target: int = chunking.TARGET_CHARS
@@ -81,13 +90,36 @@ class IndexSettings:
             object.__setattr__(self, key, value)  # normal types and names (stopwords=seed is short)
         if self.analyzer not in tokenize.ANALYZERS:
             raise IndexSettingsError(f"analyzer must be one of {', '.join(tokenize.ANALYZERS)}, got {self.analyzer!r}")
-        if (self.stemmer, self.stopwords) != ("snowball", "short") and self.analyzer != "english":
-            raise IndexSettingsError("stemmer= and stopwords= need analyzer=english")
+        language_stopwords = self.stopwords == "none" and self.analyzer in tokenize.LANGUAGE_ANALYZERS
+        if (self.stemmer, "short" if language_stopwords else self.stopwords) != ("snowball", "short") \
+                and self.analyzer != "english":
+            raise IndexSettingsError("stemmer= and stopwords= need analyzer=english (a language analyzer takes "
+                                     "stopwords=none)")
+        if (self.fold, self.compounds) != ("default", "default") or language_stopwords:
+            from vaulteval.index.langs.registry import LanguageNameError, parse
+
+            if self.analyzer not in tokenize.LANGUAGE_ANALYZERS:
+                raise IndexSettingsError("fold= and compounds= need a language analyzer (german, spanish, ...)")
+            try:
+                parse(self.index_analyzer)
+            except LanguageNameError as exc:
+                raise IndexSettingsError(f"strategy: {exc}") from None
 
     @property
     def index_analyzer(self) -> str:
         """The analyzer the index must be built with: ``english:stemmer=porter`` etc. for the english options."""
-        return self.analyzer if self.analyzer != "english" else english_analyzer_name(self.stemmer, self.stopwords)
+        if self.analyzer == "english":
+            return english_analyzer_name(self.stemmer, self.stopwords)
+        if (self.fold, self.compounds, self.stopwords) == ("default", "default", "short"):
+            return self.analyzer
+        from vaulteval.index.langs.catalog import BY_ANALYZER
+        from vaulteval.index.langs.registry import normal_name
+
+        language = BY_ANALYZER[self.analyzer]
+        values = {"fold": language.fold if self.fold == "default" else self.fold == "yes",
+                  "compounds": language.compounds if self.compounds == "default" else self.compounds == "yes",
+                  "stopwords": self.stopwords != "none"}
+        return normal_name(language, values)
 
     @property
     def build_key(self) -> str:
@@ -116,4 +148,15 @@ class IndexSettings:
         if analyzer.startswith("english:"):
             values["stemmer"], values["stopwords"] = parse_analyzer_name(analyzer)
             analyzer = "english"
+        elif ":" in analyzer and analyzer.partition(":")[0] in tokenize.LANGUAGE_ANALYZERS:
+            from vaulteval.index.langs.registry import parse
+
+            language, options = parse(analyzer)
+            if options["fold"] != language.fold:
+                values["fold"] = "yes" if options["fold"] else "no"
+            if options["compounds"] != language.compounds:
+                values["compounds"] = "yes" if options["compounds"] else "no"
+            if not options["stopwords"]:
+                values["stopwords"] = "none"
+            analyzer = language.analyzer
         return cls(analyzer=analyzer, **values)

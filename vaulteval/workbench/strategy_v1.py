@@ -19,7 +19,7 @@ FIRST_STAGES = {"bm25": ("bm25", {}), "dense": ("dense", {}), "hybrid:rrf": ("hy
 STAGE_FIELDS = {"rrf_k": ("k", 60.0), "w_bm25": ("w_bm25", 1.0), "w_dense": ("w_dense", 1.0),
                 "alpha": ("alpha", 0.5), "w_title": ("w_title", 0.0), "w_aliases": ("w_aliases", 0.0),
                 "w_headings": ("w_headings", 0.0), "w_code": ("w_code", 0.0), "w_body": ("w_body", 1.0)}
-INDEX_FIELDS = ("analyzer", "stemmer", "stopwords", "k1", "b", "target", "overlap", "hard_max", "prefix")
+INDEX_FIELDS = ("analyzer", "stemmer", "stopwords", "fold", "compounds", "k1", "b", "target", "overlap", "hard_max", "prefix")
 OTHER_FIELDS = ("name", "bm25_top", "top", "rerank", "first")
 
 

@@ -94,6 +94,7 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
     except (TypeError, ValueError) as exc:  # StrategyError (a UsageError) passes through with its own message
         raise NotARunDir(f"{folder}/manifest.json has an unusable strategy: {exc}") from None
     _refuse_rescored(folder, manifest, strategies)
+    _refuse_other_libraries(folder, manifest)
     ev = evaluate(v, qs, strategies,
                   measures=params["measures"], k=params["k"], baseline=params.get("baseline"),
                   cache_dir=cache_dir, use_vault_index=params.get("use_vault_index", True),
@@ -136,6 +137,22 @@ def _refuse_rescored(folder: Path, manifest: dict[str, Any], strategies: list[An
             raise NotARunDir(f"{folder} was written by vaulteval {version} (run schema 1), which scored run "
                              f"{entry['name']} by {was}; this vaulteval (schema 2) records the score each result "
                              "was ranked by, so it cannot verify it: run `vaulteval eval run` again")
+
+
+def _refuse_other_libraries(folder: Path, manifest: dict[str, Any]) -> None:
+    """A run analyzed with other analyzer library versions (jieba, PyStemmer, ...) cannot give the same
+    terms here: refuse in one line rather than list every score that moved."""
+    from vaulteval.index.langs.libraries import version
+
+    for entry in manifest["strategies"]:
+        index = entry.get("index") if isinstance(entry.get("index"), dict) else {}
+        recorded = index.get("analyzer_libraries")
+        for name, was in sorted(recorded.items()) if isinstance(recorded, dict) else ():
+            now = version(str(name))
+            if was != now:
+                raise NotARunDir(f"{folder}: run {entry['name']} was analyzed with {name} {was}, this machine has "
+                                 f"{now or 'none'}: install {name}=={was} to verify it, or run `vaulteval eval run` "
+                                 "again")
 
 
 # Report tables compared row by row; latency is measured, not reproducible, and only rendered.

@@ -71,7 +71,7 @@ class StrategyEnv:
         return {"source": self.source, "meta_dir": str(self.meta_dir), "fingerprint": self.fingerprint,
                 "analyzer": self.index.analyzer_name, "k1": self.index.k1, "b": self.index.b,
                 "chunk_params": h.get("chunk_params"), "n_docs": self.index.n_docs, "n_pages": h.get("n_pages"),
-                "built_at": h.get("built_at")}
+                "built_at": h.get("built_at"), "analyzer_libraries": h.get("analyzer_libraries") or {}}
 
 
 class Workspace:

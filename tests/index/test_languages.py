@@ -1,0 +1,188 @@
+"""Language analyzers and ``analyzer=auto``: tokens on fixed texts, names, identification, the index's
+per-chunk languages, queries in the vault's languages (and in one it lacks), and the missing-library line."""
+
+from __future__ import annotations
+
+import pytest
+
+from vaulteval import Vault
+from vaulteval.errors import UsageError
+from vaulteval.index.docterms import doc_languages
+from vaulteval.index.langs import libraries
+from vaulteval.index.langs.auto import QueryAnalyzer
+from vaulteval.index.langs.identify import identify, page_languages
+from vaulteval.index.langs.registry import LanguageNameError, language_analyzer, parse
+from vaulteval.index.tokenize import get_analyzer, tokenize_default
+from vaulteval.pipeline.provision import provision
+from vaulteval.pipeline.retrieve import Retriever
+
+# Fixed texts and the terms each analyzer must give (Snowball stems, stopwords out, compounds split).
+EXPECTED = [
+    ("german", "Die Tresorverwaltung der Notizen", ["tresorverwalt", "tresor", "verwalt", "notiz"]),
+    ("german:compounds=no", "Die Tresorverwaltung der Notizen", ["tresorverwalt", "notiz"]),
+    ("russian", "Как восстановить удалённые заметки?", ["восстанов", "удален", "заметк"]),
+    ("spanish", "deletrear las matrículas", ["deletr", "matricul"]),
+    ("spanish", "deletrear las matriculas", ["deletr", "matricul"]),  # typed without the accent: same terms
+    ("spanish:fold=no", "acción", ["accion"]),  # Snowball Spanish drops acute accents itself
+    ("french", "les réunions de l'équipe", ["reunion", "equip"]),  # elision split, accents folded
+    ("french:fold=no", "l'équipe", ["équip"]),
+    ("swedish", "versionshistorik", ["versionshistorik", "version", "historik"]),
+    ("chinese", "恢复笔记", ["恢复", "笔记", "恢", "恢复", "恢复笔", "复", "复笔", "复笔记", "笔", "笔记", "记"]),
+    ("japanese", "ノートを消した", ["ノート", "消す", "ノ", "ノー", "ノート", "ー", "ート", "ートを", "ト", "トを",
+                                     "トを消", "を", "を消", "を消し", "消", "消し", "消した", "し", "した", "た"]),
+    ("korean", "메모를 지웠다", ["메모", "지우", "메모", "모를", "지웠", "웠다"]),
+    ("korean", "Obsidian Sync", ["obsidian", "sync"]),  # no Hangul: the shared split, Kiwi never loaded
+]
+
+
+@pytest.mark.parametrize("name, text, expected", EXPECTED)
+def test_each_analyzer_gives_the_expected_terms_every_time(name: str, text: str, expected: list[str]) -> None:
+    analyze = get_analyzer(name)
+    assert analyze(text) == expected
+    assert analyze(text) == expected  # caches and lazily loaded dictionaries change nothing
+
+
+@pytest.mark.parametrize("name, error", [
+    ("german:compounds=yes", "normal form"), ("spanish:compounds=yes", "german, dutch and swedish"),
+    ("chinese:fold=yes", "no fold"), ("german:colour=red", "unknown option"), ("klingon", "unknown"),
+])
+def test_analyzer_names_are_checked(name: str, error: str) -> None:
+    with pytest.raises(UsageError, match=error):
+        get_analyzer(name)("text")
+
+
+def test_option_names_round_trip() -> None:
+    for name in ("german", "german:compounds=no", "spanish:fold=no", "english", "russian:stopwords=none"):
+        if name != "english":
+            language, values = parse(name)
+            assert language.analyzer == name.partition(":")[0]
+    with pytest.raises(LanguageNameError):
+        parse("auto")
+
+
+def test_default_is_still_the_seed_tokenizer() -> None:
+    text = "Descaling the 東京 espresso machines, naïve café"
+    assert get_analyzer("default") is tokenize_default
+    assert get_analyzer("default")(text) == ["descaling", "東", "東京", "京", "espresso", "machines", "naïve", "café"]
+
+
+@pytest.mark.parametrize("text, code", [
+    ("Wie lange werden ältere Fassungen meiner Notizen in der Cloud aufbewahrt?", "de"),
+    ("How long are older versions of my notes kept in the cloud?", "en"),
+    ("¿Cuánto tiempo se guardan las versiones anteriores de mis notas?", "es"),
+    ("Как долго хранятся старые версии моих заметок?", "ru"),
+    ("笔记的旧版本保存多久", "zh"), ("古いバージョンはどのくらい保存されますか", "ja"), ("이전 버전은 얼마나 보관되나요", "ko"),
+    ("1234 -- !!", "und"),
+])
+def test_identification_by_script_then_identifier(text: str, code: str) -> None:
+    assert identify(text) == code
+
+
+GERMAN = ("Der Tresor speichert alle Notizen als einfache Textdateien auf deinem Gerät. Du kannst Ordner anlegen, "
+          "Dateien verschieben und jederzeit eine Sicherung erstellen, ohne dass ein Konto nötig ist. ") * 2
+ENGLISH = ("The vault keeps every note as a plain text file on your device. You can create folders, move files "
+           "and make a backup at any time without needing an account. ") * 2
+
+
+def test_a_mixed_note_gets_each_chunk_in_its_language() -> None:
+    assert page_languages([GERMAN, ENGLISH, "Siehe auch: Tresor"]) == ["de", "en", "de"]  # short: the note's
+
+
+def _write(root, rel: str, text: str) -> None:
+    path = root / "wiki" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def mixed_vault(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("mixed") / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    _write(root, "Tresor.md", "# Tresor\n\n" + GERMAN * 6 + "\n\n## English\n\n" + ENGLISH * 6)
+    _write(root, "Verwaltung.md", "# Tresorverwaltung\n\nDie Tresorverwaltung zeigt alle Tresore und Einstellungen.\n")
+    _write(root, "Sync.md", "# Sync\n\nSync keeps your notes the same on every device you use.\n")
+    _write(root, "同期.md", "# 同期\n\n同期はすべてのデバイスでノートを同じに保ちます。Obsidian Sync を使います。\n")
+    provision(Vault(root), analyzer="auto")
+    return root
+
+
+def test_the_index_records_each_chunks_language_and_the_libraries(mixed_vault) -> None:
+    index = Retriever(Vault(mixed_vault)).index()
+    by_page: dict[str, list[str]] = {}
+    for doc, code in zip(index.all_docs(), doc_languages(index)):
+        by_page.setdefault(doc.page_path, []).append(code)
+    assert by_page["wiki/Tresor.md"][0] == "de" and by_page["wiki/Tresor.md"][-1] == "en"
+    assert by_page["wiki/同期.md"] == ["ja"] and by_page["wiki/Sync.md"] == ["en"]
+    assert set(index.header["languages"]) == {"de", "en", "ja"}
+    libs = index.header["analyzer_libraries"]
+    assert libs["py3langid"] and libs["PyStemmer"] and libs["fugashi"] and libs["wordfreq"]
+
+
+def test_a_compound_in_the_query_finds_its_parts_and_back(mixed_vault) -> None:
+    index = Retriever(Vault(mixed_vault)).index()
+    hits = index.search("Verwaltung", 5)  # the note only says "Tresorverwaltung"
+    assert [index.doc(h.doc).page_path for h in hits] == ["wiki/Verwaltung.md"]
+
+
+def test_a_short_query_is_analyzed_in_every_language_of_its_script() -> None:
+    analyze = QueryAnalyzer({"de": 10, "en": 10, "ja": 5})
+    terms = analyze("Notizen")  # one word: German and English (and plain), never Japanese
+    assert {"notiz", "notizen"} <= set(terms) and analyze.last == ["de", "en", "und"]  # plain: the Japanese notes
+    assert len(terms) == len(set(terms))  # each term once
+
+
+def test_a_long_query_is_analyzed_in_every_language_of_its_script_too(mixed_vault) -> None:
+    analyze = QueryAnalyzer({"de": 10, "en": 10, "ja": 5})
+    terms = analyze("Wie kann ich eine Sicherung aller Notizen erstellen?")
+    assert analyze.last == ["de", "en", "und"] and "sicherung" in terms and "notiz" in terms
+    index = Retriever(Vault(mixed_vault)).index()
+    assert index.doc(index.search("eine Sicherung aller Notizen erstellen", 1)[0].doc).page_path == "wiki/Tresor.md"
+
+
+def test_a_query_in_a_language_the_vault_lacks_still_finds_bm25_hits(mixed_vault) -> None:
+    index = Retriever(Vault(mixed_vault)).index()
+    hits = index.search("¿Cómo funciona Obsidian Sync en todos mis dispositivos?", 5)
+    assert {index.doc(h.doc).page_path for h in hits} >= {"wiki/Sync.md", "wiki/同期.md"}
+
+
+def test_a_missing_library_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_jieba(name, *args, **kwargs):
+        if name == "jieba":
+            raise ImportError("No module named 'jieba'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_jieba)
+    monkeypatch.setattr(libraries.importlib, "import_module", lambda name: no_jieba(name))
+    with pytest.raises(libraries.MissingLibrary) as err:
+        libraries.need("jieba", "chinese")
+    assert "\n" not in str(err.value) and "vaulteval[languages]" in str(err.value) and "jieba" in str(err.value)
+
+
+def test_a_tuned_auto_analyzer_is_what_provision_builds_next(tmp_path) -> None:
+    from pipeline_fixtures import run_main
+    from vaulteval.pipeline.tuned import write_tuned
+    from vaulteval.workbench.strategy import Strategy
+
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    _write(root, "Sync.md", "# Sync\n\nSync keeps your notes the same on every device you use.\n")
+    _write(root, "Tresor.md", "# Tresor\n\n" + GERMAN)
+    settings = Strategy.parse("bm25:analyzer=auto").index.settings()
+    write_tuned(Vault(root), "bm25", run_id="t", index=settings)
+    code, _, err = run_main("provision", "--vault", root)
+    assert code == 0, err
+    index = Retriever(Vault(root)).index()
+    assert index.analyzer_name == "auto" and index.header["languages"] == {"de": 1, "en": 1}
+
+
+def test_a_hits_passages_are_analyzed_in_the_querys_languages_only() -> None:
+    from vaulteval.index.docterms import passage_analyzer
+
+    header = {"languages": {"de": 10, "en": 10, "ja": 5}}
+    latin = passage_analyzer("auto", header, "delete a note")("ノートを消した")
+    assert "消す" not in latin and "消した" in latin  # n-grams of the plain split, MeCab's lemma never asked for
+    assert "消す" in passage_analyzer("auto", header, "ノートを消す")("ノートを消した")

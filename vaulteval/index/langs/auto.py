@@ -1,0 +1,120 @@
+"""``auto``: each chunk analyzed in its own language, each query in the languages it may be in.
+
+Usage::
+
+    langs_terms = analyze_documents([(page, text), ...])      # [(code, terms), ...], same order
+    analyze = QueryAnalyzer({"de": 140, "en": 12})            # the index header's ``languages``
+    analyze("Tresor teilen")                                   # German terms (+ plain ones)
+
+Documents: a note's chunks are identified together (``identify.page_languages``) and each chunk is
+analyzed with its language's analyzer (``registry.code_analyzer``); the index records the code.
+
+Queries: kana, Hangul or Han pick Chinese/Japanese/Korean (Han alone: Chinese and Japanese when
+the vault has both); any other script narrows the candidates to the vault's languages written in
+it. One candidate: its analyzer. Several: the query is analyzed in every one of them and the term
+lists are combined (each term once, with its largest count). The identifier is not run on
+queries: loading its model (68 MB unpacked) takes seconds, far over a CLI query's budget, and a
+query's few words are where it errs most; a term from a language the query is not in rarely
+occurs in the vault's chunks of that language. When the vault also holds languages of another
+script or without a stemmer (whose analyzers leave the query's words unstemmed), or none in the
+query's script, the plain split is added too, so a query in a language absent from the vault
+still finds what plain BM25 finds. Only the analyzers a query needs are loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED
+from vaulteval.index.langs.identify import candidates_of, page_languages
+from vaulteval.index.langs.registry import analyzer_for, code_analyzer
+from vaulteval.index.langs.scripts import CJK, script_counts
+
+MIN_SHARE = 0.005  # a language under this share of the chunks is left out of queries (a stray misidentification)
+
+
+def analyze_documents(items: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(page, text) pairs -> (language code, terms) pairs, in the same order."""
+    by_page: dict[str, list[int]] = {}
+    for i, (page, _) in enumerate(items):
+        by_page.setdefault(page, []).append(i)
+    out: list[tuple[str, list[str]] | None] = [None] * len(items)
+    for indices in by_page.values():
+        texts = [items[i][1] for i in indices]
+        for i, text, code in zip(indices, texts, page_languages(texts)):
+            out[i] = (code, code_analyzer(code)(text))
+    return out  # type: ignore[return-value]
+
+
+def analyze_document(text: str) -> list[str]:
+    """One text on its own (a field such as a title): identified, then analyzed in that language."""
+    from vaulteval.index.langs.identify import identify
+
+    return code_analyzer(identify(text))(text)
+
+
+def query_analyzer(code: str, alone: bool = True) -> Callable[[str], list[str]]:
+    """A language's analyzer for queries. Analyzed in this language ``alone``: exactly its chunks'
+    analyzer (a stopword left in a query can stem to a word its chunks kept: German ``eine`` gives
+    ``ein``, as ``einer`` does). Among several: without stopword lists and compound splitting, whose
+    word lists cost a load per language, more than a CLI query may spend (a chunk keeps each compound
+    beside its parts, so a compound in the query still meets the same compound in a note)."""
+    language = LANGUAGES.get(code, PLAIN)
+    return analyzer_for(language, language.fold, language.compounds and alone, alone)
+
+
+def plain(text: str) -> list[str]:
+    return analyzer_for(PLAIN, False, False)(text)
+
+
+class QueryAnalyzer:
+    """The query side of ``auto`` for an index whose chunks are in ``languages`` (code -> chunks)."""
+
+    def __init__(self, languages: dict[str, int]):
+        total = sum(languages.values()) or 1
+        self.present = [code for code, n in languages.items()
+                        if code in LANGUAGES and n / total >= MIN_SHARE]
+        self.last: list[str] = []  # the languages the last query was analyzed in (for explain output)
+
+    def languages_for(self, text: str) -> tuple[list[str], bool]:
+        """(codes to analyze ``text`` in, whether the plain split is added)."""
+        counts = script_counts(text)
+        script, candidates = candidates_of(counts)
+        if script is None:
+            return [], True
+        if script == "han":  # Han alone: Chinese or Japanese kanji
+            candidates = [c for c in ("zh", "ja") if c in self.present] or ["zh"]
+        in_vault = [c for c in self.present if c in candidates or (LANGUAGES[c].script == script and script != "han")]
+        if not in_vault:
+            return candidates[:1], True
+        # The plain split meets the words that analyzers of other scripts (and plain languages) leave
+        # unstemmed; CJK text in a vault that has its language is segmented there, never split plainly.
+        foreign = any(LANGUAGES[c].script != script or LANGUAGES[c].kind == "plain" for c in self.present)
+        return in_vault, foreign and script not in CJK
+
+    def fixed(self, query: str) -> Callable[..., list[str]]:
+        """An analyzer for any text in the languages ``query`` is analyzed in (a hit's passages: a Korean
+        passage of a Spanish query's hit is never sent to Kiwi)."""
+        codes, with_plain = self.languages_for(query)
+        return lambda text, bounded=True: self._combined(codes, with_plain, text)
+
+    def __call__(self, text: str) -> list[str]:
+        codes, with_plain = self.languages_for(text)
+        return self._combined(codes, with_plain, text)
+
+    def _combined(self, codes: list[str], with_plain: bool, text: str) -> list[str]:
+        analyzers: list[Callable[[str], list[str]]] = [query_analyzer(c, len(codes) == 1) for c in codes]
+        if with_plain:
+            analyzers.append(plain)
+        self.last = codes + ([UNDETERMINED] if with_plain else [])
+        if len(analyzers) == 1:
+            return analyzers[0](text)
+        best: dict[str, int] = {}
+        for analyze in analyzers:
+            counts: dict[str, int] = {}
+            for term in analyze(text):
+                counts[term] = counts.get(term, 0) + 1
+            for term, n in counts.items():
+                if n > best.get(term, 0):
+                    best[term] = n
+        return [term for term, n in best.items() for _ in range(n)]

@@ -1,0 +1,85 @@
+"""A text's language: its script first, then py3langid among the languages written in that script.
+
+Usage: ``identify("Wie lange werden ältere Fassungen aufbewahrt?")`` -> ``"de"``;
+``page_languages([chunk1, chunk2])`` -> ``["de", "en"]`` (a note's chunks).
+
+Why py3langid: it is langid.py's model (97 languages, naive Bayes over byte n-grams) with a numpy
+scorer, runs offline from a 4.5 MB model inside the wheel, needs only numpy, identifies a chunk in
+a fraction of a millisecond, and is maintained; fastText's lid.176 needs a 126 MB download
+(or a less accurate 917 kB one) and a compiled extension, lingua-py is accurate but its models
+are ten times larger and slower to load.
+
+Script decides alone whenever it can: kana is Japanese, Hangul Korean, Han alone Chinese, Greek
+Greek, and so on (``scripts``). Only Latin, Cyrillic, Arabic and Devanagari texts need the
+identifier, restricted to the catalog's languages of that script, so a Latin text is never called
+Breton. A note is identified from all its chunks; a chunk keeps the note's language unless it is
+long enough to be identified alone (``CHUNK_ALONE`` letters) or written in another script.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from vaulteval.index.langs.catalog import LANGUAGES, UNDETERMINED, languages_of_script
+from vaulteval.index.langs.libraries import need
+from vaulteval.index.langs.scripts import cjk_language, main_script, script_counts
+
+CHUNK_ALONE = 200    # letters a chunk needs to be identified apart from its note
+MAX_CHARS = 4_000    # characters of a text the identifier reads (enough; keeps notes cheap)
+
+
+@lru_cache(maxsize=1)
+def identifier():
+    """py3langid's identifier, restricted to the catalog's languages (loaded on first use)."""
+    need("py3langid", "auto")
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    model = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    model.set_languages([code for code in LANGUAGES if code in set(model.nb_classes)])
+    return model
+
+
+def rank_among(text: str, candidates: list[str]) -> list[tuple[str, float]]:
+    """The identifier's (code, probability) for each candidate, best first."""
+    allowed = set(candidates)
+    return [(code, p) for code, p in identifier().rank(text[:MAX_CHARS]) if code in allowed]
+
+
+def candidates_of(counts: dict[str, int]) -> tuple[str | None, list[str]]:
+    """(script, its catalog languages) of a text's letter counts; a CJK text gives its one language."""
+    cjk = cjk_language(counts)
+    if cjk is not None:
+        return LANGUAGES[cjk].script, [cjk]
+    script = main_script(counts)
+    return script, languages_of_script(script) if script else []
+
+
+def identify(text: str, counts: dict[str, int] | None = None) -> str:
+    """The language code of ``text`` (``und`` when it has no letters or its script is not in the catalog)."""
+    counts = script_counts(text) if counts is None else counts
+    _, candidates = candidates_of(counts)
+    if not candidates:
+        return UNDETERMINED
+    if len(candidates) == 1:
+        return candidates[0]
+    ranked = rank_among(text, candidates)
+    return ranked[0][0] if ranked else candidates[0]
+
+
+def page_languages(texts: list[str]) -> list[str]:
+    """Each chunk's language: the note's, unless the chunk is long enough or in another script."""
+    if len(texts) == 1:
+        return [identify(texts[0])]
+    note = identify("\n".join(texts)[:MAX_CHARS])
+    note_script = LANGUAGES[note].script if note in LANGUAGES else None
+    out = []
+    for text in texts:
+        counts = script_counts(text)
+        script, _ = candidates_of(counts)
+        if script is None:
+            out.append(note)
+        elif script != note_script or sum(counts.values()) >= CHUNK_ALONE:
+            out.append(identify(text, counts))
+        else:
+            out.append(note)
+    return out

@@ -1,0 +1,135 @@
+"""Chinese, Japanese and Korean analyzers: a word segmenter for CJK text, the shared split for the rest.
+
+Usage: ``ChineseAnalyzer()("如何恢复误删的笔记")`` -> ``["如何", "恢复", "误删", "笔记"]``.
+
+- Chinese: jieba's search mode (``cut_for_search``: words, plus the shorter words inside long
+  ones), the ``stop-words`` package's Chinese list dropped.
+- Japanese: MeCab through fugashi with the unidic-lite dictionary; content words (nouns, verbs,
+  adjectives, adverbs, prefixes, suffixes) as their dictionary form, so 消した and 消す meet.
+- Korean: Kiwi (kiwipiepy); nouns, verb and adjective stems, roots, adverbs, foreign words and
+  numbers; particles and endings are dropped.
+
+Each also adds the n-grams of every CJK run: the default analyzer's 1- to 3-grams for Chinese and
+Japanese, syllable bigrams for Korean. Measured on the help vault's question sets (docs/benchmarks.md),
+segmenter words alone lose to the default's n-grams on Chinese and Japanese (0.74 against 0.83, 0.51
+against 0.61): a query segmented differently from the note misses it. Words plus n-grams keep the
+n-grams' recall and add the segmenter's precision and, for Japanese, dictionary forms.
+
+Each loads its dictionary the first time it meets text in its script, never before: a Latin-only
+text is split by the shared rule (``words``) without loading anything. Latin words inside CJK text
+are split the same way, not stemmed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+from vaulteval.index.langs.libraries import need
+from vaulteval.index.langs.words import cjk_ngrams, has_cjk, split_cjk, words
+
+_PLAIN_STOP = frozenset("a an and are as at be by for from has have he her him his i if in is it its of on or "
+                        "that the their them they this to was were will with you your".split())
+
+
+def _plain_words(text: str, out: list[str]) -> None:
+    out.extend(w for w in words(text) if len(w) > 1 and w not in _PLAIN_STOP)
+
+
+class _Segmented:
+    """Segment text that has CJK characters; split the rest by the shared rule."""
+
+    what = ""
+
+    def __call__(self, text: str) -> list[str]:
+        out: list[str] = []
+        if not has_cjk(text):
+            _plain_words(text, out)
+            return out
+        import unicodedata
+
+        for token in self._tokens(unicodedata.normalize("NFKC", text)):
+            if has_cjk(token):
+                out.append(token.lower())
+            else:
+                _plain_words(token, out)
+        for word in words(text):  # and the CJK runs' n-grams, for recall where segmentations differ
+            if not word.isascii():
+                for is_cjk, run in split_cjk(word):
+                    if is_cjk:
+                        self._ngrams(run, out)
+        return out
+
+    def _ngrams(self, run: str, out: list[str]) -> None:
+        cjk_ngrams(run, out)
+
+    def _tokens(self, text: str) -> Iterable[str]:
+        raise NotImplementedError
+
+
+@lru_cache(maxsize=1)
+def _jieba() -> tuple[Callable[[str], Iterable[str]], frozenset[str]]:
+    jieba = need("jieba", "chinese")
+    jieba.setLogLevel(60)  # its dictionary-loading messages go to stderr otherwise
+    tokenizer = jieba.Tokenizer()
+    from vaulteval.index.langs.snowball import stopwords
+
+    return tokenizer.cut_for_search, stopwords("zh")
+
+
+class ChineseAnalyzer(_Segmented):
+    what = "chinese"
+
+    def _tokens(self, text: str) -> Iterable[str]:
+        cut, stop = _jieba()
+        return (t for t in cut(text) if t.strip() and t not in stop)
+
+
+# UniDic parts of speech (pos1) that carry meaning.
+_JA_CONTENT = frozenset({"名詞", "動詞", "形容詞", "形状詞", "副詞", "接頭辞", "接尾辞", "代名詞", "感動詞"})
+
+
+@lru_cache(maxsize=1)
+def _mecab():
+    fugashi = need("fugashi", "japanese")
+    need("unidic_lite", "japanese")
+    return fugashi.Tagger()
+
+
+class JapaneseAnalyzer(_Segmented):
+    what = "japanese"
+
+    def _tokens(self, text: str) -> Iterable[str]:
+        for word in _mecab()(text):
+            feature = word.feature
+            if getattr(feature, "pos1", None) not in _JA_CONTENT:
+                if not has_cjk(word.surface):
+                    yield word.surface  # Latin words and numbers: the shared split decides
+                continue
+            lemma = getattr(feature, "lemma", None) or word.surface
+            # UniDic writes loanwords' lemmas as "ノート-note": keep the Japanese side.
+            yield lemma.split("-", 1)[0] if lemma != "-" else word.surface
+
+
+_KO_CONTENT = ("NNG", "NNP", "NR", "VV", "VA", "XR", "MAG", "SL", "SH", "SN")
+
+
+@lru_cache(maxsize=1)
+def _kiwi():
+    kiwipiepy = need("kiwipiepy", "korean")
+    # Without the typo-correction and multi-word dictionaries: a third of the load time and memory,
+    # and no token rewritten as a guessed correction.
+    return kiwipiepy.Kiwi(load_typo_dict=False, load_multi_dict=False)
+
+
+class KoreanAnalyzer(_Segmented):
+    what = "korean"
+
+    def _ngrams(self, run: str, out: list[str]) -> None:  # syllable bigrams (a lone syllable as itself)
+        out.extend(run[i:i + 2] for i in range(len(run) - 1)) if len(run) > 1 else out.append(run)
+
+    def _tokens(self, text: str) -> Iterable[str]:
+        for token in _kiwi().tokenize(text):
+            tag = str(token.tag).split("-", 1)[0]  # irregular verbs are tagged VV-I, VA-R, ...
+            if tag in _KO_CONTENT:
+                yield token.form
