@@ -122,6 +122,19 @@ def _index_line(manifest: dict[str, Any]) -> str:
     return "index: " + ("; ".join(where) if where else state)
 
 
+CANNOT_JUDGE = "CANNOT JUDGE SEMANTIC STRATEGIES"
+SEMANTIC_CAVEAT = ("most of this set's queries share their page's words, which favours BM25: "
+                   "judge real questions before trusting a dense, hybrid or rerank verdict")
+
+
+def _semantic(strategy: Any) -> bool:
+    """A manifest's strategy record that matches meaning: a dense or hybrid first stage, or a reranker."""
+    if not isinstance(strategy, dict):
+        return False
+    first = strategy.get("first") if isinstance(strategy.get("first"), dict) else {}
+    return first.get("stage") in ("dense", "hybrid") or strategy.get("rerank") is not None
+
+
 def build(report: dict[str, Any], manifest: dict[str, Any]) -> Headline:
     """Usage: ``build(json.load(report.json), json.load(manifest.json))`` -> Headline."""
     vault, qs = manifest.get("vault") or {}, manifest.get("queryset") or {}
@@ -132,6 +145,10 @@ def build(report: dict[str, Any], manifest: dict[str, Any]) -> Headline:
                f"query set {qs.get('name', '?')}: {qs.get('positive', '?')} judged queries "
                f"({qs.get('judgments', '?')} judgments), {qs.get('negative', '?')} negative queries"]
     warnings = [n for n in report.get("notes", []) if n.startswith("STALE INDEX")]
+    # A generated set of mostly shared-word queries: the report says so once; every comparison with a
+    # semantic strategy carries it on its own line, where a reader decides.
+    cannot_judge = any(n.startswith(CANNOT_JUDGE) for n in report.get("notes", []))
+    semantic = {s["name"] for s in manifest.get("strategies", []) if _semantic(s.get("strategy"))}
     fallback = {s["name"]: s["fallback"] for s in manifest.get("strategies", []) if s.get("fallback")}
     rows = report.get("tables", {}).get("summary", {}).get("rows", [])
     measures = (report.get("params") or {}).get("measures") or list(dict.fromkeys(r["measure"] for r in rows))
@@ -146,6 +163,8 @@ def build(report: dict[str, Any], manifest: dict[str, Any]) -> Headline:
             warning = f"{fallback[r['run']]}: those queries kept BM25's order, so these numbers are partly BM25's"
             if str(r.get("status", "")).startswith("fallback"):
                 warning = f"{fallback[r['run']]}: every query kept BM25's order; there is no reranker to judge"
+        if cannot_judge and ({r["run"], report.get("baseline")} & semantic):
+            warning = "; ".join(filter(None, [warning, SEMANTIC_CAVEAT]))
         v = verdict(r.get("delta"), r.get("significant"))
         comparisons.append({"run": r["run"], "baseline": report.get("baseline"), "measure": first,
                             "delta": r.get("delta"), "ci_low": r.get("delta_ci_low"), "ci_high": r.get("delta_ci_high"),
