@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,10 @@ EXPORT_FILE = "export.json"
 SOURCE_FILES = ("config.json", "modules.json", "tokenizer.json", "model.safetensors", "pytorch_model.bin",
                 "sentence_bert_config.json", "1_Pooling/config.json")
 
-_SESSIONS: dict[tuple, "OnnxEmbedder"] = {}
+# The exports a process has opened, most recent last. Bounded: a long-lived process (the MCP server, a
+# notebook, a test loop) that meets export after export keeps only the newest, not one model per export.
+_SESSIONS: "OrderedDict[tuple, OnnxEmbedder]" = OrderedDict()
+MAX_SESSIONS = 2
 _LOCK = threading.Lock()
 
 
@@ -196,6 +200,9 @@ def open_onnx(folder: Path | None, config: "RerankConfig") -> OnnxEmbedder | Non
             if loaded is None:
                 return None
             _SESSIONS[key] = loaded
+            while len(_SESSIONS) > MAX_SESSIONS:
+                _SESSIONS.popitem(last=False)
+        _SESSIONS.move_to_end(key)
         return _SESSIONS[key]
 
 
