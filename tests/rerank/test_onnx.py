@@ -11,6 +11,8 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +24,7 @@ from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.config import RerankConfig, resolve
 from vaulteval.rerank.embedders import SentenceTransformerEmbedder
+from vaulteval.rerank import onnxembed
 from vaulteval.rerank.onnxembed import MODEL_FILE, ONNX_DIR, OnnxEmbedder, open_onnx
 
 pytest.importorskip("onnxruntime")
@@ -126,9 +129,28 @@ def test_a_query_whose_vector_is_cached_never_opens_the_session(embedded: tuple[
     assert first.vector is not None and first.fallback_reason is None
     opened: list[Path] = []
     real = onnxembed._open_session
-    monkeypatch.setattr(onnxembed, "_SESSIONS", {})  # as a fresh server process has it
+    monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())  # as a fresh server process has it
     monkeypatch.setattr(onnxembed, "_open_session", lambda where, info: opened.append(where) or real(where, info))
     again = embed_query("router factory reset", config, cache, onnx_dir=folder)
     assert opened == [] and np.array_equal(again.vector, first.vector) and again.model_key == first.model_key
     fresh = embed_query("budget for the month", config, cache, onnx_dir=folder)
     assert opened == [folder] and fresh.vector is not None and fresh.fallback_reason is None
+
+
+def test_a_process_keeps_only_the_newest_exports_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Export after export (copied vaults, republished models) does not pile up sessions in one process."""
+    monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())
+    monkeypatch.setattr(onnxembed, "_load", lambda folder, model, info, fallback=None: object())
+    monkeypatch.setattr(onnxembed, "read_export", lambda folder: {"model": "m"})
+    monkeypatch.setattr(onnxembed, "export_matches", lambda info, model: True)
+    config = type("Config", (), {"backend": "sentence-transformers", "model": "m"})()
+    folders = []
+    for i in range(5):
+        folder = Path(tempfile.mkdtemp())
+        (folder / onnxembed.MODEL_FILE).write_bytes(b"x" * (i + 1))
+        folders.append(folder)
+        assert onnxembed.open_onnx(folder, config) is not None
+    assert len(onnxembed._SESSIONS) == onnxembed.MAX_SESSIONS
+    assert {key[0] for key in onnxembed._SESSIONS} == {str(f) for f in folders[-onnxembed.MAX_SESSIONS:]}
+    for folder in folders:
+        shutil.rmtree(folder)
