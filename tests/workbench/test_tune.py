@@ -164,7 +164,7 @@ def test_the_whole_loop_on_a_plain_obsidian_vault_and_tuned_index_settings_stick
 
 
 @pytest.mark.parametrize("settings", [
-    {"analyzer": "french", "k1": 1.5, "b": 0.75, "target": 2000, "overlap": 200, "hard_max": 4000},
+    {"analyzer": "klingon", "k1": 1.5, "b": 0.75, "target": 2000, "overlap": 200, "hard_max": 4000},
     {"analyzer": "english", "k1": -1, "b": 0.75, "target": 2000, "overlap": 200, "hard_max": 4000},
     {"analyzer": "english", "k1": 1.5, "b": 0.75, "target": 2000, "overlap": 2000, "hard_max": 4000},
     {"analyzer": "english"}, "english", 3,
