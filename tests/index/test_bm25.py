@@ -241,6 +241,13 @@ def test_scifact_test_queries_rank_the_same_plain_or_numpy(scifact_index, monkey
     assert index._searcher.numpy_queries == len(queries)
     assert len(queries) == 300 and all(plain)
     assert plain == through_numpy
+    # Again from the weights the searcher kept per term, and with a cache so small it keeps starting over.
+    assert index._searcher._weights
+    assert [index.search_tokens(t, 100) for t in queries] == plain
+    monkeypatch.setattr(search, "WEIGHT_CACHE_POSTINGS", 500)
+    small = index.with_params(index.k1, index.b)
+    assert [small.search_tokens(t, 100) for t in queries] == plain
+    assert small._searcher._cached_postings == sum(w.size for w in small._searcher._weights.values())
     from vaulteval.workbench.batch import batch_top_k  # the evaluation path: blocks of queries
 
     assert [[(d, v) for d, v in zip(docs.tolist(), vals.tolist())] for docs, vals in batch_top_k(index, queries, 100)] \

@@ -68,6 +68,12 @@ def test_plain_top_k_is_the_numpy_top_k_bit_for_bit(corpus) -> None:
     # The warm single-query path sums only the documents the postings touch: the same, bit for bit.
     docs, vals = bm25.top_k_touched(n_docs, norm, np_lists, k1, k)
     assert plain == list(zip(docs.tolist(), vals.tolist()))
+    # From weights computed beforehand (a warm searcher keeps them per term), with a scratch row left dirty.
+    weighted = [(d, bm25.posting_weights(bm25_plain.idf(n_docs, len(d)), t, norm[d], k1), q) for d, t, q in np_lists]
+    dirty = np.full(n_docs, 7, dtype=np.int64)
+    for _ in range(2):
+        docs, vals = bm25.top_k_weighted(n_docs, weighted, k, dirty)
+        assert plain == list(zip(docs.tolist(), vals.tolist()))
     # The same query inside a block of queries (the batch path) scores the same, bit for bit.
     other = [(np.asarray(d[::-1][:3], dtype=np.int32)[::-1], np.ones(min(3, len(d)), dtype=np.int32), 1)
              for d, _t, _q in lists]

@@ -7,6 +7,7 @@ Usage::
     matrix = score_postings(n_rows, n_docs, norm, k1, rows=..., docs=..., ...)  # the same from flat arrays
     docs, vals = top_k(scores, k)
     docs, vals = top_k_touched(n_docs, norm, [(docs, tfs, qtf), ...], k1, k)  # one query, touched documents only
+    docs, vals = top_k_weighted(n_docs, [(docs, posting_weights(...), qtf), ...], k)  # weights known already
 
 idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds
 idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)) to each document it occurs in,
@@ -86,24 +87,56 @@ def top_k_touched(n_docs: int, norm: np.ndarray, postings: list[tuple[np.ndarray
                   k: int) -> tuple[np.ndarray, np.ndarray]:
     """One query's best k (documents, scores), summing only over the documents its postings name.
 
+    ``top_k_weighted`` of each list's ``posting_weights``: the same sum, bit for bit, as ``score_postings``
+    and ``bm25_plain``.
+    """
+    lists = [(d, posting_weights(idf(n_docs, len(d)), t, norm[d], k1), q) for d, t, q in postings if len(d)]
+    return top_k_weighted(n_docs, lists, k)
+
+
+_POSITIONS = np.arange(1 << 16, dtype=np.int64)
+_POSITIONS.flags.writeable = False
+
+
+def _positions(n: int) -> np.ndarray:
+    """0, 1, ..., n-1 as a view of one array kept for every query (read only; grown when a query needs more)."""
+    global _POSITIONS
+    if n > _POSITIONS.size:
+        grown = np.arange(max(n, 2 * _POSITIONS.size), dtype=np.int64)
+        grown.flags.writeable = False
+        _POSITIONS = grown
+    return _POSITIONS[:n]
+
+
+def scratch_row(n_docs: int) -> np.ndarray:
+    """A scratch row for ``top_k_weighted`` to reuse across queries (one per thread)."""
+    return np.empty(n_docs, dtype=np.int64)
+
+
+def top_k_weighted(n_docs: int, lists: list[tuple[np.ndarray, np.ndarray, int]], k: int,
+                   scratch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``top_k_touched`` for lists whose ``posting_weights`` are already known: ``(docs, weights, qtf)``.
+
     Cost grows with the postings, not with the index: the distinct documents are found without sorting
     (each posting writes its position into a scratch row; the position that stuck is one per document),
     given compact numbers, and one ``np.bincount`` adds each document's weights in query-term order from 0,
-    exactly as ``score_postings`` and ``bm25_plain`` add them. The scratch row is allocated, never scanned.
+    exactly as ``score_postings`` and ``bm25_plain`` add them. The scratch row (``n_docs`` int64, any
+    contents; the caller's own, or a new one) is written and read only where the postings point, never scanned.
+    A weight times a query count of 1 is the weight itself, so such a list is used as it is.
     """
-    lists = [(d, t, q) for d, t, q in postings if len(d)]
+    lists = [(d, w, q) for d, w, q in lists if len(d)]
     if not lists or k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-    if len(lists) == 1:
-        docs = lists[0][0].astype(np.int64)
-    else:
-        docs = np.concatenate([d for d, _, _ in lists]).astype(np.int64, copy=False)
-    values = np.concatenate([posting_weights(idf(n_docs, len(d)), t, norm[d], k1) * float(q) for d, t, q in lists])
-    where = np.empty(n_docs, dtype=np.int64)
-    position = np.arange(docs.size, dtype=np.int64)
+    if len(lists) == 1:  # one term: its documents are distinct already
+        docs, weights, q = lists[0]
+        return top_k_of(docs.astype(np.int64), weights if q == 1 else weights * float(q), k)
+    docs = np.concatenate([d for d, _, _ in lists]).astype(np.int64, copy=False)
+    values = np.concatenate([w if q == 1 else w * float(q) for _, w, q in lists])
+    where = np.empty(n_docs, dtype=np.int64) if scratch is None else scratch
+    position = _positions(docs.size)
     where[docs] = position
     touched = docs[where[docs] == position]
-    where[touched] = np.arange(touched.size, dtype=np.int64)
+    where[touched] = position[: touched.size]
     sums = np.bincount(where[docs], weights=values, minlength=touched.size)
     return top_k_of(touched, sums, k)
 

@@ -18,6 +18,13 @@ is made, never in the middle of a loop:
 Both give the same hits with bit-identical scores, and both score only the
 documents the query's terms touch. The thresholds come from measurements in
 docs/benchmarks.md.
+
+With numpy, a term's BM25 weights (one per posting: idf, term frequency and
+document length, ``bm25.posting_weights``) depend on the index alone, so the
+searcher keeps them per term once computed (up to ``WEIGHT_CACHE_POSTINGS``
+postings in all), and each thread keeps one scratch row for finding the
+distinct documents: a query pays for adding its weights up, not for computing
+them again.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ if TYPE_CHECKING:
 
 NUMPY_LOADED_FROM = 64  # postings; fewer score faster in plain Python even with numpy loaded
 NUMPY_IMPORT_POSTINGS = 150_000  # plain-Python postings that cost about as much as importing numpy
+WEIGHT_CACHE_POSTINGS = 8_000_000  # postings whose weights a searcher keeps (8 bytes each); then it starts over
 
 Hit = namedtuple("Hit", "doc score")  # a document number and its BM25 score
 
@@ -50,14 +58,20 @@ class Searcher:
         self._doc_len: "Any" = None
         self.warm = warm or "numpy" in sys.modules
         self._bm25: "Any" = None
+        self._weights: dict[int, "Any"] = {}  # term id -> its postings' BM25 weights (numpy path only)
+        self._cached_postings = 0
+        self._scratch: "Any" = None  # per thread: a row of n_docs for bm25.top_k_weighted
         if self.warm:
             self._load_numpy()
         self.numpy_queries = 0  # queries scored with numpy
 
     def _load_numpy(self) -> None:
+        import threading
+
         from vaulteval.index import bm25
 
         self._bm25 = bm25
+        self._scratch = threading.local()
         self.index.norm()  # the per-document length term, once per open index
 
     def search(self, tokens: list[str], k: int) -> list[Hit]:
@@ -68,7 +82,7 @@ class Searcher:
         for start, end in ranges:
             total += end - start
         if self._docs is None or total > (NUMPY_LOADED_FROM if self.warm else NUMPY_IMPORT_POSTINGS):
-            return self._search_numpy([(*index.postings_at(*r), qtf) for r, (_, qtf) in zip(ranges, terms)], k)
+            return self._search_numpy(ranges, terms, k)
         if self._doc_len is None:
             self._doc_len = index.doc_lengths()
         docs, tfs = self._docs, self._tfs
@@ -79,10 +93,25 @@ class Searcher:
             raise index.malformed() from None
         return [Hit(d, v) for d, v in best]
 
-    def _search_numpy(self, lists: "list[Any]", k: int) -> list[Hit]:
+    def _search_numpy(self, ranges: "list[tuple[int, int]]", terms: "list[tuple[int, int]]", k: int) -> list[Hit]:
         if self._bm25 is None:  # a cold searcher given one query too long for plain Python
             self._load_numpy()
-        index = self.index
+        index, bm25 = self.index, self._bm25
         self.numpy_queries += 1
-        docs, vals = self._bm25.top_k_touched(index.n_docs, index.norm(), lists, index.k1, k)
+        lists = []
+        for (start, end), (tid, qtf) in zip(ranges, terms):
+            docs, tfs = index.postings_at(start, end)  # document numbers range-checked here, before any lookup
+            weights = self._weights.get(tid)
+            if weights is None:
+                weights = bm25.posting_weights(bm25_plain.idf(index.n_docs, end - start), tfs, index.norm()[docs],
+                                               index.k1)
+                if self._cached_postings + weights.size > WEIGHT_CACHE_POSTINGS:
+                    self._weights, self._cached_postings = {}, 0
+                self._weights[tid] = weights
+                self._cached_postings += weights.size
+            lists.append((docs, weights, qtf))
+        scratch = getattr(self._scratch, "row", None)
+        if scratch is None:
+            scratch = self._scratch.row = bm25.scratch_row(index.n_docs)
+        docs, vals = bm25.top_k_weighted(index.n_docs, lists, k, scratch)
         return [Hit(d, v) for d, v in zip(docs.tolist(), vals.tolist())]
