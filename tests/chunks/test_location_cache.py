@@ -54,3 +54,29 @@ def test_squeezed_search_finds_what_the_whitespace_pattern_finds(seed: int) -> N
         else:
             needle = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6)))
         assert squeezed.find(needle) == _regex(haystack, needle), (haystack, needle)
+
+
+def test_a_layout_is_known_by_signature_only_when_that_note_was_read_with_it_out_of_the_racy_window() -> None:
+    from vaulteval.chunks.location import UNKNOWN
+
+    layouts = NoteLayouts()
+    signature, old = (1, 2, len(NOTE), 10**18, 10**18), 1.0  # an mtime long past
+    assert layouts.locate_known("a.md", signature, CHUNK) is UNKNOWN
+    assert layouts.locate("a.md", NOTE.encode(), CHUNK, signature=signature, mtime=old) == chunk_location(NOTE, CHUNK)
+    assert layouts.locate_known("a.md", signature, CHUNK) == chunk_location(NOTE, CHUNK)
+    assert layouts.locate_known("a.md", signature, "Intro line.") == chunk_location(NOTE, "Intro line.")
+    assert layouts.locate_known("a.md", signature[:4] + (10**18 + 1,), CHUNK) is UNKNOWN  # another ctime
+    assert layouts.locate_known("b.md", signature, CHUNK) is UNKNOWN
+    assert layouts.locate_known("a.md", None, CHUNK) is UNKNOWN
+    # Read again with a new signature: only the new one is known.
+    edited = NOTE.replace("Intro line.", "Intro line.\n\nMore.")
+    newer = signature[:2] + (len(edited), 2 * 10**18, 2 * 10**18)
+    assert layouts.locate("a.md", edited.encode(), CHUNK, signature=newer, mtime=old) == chunk_location(edited, CHUNK)
+    assert layouts.locate_known("a.md", signature, CHUNK) is UNKNOWN
+    assert layouts.locate_known("a.md", newer, CHUNK) == chunk_location(edited, CHUNK)
+    # A note modified just now may change again within the same timestamp tick: not remembered by signature.
+    fresh = NoteLayouts()
+    import time
+
+    fresh.locate("a.md", NOTE.encode(), CHUNK, signature=signature, mtime=time.time())
+    assert fresh.locate_known("a.md", signature, CHUNK) is UNKNOWN

@@ -348,3 +348,45 @@ def test_rerank_false_means_no_rerank(provisioned_sample: Path) -> None:
     off = retriever.retrieve("descale espresso machine", top=5, rerank=False)
     assert off.to_dict() == plain.to_dict()
     assert off.label.reranker is None and not any(name == "rerank" for name, _ in off.label.fallbacks)
+
+
+def test_a_served_chunks_place_in_its_note_needs_no_second_read(fresh_vault: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24: the JSON of a served chunk (its lines, headings, modified time) comes from the bytes the
+    verification read, or from a layout remembered under the signature it verified; an edited note's new
+    place is worked out from its new bytes."""
+    from vaulteval.pipeline.retrieve import Retriever
+    from vaulteval.vault import paths
+
+    _age_everything(fresh_vault)
+    reads: list[str] = []
+    real_read = paths.read_confined
+    monkeypatch.setattr(paths, "read_confined", lambda base, rel, strip=None: reads.append(rel) or real_read(base, rel, strip))
+    query = "descale espresso machine citric acid"
+    expected = retrieve(Vault(fresh_vault), query, top=5).to_dict()  # one-shot: its own reads
+    assert DESCALING_NOTE in [c["page_path"] for c in expected["candidates"]]
+    assert all(c["first_line"] for c in expected["candidates"])
+    reads.clear()
+    retriever = Retriever(Vault(fresh_vault))
+    first = retriever.retrieve(query, top=5).to_dict()
+    assert first == expected and reads == []  # the integrity checker's reads served the locations too
+    second = retriever.retrieve(query, top=5).to_dict()
+    assert second == expected and reads == []  # no note read at all: every layout known by its signature
+
+    # Touched (same bytes, new signature): read again by the verification, and the same answer from those bytes.
+    note = fresh_vault / DESCALING_NOTE
+    past = os.stat(note).st_mtime_ns - 7_200 * 10**9
+    os.utime(note, ns=(past, past))
+    touched = retriever.retrieve(query, top=5).to_dict()
+    assert reads == []
+    for now, before in zip(touched["candidates"], expected["candidates"], strict=True):
+        if now["page_path"] == DESCALING_NOTE:
+            assert now.pop("modified") != before.pop("modified")
+        assert now == before
+    # Edited: never served from what was remembered; the answer is a fresh process's.
+    append_text(fresh_vault, DESCALING_NOTE, "\nEdited after the index was built.\n")
+    os.utime(note, ns=(past, past))
+    edited = retriever.retrieve(query, top=5).to_dict()
+    assert DESCALING_NOTE not in [c["page_path"] for c in edited["candidates"]]
+    reads.clear()
+    assert edited == retrieve(Vault(fresh_vault), query, top=5).to_dict()

@@ -40,7 +40,7 @@ _RACY_SECONDS = 2.0
 _stat = os.stat  # the one stat a remembered verdict costs (a name of its own, so tests can count the calls)
 
 
-def _stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
+def stat_signature(st: os.stat_result) -> tuple[int, int, int, int, int]:
     """A file's signature: the same device, inode, size, mtime and ctime mean the same bytes."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
@@ -151,7 +151,7 @@ class QueryCheck:
         if path in self._stats:
             return self._stats[path]
         try:
-            sig = _stat_key(_stat(path))
+            sig = stat_signature(_stat(path))
         except OSError:
             sig = None
         self._stats[path] = sig
@@ -170,12 +170,12 @@ class QueryCheck:
                 value = hit[1]
             else:
                 st, data = read_confined(base, rel, strip)
-                self._stats[path] = _stat_key(st)  # the descriptor's fstat is this query's stat of the file
+                self._stats[path] = stat_signature(st)  # the descriptor's fstat is this query's stat of the file
                 value = parse(data)
                 if accept is not None and not accept(value):
                     value = None
                 elif time.time() - st.st_mtime > _RACY_SECONDS:
-                    cache[key] = (_stat_key(st), value)
+                    cache[key] = (stat_signature(st), value)
         except (OSError, ValueError, RecursionError, PathEscape):
             value = None
         self._values[memo] = value
@@ -186,6 +186,15 @@ class QueryCheck:
         vault = self.checker.vault
         return self._read(self.checker._page_hash, page_rel, vault.notes_dir, page_rel, vault.notes_strip,
                           lambda data: self._hashed(page_rel, data))
+
+    def note_signature(self, page_rel: str) -> tuple | None:
+        """The stat signature of the note as this query saw it (stat'ed now if it has not been yet)."""
+        vault = self.checker.vault
+        return self._signature(cached_lexical_path(vault.notes_dir, page_rel, vault.notes_strip))
+
+    def note_bytes(self, page_rel: str) -> bytes | None:
+        """The note's bytes if this query read them (their signature is ``note_signature``), else None."""
+        return self._notes.get(page_rel)
 
     def _hashed(self, page_rel: str, data: bytes) -> str:
         self._notes[page_rel] = data

@@ -6,7 +6,8 @@ Usage::
     where   # {"heading_path": ["Descaling", "How often"], "first_line": 12, "last_line": 19} or None
 
     layouts = NoteLayouts()                      # kept by an open Retriever, for many queries
-    layouts.locate(page_path, data, raw, snippet)   # the same answer, remembered per note bytes and chunk
+    layouts.locate(page_path, data, raw, snippet, signature)   # the same answer, remembered per note bytes and chunk
+    layouts.locate_known(page_path, signature, raw, snippet)   # without reading: UNKNOWN unless that signature was seen
 
 A chunk's text is the note's visible text (``vaulteval.chunks.visible``) cut at
 paragraphs, with whitespace changed only where paragraphs were joined or cut;
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from bisect import bisect_right
 
 from vaulteval.chunks.obsidian import headings
@@ -173,19 +175,38 @@ def _copy(where: dict | None) -> dict | None:
     return {key: list(value) if isinstance(value, list) else value for key, value in where.items()}
 
 
+UNKNOWN = object()  # locate_known: no layout is known for that signature (read the note and call locate)
+
+
 class NoteLayouts:
     """``chunk_location`` remembered per note and chunk, for a Retriever kept open over many queries.
 
     A note is keyed by a hash of the bytes just read, so an edited note (whatever its stat signature says)
-    is worked out afresh; at most ``limit`` notes are kept, the oldest dropped first. Safe to share across
-    threads: a race computes the same answer twice.
+    is worked out afresh; at most ``limit`` notes are kept, the oldest dropped first. ``locate`` given the
+    stat signature of the bytes it was given (from the descriptor they were read through) also remembers
+    the layout under that signature, as the integrity checker remembers verdicts: ``locate_known`` then
+    answers without reading the note while a stat gives the same signature, and never for a note modified
+    within the last ``RACY_SECONDS`` when it was read (it may change again within the same timestamp tick).
+    Safe to share across threads: a race computes the same answer twice.
     """
+
+    RACY_SECONDS = 2.0
 
     def __init__(self, limit: int = 4096):
         self.limit = limit
         self._notes: dict[tuple[str, bytes], _Layout] = {}
+        self._by_signature: dict[str, tuple[tuple, _Layout]] = {}
 
-    def locate(self, page_path: str, data: bytes, raw: str, snippet: str | None = None) -> dict | None:
+    def locate_known(self, page_path: str, signature: tuple | None, raw: str, snippet: str | None = None):
+        """``locate``'s answer when the note was read before with this very signature, else ``UNKNOWN``."""
+        known = self._by_signature.get(page_path)
+        if signature is None or known is None or known[0] != signature:
+            return UNKNOWN
+        return self._answer(known[1], raw, snippet)
+
+    def locate(self, page_path: str, data: bytes, raw: str, snippet: str | None = None,
+               signature: tuple | None = None, mtime: float | None = None) -> dict | None:
+        """``mtime`` (seconds) goes with ``signature``: the note's modification time when it was read."""
         key = (page_path, hashlib.blake2b(data, digest_size=16).digest())
         layout = self._notes.get(key)
         if layout is None:
@@ -193,6 +214,14 @@ class NoteLayouts:
             if len(self._notes) >= self.limit:
                 self._notes.pop(next(iter(self._notes), None), None)
             self._notes[key] = layout
+        if signature is not None and mtime is not None and time.time() - mtime > self.RACY_SECONDS:
+            if len(self._by_signature) >= self.limit:
+                self._by_signature.pop(next(iter(self._by_signature), None), None)
+            self._by_signature[page_path] = (signature, layout)
+        return self._answer(layout, raw, snippet)
+
+    @staticmethod
+    def _answer(layout: "_Layout", raw: str, snippet: str | None) -> dict | None:
         memo = (raw, snippet)
         if memo not in layout.located:
             if len(layout.located) >= 256:  # a note has a handful of chunks; snippets vary per query

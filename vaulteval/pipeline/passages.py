@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from vaulteval.index.reader import BM25Index
     from typing import Callable
 
+    from vaulteval.chunks.integrity import QueryCheck
     from vaulteval.chunks.location import NoteLayouts
     from vaulteval.vault.vault import Vault
 
@@ -111,6 +112,7 @@ class Passages:
         self._memo = memo if memo is not None and index.analyzer_name != "auto" else TextMemo()
         self._weights: dict[str, float] | None = None
         self._words: list[tuple[str, list[str]]] = []
+        self.check: "QueryCheck | None" = None  # the query's integrity checks: the notes' signatures they saw
 
     def weights(self) -> dict[str, float]:
         """IDF of each distinct query term the index holds (others cannot have matched)."""
@@ -183,19 +185,38 @@ class Passages:
         out = dict.fromkeys(LOCATION_FIELDS)
         if self.vault is None:
             return out
-        from vaulteval.chunks.location import NoteLayouts
+        from vaulteval.chunks.integrity import stat_signature
+        from vaulteval.chunks.location import UNKNOWN, NoteLayouts
         from vaulteval.errors import PathEscape
         from vaulteval.vault.paths import read_confined
 
+        if self._layouts is not None and self.check is not None:
+            # The note as this query's verification saw it: a layout worked out for that very signature
+            # (remembered by the Retriever), or the bytes the verification read, answer without reading again.
+            signature = self.check.note_signature(page_path)
+            where = self._layouts().locate_known(page_path, signature, raw, snippet)
+            data = self.check.note_bytes(page_path) if where is UNKNOWN else None
+            if data is not None:
+                where = self._layouts().locate(page_path, data, raw, snippet, signature, signature[3] / 1e9)
+            if where is not UNKNOWN:
+                out["modified"] = _utc(signature[3])
+                if where is not None:
+                    out.update(where)
+                return out
         try:
             st, data = read_confined(self.vault.notes_dir, page_path, self.vault.notes_strip)
         except (OSError, PathEscape):
             return out
-        out["modified"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(st.st_mtime))
+        out["modified"] = _utc(st.st_mtime_ns)
         if self._layouts is None:  # no Retriever to keep them: this query's own
             own = NoteLayouts()
             self._layouts = lambda: own
-        where = self._layouts().locate(page_path, data, raw, snippet)
+        where = self._layouts().locate(page_path, data, raw, snippet, stat_signature(st), st.st_mtime)
         if where is not None:
             out.update(where)
         return out
+
+
+def _utc(mtime_ns: int) -> str:
+    """A modification time in whole seconds, UTC, ISO 8601."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime_ns // 1_000_000_000))

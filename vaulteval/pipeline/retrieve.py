@@ -262,6 +262,8 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
     """
     index, vault = retriever.index(), retriever.vault
     checker = retriever.integrity().query()  # one stat per file for the whole query
+    if passages is not None:
+        passages.check = checker  # a served chunk's place in its note is looked up by the signature verified here
     pool: list[Candidate] = []
     texts: list[str] = []
     stale = orphaned = 0

@@ -7,7 +7,7 @@ Usage::
 
 Tools: ``search``, ``read``, ``read_many`` and ``status`` (``vaulteval.server.args``),
 each marked read-only and idempotent. A result is ``structuredContent`` (the
-same JSON the CLI prints) with its text twin, the JSON as text. A problem the
+same JSON the CLI prints) with its text twin, the same JSON as compact text. A problem the
 CLI would report (a bad parameter, a missing page, an unprovisioned vault) is a
 tool error whose text is the CLI's message and whose ``structuredContent`` is
 ``{"error", "exit_code"}``. Each call runs on a worker thread, so a long query
@@ -42,7 +42,8 @@ def tool_list() -> list[types.Tool]:
 
 
 def _result(data: dict[str, Any], error: bool = False) -> types.CallToolResult:
-    text = data["error"] if error else json.dumps(data, ensure_ascii=False, indent=2)
+    # Compact: the C encoder (an indented dump runs the pure-Python one), and fewer tokens for the agent.
+    text = data["error"] if error else json.dumps(data, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structuredContent=data,
                                 isError=error)
 
