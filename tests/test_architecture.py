@@ -198,6 +198,8 @@ def test_a_served_cli_query_imports_nothing_heavy(provisioned_sample: Path) -> N
     assert "vaulteval.chunks.chunking" not in imported  # the chunker is for provisioning
     # BM25 scores in plain Python: numpy's import (0.13 s) would be most of the call.
     assert "numpy" not in imported
+    # Verification hashes with CPython's builtin SHA-256 (vaulteval.vault.digest): OpenSSL's load is not paid.
+    assert "_hashlib" not in imported and "hashlib" not in imported
     # typing costs ~13 ms; the standard modules the path uses do not load it (on this Python), so neither may we.
     stdlib = _imported_modules("import argparse, hashlib, heapq, json, mmap, pathlib, zlib, array, collections.abc")
     assert "typing" in stdlib or "typing" not in imported

@@ -9,12 +9,12 @@ index built before the packed store.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 
 from vaulteval.errors import PathEscape
+from vaulteval.vault.digest import sha256
 from vaulteval.vault.paths import cached_lexical_path, read_confined
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
@@ -90,7 +90,7 @@ class IntegrityChecker:
                     data = read_confined(self.vault.notes_dir, doc.page_path, self.vault.notes_strip)[1]
                 except (OSError, PathEscape):
                     return False
-                if "sha256:" + hashlib.sha256(data).hexdigest() != doc.page_body_hash:
+                if "sha256:" + sha256(data).hexdigest() != doc.page_body_hash:
                     return False
             from vaulteval.chunks.derived import chunk_in_note
 
@@ -131,8 +131,8 @@ class IntegrityChecker:
             and rec.get("page_path") == doc.page_path
             and rec.get("body_hash") == doc.body_hash
             and rec.get("page_body_hash") == doc.page_body_hash
-            and "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest() == doc.body_hash
-            and "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest() == doc.context_hash
+            and "sha256:" + sha256(raw.encode("utf-8")).hexdigest() == doc.body_hash
+            and "sha256:" + sha256(text.encode("utf-8")).hexdigest() == doc.context_hash
         )
 
 
@@ -198,7 +198,7 @@ class QueryCheck:
 
     def _hashed(self, page_rel: str, data: bytes) -> str:
         self._notes[page_rel] = data
-        return "sha256:" + hashlib.sha256(data).hexdigest()
+        return "sha256:" + sha256(data).hexdigest()
 
     def record(self, doc: "DocMeta") -> dict | None:
         """``IntegrityChecker.record`` within this query."""

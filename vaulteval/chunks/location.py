@@ -19,7 +19,6 @@ is looked up in the raw body.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from bisect import bisect_right
@@ -27,6 +26,7 @@ from bisect import bisect_right
 from vaulteval.chunks.obsidian import headings
 from vaulteval.chunks.pagetext import decode_page, split_frontmatter
 from vaulteval.chunks.visible import visible
+from vaulteval.vault.digest import blake2b
 
 _RUN = re.compile(r"\S+")  # \S is the complement of str.split()'s whitespace (both Py_UNICODE_ISSPACE)
 
@@ -207,7 +207,7 @@ class NoteLayouts:
     def locate(self, page_path: str, data: bytes, raw: str, snippet: str | None = None,
                signature: tuple | None = None, mtime: float | None = None) -> dict | None:
         """``mtime`` (seconds) goes with ``signature``: the note's modification time when it was read."""
-        key = (page_path, hashlib.blake2b(data, digest_size=16).digest())
+        key = (page_path, blake2b(data, digest_size=16).digest())
         layout = self._notes.get(key)
         if layout is None:
             layout = _Layout(decode_page(data))

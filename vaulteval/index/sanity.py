@@ -58,10 +58,10 @@ def postings_ok(docs: "Any", tfs: "Any", doc_len: "Any", n_docs: int) -> bool:
         if int(d.min()) < 0 or int(d.max()) >= n_docs or int(t.min()) < 1:
             return False
         return bool(np.all(t <= np.asarray(doc_len, dtype=np.int64)[d]))
-    for d, t in zip(docs, tfs):
-        if not (0 <= d < n_docs and 1 <= t <= doc_len[d]):
-            return False
-    return True
+    # The same conditions, each over the whole slice in C (min, max, map) instead of a loop in Python.
+    if min(docs) < 0 or max(docs) >= n_docs or min(tfs) < 1:
+        return False
+    return all(map(int.__le__, tfs, map(doc_len.__getitem__, docs)))
 
 
 def semantic_problem(s: "Any", n_docs: int, avgdl: float) -> str | None:

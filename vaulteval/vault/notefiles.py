@@ -21,12 +21,12 @@ from vaulteval.vault.metadir import NotRegularFile, open_regular
 
 BAD_NAME = "its file name is not valid UTF-8; rename it"
 # C0/C1 controls, DEL, bidi overrides and isolates, and surrogates (undecodable bytes).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"  # compiled on first use
 
 
 def printable(name: str) -> str:
     """``name`` with control characters and undecodable bytes written as escapes (``\\x1b``, ``\\xff``)."""
-    return _UNSAFE.sub(_escape, name)
+    return re.sub(_UNSAFE, _escape, name)
 
 
 def _escape(match: re.Match) -> str:

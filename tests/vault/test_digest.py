@@ -1,0 +1,18 @@
+"""The query path's digests (vaulteval.vault.digest) are hashlib's, bit for bit.
+
+Usage: ``.venv/bin/python -m pytest tests/vault/test_digest.py -q``
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from vaulteval.vault.digest import blake2b, sha256
+
+
+@pytest.mark.parametrize("data", [b"", b"abc", "Entkalken – 除垢\n".encode(), bytes(range(256)) * 300])
+def test_the_digests_are_hashlibs(data: bytes) -> None:
+    assert sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    assert blake2b(data, digest_size=16).digest() == hashlib.blake2b(data, digest_size=16).digest()
