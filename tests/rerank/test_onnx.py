@@ -232,7 +232,8 @@ def test_an_export_of_the_first_layout_still_serves_and_is_replaced(embedded: tu
     assert old is not None
     vectors = np.stack(old.embed(QUERIES[:3]))
     torch = np.stack(SentenceTransformerEmbedder.load(config).embed(QUERIES[:3]))
-    assert ((vectors * torch).sum(1) / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(torch, axis=1))).min() >= 1 - 1e-4
+    cos = (vectors * torch).sum(1) / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(torch, axis=1))
+    assert cos.min() >= 1 - 1e-4
     assert provision(Vault(root), embed=ST)["embeddings"]["onnx"]["state"] == "exported"
     assert json.loads((folder / EXPORT_FILE).read_text())["version"] == 2 and (folder / WEIGHTS_FILE).is_file()
 
@@ -248,7 +249,8 @@ def test_a_query_whose_vector_is_cached_never_opens_the_session(embedded: tuple[
     opened: list[Path] = []
     real = onnxembed._open_session
     monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())  # as a fresh server process has it
-    monkeypatch.setattr(onnxembed, "_open_session", lambda where, info, seen=None: opened.append(where) or real(where, info, seen))
+    monkeypatch.setattr(onnxembed, "_open_session",
+                        lambda where, info, seen=None: opened.append(where) or real(where, info, seen))
     again = embed_query("router factory reset", config, cache, onnx_dir=folder)
     assert opened == [] and np.array_equal(again.vector, first.vector) and again.model_key == first.model_key
     fresh = embed_query("budget for the month", config, cache, onnx_dir=folder)
@@ -272,3 +274,22 @@ def test_a_process_keeps_only_the_newest_exports_open(monkeypatch: pytest.Monkey
     assert {key[0] for key in onnxembed._SESSIONS} == {str(f) for f in folders[-onnxembed.MAX_SESSIONS:]}
     for folder in folders:
         shutil.rmtree(folder)
+
+
+def test_a_warm_retriever_keeps_the_query_cache_open_and_a_cli_query_does_not(embedded: tuple[Path, dict],
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaulteval.pipeline.retrieve import retrieve
+    from vaulteval.pipeline.stages.registry import parse_first_stage
+    from vaulteval.rerank import keptcache
+
+    monkeypatch.setattr(keptcache, "_KEPT", OrderedDict())
+    vault = Vault(embedded[0])
+    retrieve(vault, "router factory reset", first=parse_first_stage("dense"))  # the one-shot (CLI) form
+    assert list(keptcache._KEPT) == []
+    warm = Retriever(vault)
+    first = warm.retrieve("espresso descaling", first=parse_first_stage("hybrid:cc"))
+    [path] = list(keptcache._KEPT)
+    kept = keptcache._KEPT[path]
+    again = warm.retrieve("budget for the month", first=parse_first_stage("hybrid:cc"))
+    assert path == str(vault.meta_dir / "embeddings.sqlite") and keptcache._KEPT[path] is kept
+    assert first.strategy == again.strategy == "hybrid:cc"
