@@ -126,7 +126,8 @@ info = json.load(open(folder + "/export.json"))
 claims = json.load(open(out + ".claims"))
 c0, t0 = cpu(), time.perf_counter()
 tok = Tokenizer.from_file(folder + "/tokenizer.json")
-tok.enable_truncation(max_length=info["max_seq_length"]); tok.enable_padding(pad_id=info["pad_id"], pad_token=info["pad_token"])
+tok.enable_truncation(max_length=info["max_seq_length"])
+tok.enable_padding(pad_id=info["pad_id"], pad_token=info["pad_token"])
 o = ort.SessionOptions(); o.intra_op_num_threads = 1; o.inter_op_num_threads = 1
 o.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
 if prepack == "0":
