@@ -70,3 +70,24 @@ def test_at_most_a_few_files_stay_open(tmp_path: Path) -> None:
     assert len(keptcache._KEPT) == MAX_KEPT
     assert caches[0].put("b", "m", "plain", {"k": VEC}) == 0  # shut when it was dropped: a no-op, not an error
     assert list(keptcache._KEPT) == [str(tmp_path / f"c{i}.sqlite") for i in range(2, MAX_KEPT + 2)]
+
+
+def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
+    import os
+
+    path = tmp_path / "embeddings.sqlite"
+    parent = kept_cache(path)
+    parent.put("b", "m", "plain", {"k": VEC})
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a new connection, which sees the parent's vector and writes its own
+        try:
+            child = kept_cache(path)
+            ok = child is not parent and "k" in child.get("b", "m", "plain", ["k"])
+            ok = ok and child.put("b", "m", "plain", {"c": VEC}) == 1
+            os.write(write, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+    assert kept_cache(path) is parent and "c" in parent.get("b", "m", "plain", ["c"])

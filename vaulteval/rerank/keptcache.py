@@ -13,7 +13,8 @@ and closing the last connection checkpoints it into the database with an
 fsync. A kept connection writes a query's vector into the log and lets
 SQLite checkpoint now and then. The file is re-opened when it was replaced
 (another inode, e.g. a corrupt cache swapped for an empty one) or when the
-connection gave up after an error. At most ``MAX_KEPT`` files stay open.
+connection gave up after an error, and in a forked child (SQLite connections
+must not cross a fork). At most ``MAX_KEPT`` files stay open.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class KeptCache:
         self.identity = _identity(self.path)
         self._cache = EmbeddingCache.open(self.path)
         self._lock = threading.Lock()
+        self.pid = os.getpid()
         self._shut = False
 
     def current(self) -> bool:
@@ -79,6 +81,8 @@ def kept_cache(path: Path) -> KeptCache:
     """This process's open cache for ``path``, opened (or re-opened) when needed."""
     key = str(path)
     with _LOCK:
+        if any(k.pid != os.getpid() for k in _KEPT.values()):
+            _KEPT.clear()  # inherited through a fork: the parent's connections are left alone, never used here
         kept = _KEPT.get(key)
         if kept is None or not kept.current():
             if kept is not None:
