@@ -100,20 +100,31 @@ def _imports(*args: str) -> tuple[set[str], dict]:
     return names, json.loads(proc.stdout)
 
 
-@pytest.mark.parametrize("flags, label", [
-    (["--strategy", "hybrid:cc", "--no-rerank"], "hybrid:cc"),
-    (["--strategy", "dense", "--no-rerank"], "dense"),
-    (["--embedder", "st"], "bm25+rerank:sentence-transformers"),
+@pytest.mark.parametrize("flags, label, tail", [
+    (["--strategy", "hybrid:cc", "--no-rerank"], "hybrid:cc", ""),
+    (["--strategy", "dense", "--no-rerank"], "dense", " quickly"),  # each its own query: not in the vector cache
+    (["--embedder", "st"], "bm25+rerank:sentence-transformers", " today"),
 ])
-def test_a_cli_query_embeds_without_torch(embedded: tuple[Path, dict], flags: list[str], label: str) -> None:
-    names, out = _imports("retrieve", "--vault", str(embedded[0]), "how do I remove limescale from the coffee maker",
-                          *flags)
+def test_a_cli_query_embeds_without_torch(embedded: tuple[Path, dict], flags: list[str], label: str,
+                                          tail: str) -> None:
+    query = "how do I remove limescale from the coffee maker" + tail
+    names, out = _imports("retrieve", "--vault", str(embedded[0]), query, *flags)
     assert "onnxruntime" in names
     assert sorted(n for n in names if n.split(".")[0] in TORCH_MODULES) == []
     # The store's model name comes from export.json, not from the package metadata (importlib.metadata and the
     # email parser it loads were a large share of the call's own work).
     assert "importlib.metadata" not in names
     assert out["strategy"] == label and DESCALING_NOTE in [c["page_path"] for c in out["candidates"]]
+
+
+def test_a_cli_query_whose_vector_is_cached_loads_no_runtime(embedded: tuple[Path, dict]) -> None:
+    args = ("retrieve", "--vault", str(embedded[0]), "router factory reset, cached", "--strategy", "hybrid:cc",
+            "--no-rerank")
+    first_names, first = _imports(*args)
+    again_names, again = _imports(*args)
+    assert {"onnxruntime", "tokenizers"} <= first_names
+    assert "onnxruntime" not in again_names and "tokenizers" not in again_names
+    assert [c["chunk_id"] for c in again["candidates"]] == [c["chunk_id"] for c in first["candidates"]]
 
 
 def test_an_export_that_no_longer_matches_is_not_used(embedded: tuple[Path, dict], tmp_path: Path) -> None:

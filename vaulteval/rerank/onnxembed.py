@@ -181,12 +181,13 @@ def _lstat_signature(path: Path) -> tuple[int, ...] | None:
 
 
 def _load(folder: Path, model: str, info: dict[str, Any], fallback: Any = None) -> OnnxEmbedder | None:
-    """Check that onnxruntime and tokenizers import and the files are the export's (signature as written, else
-    their hashes); None when not. The session itself opens on first use."""
-    try:
-        import onnxruntime  # noqa: F401 - importable, or sentence-transformers serves
-        from tokenizers import Tokenizer  # noqa: F401
-    except ImportError:
+    """Check that onnxruntime and tokenizers are installed and the files are the export's (signature as written,
+    else their hashes); None when not. Nothing is imported yet: the tokenizer and session open on first use, so
+    a query whose vector is cached never loads them (a runtime that is there but fails to import then means the
+    fallback embeds)."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("tokenizers") is None:
         return None
     problem, seen = check_files(folder, info)
     if problem is None:
