@@ -114,6 +114,9 @@ def test_a_cli_query_embeds_without_torch(embedded: tuple[Path, dict], flags: li
     # The store's model name comes from export.json, not from the package metadata (importlib.metadata and the
     # email parser it loads were a large share of the call's own work).
     assert "importlib.metadata" not in names
+    # Nor anything of the evaluation side (numpy is onnxruntime's own requirement).
+    assert sorted(n for n in names if n.split(".")[0] in ("pandas", "scipy", "ir_measures", "yaml", "tqdm")
+                  or n.startswith(("vaulteval.workbench", "vaulteval.querysets"))) == []
     assert out["strategy"] == label and DESCALING_NOTE in [c["page_path"] for c in out["candidates"]]
 
 
