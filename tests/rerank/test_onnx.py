@@ -310,3 +310,22 @@ def test_a_warm_retriever_keeps_the_query_cache_open_and_a_cli_query_does_not(em
     again = warm.retrieve("budget for the month", first=parse_first_stage("hybrid:cc"))
     assert path == str(vault.meta_dir / "embeddings.sqlite") and keptcache._KEPT[path] is kept
     assert first.strategy == again.strategy == "hybrid:cc"
+
+
+@pytest.mark.parametrize("field, value", [("onnx_sha256", [1]), ("max_seq_length", float("inf")),
+                                          ("written", "not a mapping"), ("threads", "many"), ("pad_id", None)])
+def test_an_edited_export_description_never_raises(embedded: tuple[Path, dict], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch, field: str, value: object) -> None:
+    """export.json is not hashed: any value in it is input, and the worst it may do is send the query to torch."""
+    monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())
+    folder = Path(shutil.copytree(Vault(embedded[0]).meta_dir / ONNX_DIR, tmp_path / "onnx"))
+    info = json.loads((folder / EXPORT_FILE).read_text())
+    info[field] = value
+    (folder / EXPORT_FILE).write_text(json.dumps(info))
+    config = resolve(ST)
+    embedder = open_onnx(folder, config)
+    if embedder is not None:  # the files still check out: it embeds, with the export or with sentence-transformers
+        vectors = np.stack(embedder.embed(QUERIES[:2]))
+        torch = np.stack(SentenceTransformerEmbedder.load(config).embed(QUERIES[:2]))
+        cos = (vectors * torch).sum(1) / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(torch, axis=1))
+        assert cos.min() >= 1 - 1e-4

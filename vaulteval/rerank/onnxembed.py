@@ -160,7 +160,7 @@ def open_onnx(folder: Path | None, config: "RerankConfig") -> OnnxEmbedder | Non
     if not export_matches(info, model):
         return None
     # The export as it is now: every file's stat signature (a missing one is None, and _load says so).
-    key = (str(folder), model, info.get("onnx_sha256"),
+    key = (str(folder), model, str(info.get("onnx_sha256")),
            *(_lstat_signature(folder / name) for name in exported_files(info)))
     with _LOCK:
         if key not in _SESSIONS:
@@ -193,7 +193,7 @@ def _load(folder: Path, model: str, info: dict[str, Any], fallback: Any = None) 
     if problem is None:
         try:
             int(info["max_seq_length"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             problem = "export.json has no valid max_seq_length"
     if problem is not None:
         log.warning("the ONNX export in %s cannot be used: %s; queries embed with sentence-transformers until "
