@@ -18,6 +18,8 @@ from vaulteval.querysets.generate.mix import band_quotas, parse_mix
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.vault.vault import BUNDLED_SAMPLE, Vault
 
+from evalkit import make_vault
+
 
 def test_parse_mix_normalizes_and_accepts_none():
     assert parse_mix("low=0.5,mid=0.4,high=0.1") == pytest.approx({"low": 0.5, "mid": 0.4, "high": 0.1})
@@ -69,13 +71,26 @@ def test_a_mix_moves_the_set_toward_low_overlap_and_keeps_n(tmp_path: Path):
 def test_a_band_without_candidates_passes_its_quota_on(tmp_path: Path):
     sample = Vault(BUNDLED_SAMPLE)
     out = tmp_path / "q.yaml"
-    # only typos and a few partial titles are low: the rest of an all-low quota is filled from mid, then high
+    # names are their page's words: an all-low quota is filled from mid, then high
     summary = generate_queryset(sample, out, kinds=["title"], n=60, seed=0, overlap_mix={"low": 1.0})
-    plain = generate_queryset(sample, tmp_path / "plain.yaml", kinds=["title"], n=60, seed=0)
-    assert summary["queries"] == plain["queries"] == 60
-    got = _bands(out)
-    assert got["low"] >= plain["overlap_bands"]["low"] and got["mid"] > 0 and got["high"] > 0
-    assert got["high"] < plain["overlap_bands"]["high"]
+    assert summary["queries"] == 60
+    assert _bands(out)["high"] > 0
+
+
+def test_a_typo_is_banded_as_the_name_it_misspells(tmp_path: Path):
+    from vaulteval.querysets.generate.candidates import Candidate
+    from vaulteval.querysets.generate.kinds import Context
+    from vaulteval.querysets.generate.mix import split_by_band
+    from vaulteval.querysets.generate.pages import read_pages
+
+    root = make_vault(tmp_path / "v", {"Sourdough starter.md": "# Sourdough starter\n\nFeed it flour and water.\n"})
+    ctx = Context(read_pages(Vault(root)))
+    page = "wiki/Sourdough starter.md"
+    typo = Candidate("title", "typo", "Sourdouhg starter", ((page, 2),), page, 1, "")
+    other = Candidate("backlink", "sentence", "keeping the levain alive", ((page, 2),), "wiki/x.md", 1, "")
+    assert ctx.lexicon.overlap(typo.text, page) < 0.8  # measured, the misspelt word is not in the page
+    bands = split_by_band(ctx, [typo, other])
+    assert bands["high"] == [typo] and bands["low"] == [other]
 
 
 def test_mixed_generation_is_deterministic(tmp_path: Path):
