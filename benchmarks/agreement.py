@@ -16,14 +16,20 @@ and on the real questions (only the queries with ``split: SPLIT`` when given),
 and reports Kendall's tau (``scipy.stats.kendalltau``, tau-b) between the two
 orders of the strategies by nDCG@10, the generated set's pick (its best
 strategy; the first in list order on a tie) with that pick's nDCG@10 on the real
-questions, and the best strategy on the real questions. Tau per generated
+questions, and the best strategy on the real questions. Whether that tau is
+measured at all (``vaulteval.workbench.agreement``): its 95% bootstrap
+interval (both sets' queries resampled, ``--resamples``), the real order
+against the orders of its own resamples (the ceiling: real questions do not
+agree with themselves better), and the strategy pairs the real questions
+separate (paired randomization test, p < 0.05) with how many of them the
+generated set orders the same way. Tau per generated
 slice (kind, and any other slice with at least --min-slice queries) is listed
 too. ``--without rerank`` leaves the rerank strategies out (they embed every
 candidate themselves in an evaluation). ``--languages DIR`` adds BM25 nDCG@10 with the default and the english
 analyzer on each ``DIR/<lang>`` against ``querysets/obsidian-help-<lang>.yaml``.
 
-``--kinds`` and ``--max-overlap`` pass through to ``queryset generate``. Each set's per-query nDCG@10
-(generated, with kind, variant, overlap band and bm25_rank; and real) is written to
+``--kinds``, ``--max-overlap`` and ``--overlap-mix`` pass through to ``queryset generate``. Each set's per-query nDCG@10
+(generated, with kind, variant, overlap band, overlap and bm25_rank; and real) is written to
 ``OUT/LABEL/per_query_generated.csv`` and ``per_query_real.csv``, so a mix of kinds can be scored without
 running the strategies again. Prints Markdown tables and writes ``OUT/agreement.json``. No timings.
 """
