@@ -11,10 +11,12 @@ target (the ``high`` band), so a set sampled as generated is mostly
 string matching. Real questions are spread otherwise: measured on the
 design sets only (SciFact's 809 train claims: low 0.47, mid 0.40, high
 0.12; the help vault's 14 English ``tune`` questions: low 0.50, mid 0.50),
-which gives ``DEFAULT_MIX``. A band that has too few candidates passes its
-quota on to the next band (low, then mid, then high), so a vault whose
-text yields no low-overlap queries still gets ``n`` queries, and the
-summary reports the bands it got.
+hence the documented ``low=0.5,mid=0.4,high=0.1``. It is not the default:
+measured against real questions it helped where it was designed and not on
+held-out vaults (docs/benchmarks.md, "Agreement"). A band that has too few
+candidates passes its quota on to the next band (low, then mid, then
+high), so a vault whose text yields no low-overlap queries still gets
+``n`` queries, and the summary reports the bands it got.
 
 A typo variant is banded ``high`` here, whatever its measured overlap: the
 misspelt word is missing from the target, so its overlap reads low, but it
@@ -33,9 +35,6 @@ from vaulteval.querysets.generate.lexical import BANDS, band
 if TYPE_CHECKING:
     from vaulteval.querysets.generate.candidates import Candidate
     from vaulteval.querysets.generate.kinds import Context
-
-DEFAULT_MIX = {"low": 0.5, "mid": 0.4, "high": 0.1}
-
 
 def parse_mix(text: str | None) -> dict[str, float] | None:
     """``low=0.5,mid=0.4,high=0.1`` (bands left out get 0; shares are normalized) -> mix; ``none`` -> None."""
