@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Container
 
 import numpy as np
 
@@ -101,8 +101,14 @@ class RecordRejected(Exception):
     """A chunk record fails validation; the reason is a short slug."""
 
 
-def validate_record(vault: "Vault", address: str, name: str, rec: dict) -> tuple[str, int, str, str]:
-    """Check one record; return (page_path, chunk_index, text, page_body_hash)."""
+def validate_record(vault: "Vault", address: str, name: str, rec: dict,
+                    walked: Container[str] = ()) -> tuple[str, int, str, str]:
+    """Check one record; return (page_path, chunk_index, text, page_body_hash).
+
+    ``walked``: page paths the caller's walk of the notes folder just listed (walked names hold no ``..`` and
+    no symlink, see ``Vault.iter_pages``), whose confinement needs no path resolution; any other path is
+    resolved component by component.
+    """
     if not isinstance(rec, dict):
         raise RecordRejected("not-an-object")
     page_path, idx = rec.get("page_path"), rec.get("chunk_index")
@@ -114,7 +120,8 @@ def validate_record(vault: "Vault", address: str, name: str, rec: dict) -> tuple
     if rec.get("page_address") != address:
         raise RecordRejected("address-mismatch")
     try:
-        vault.page_path(page_path)
+        if not (isinstance(page_path, str) and page_path in walked):
+            vault.page_path(page_path)
     except PathEscape:
         raise RecordRejected("unsafe-page-path") from None
     raw = rec.get("raw_text")
@@ -157,6 +164,7 @@ def build_index(
     old, old_docs_meta = _previous(meta, analyzer)
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
     page_hashes = dict(page_hashes or {})
+    walked = frozenset(page_hashes)  # the caller's walk (provision): confined when they were listed
 
     checker = IntegrityChecker(vault)
 
@@ -177,7 +185,7 @@ def build_index(
         if listing is None:  # the old layout, not provisioned since: its loose files
             listing = [(f"chunks/{a}/{n}", size, mtime, None) for a, n, size, mtime in _scan_chunk_files(chunks)]
         return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
-                      current_page_hash, reject, k1, b, analyzer, chunk_params, fields)
+                      current_page_hash, reject, k1, b, analyzer, chunk_params, fields, walked)
     finally:
         if chunks is not None:
             chunks.close()
@@ -185,7 +193,7 @@ def build_index(
 
 def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, tokenize, old, old_docs_meta,
            old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params,
-           fields: "FieldCollector | None" = None) -> BuildReport:
+           fields: "FieldCollector | None" = None, walked: Container[str] = ()) -> BuildReport:
     pause_point("build-started")
     docs: list[DocMeta] = []
     lengths: list[int] = []
@@ -218,7 +226,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
                 raise FileNotFoundError(rel_file)
             else:
                 rec = json.loads(chunks.read_bytes(rel_file.split("/", 1)[1]))
-            page_path, idx, text, page_hash = validate_record(vault, address, rel_file, rec)
+            page_path, idx, text, page_hash = validate_record(vault, address, rel_file, rec, walked)
         except (OSError, ValueError, RecursionError):
             reject("unreadable", rel_file)
             if chunk_id is not None:
