@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from vaulteval.index.postings import Postings
 from vaulteval.vault.metadir import META_REL
 
-from pipeline_fixtures import fresh_vault  # noqa: F401
+from pipeline_fixtures import fresh_vault, unprovisioned_vault  # noqa: F401
 
 WORDS = st.sampled_from(["a", "ab", "b", "東", "東京", "é", "e\u0301", "z" * 40, "0", "_x"])
 
@@ -86,3 +86,34 @@ def test_a_build_split_over_two_processes_is_the_serial_build_byte_for_byte(
     build(Vault(fresh_vault))
     assert spawned == [True]
     assert sections() == serial
+
+
+def test_provision_hands_its_new_records_to_the_build_and_gets_the_index_a_store_read_gives(
+        unprovisioned_vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The records provision has just appended are indexed from memory (none is read back from the store); the
+    index and field index are the bytes a build reading every record from the store writes."""
+    from vaulteval import Vault
+    from vaulteval.chunks import segments
+    from vaulteval.index.fields import fields_path
+    from vaulteval.index.file import read_sections
+    from vaulteval.index.location import index_path
+    from vaulteval.pipeline.provision import build, provision
+
+    meta = unprovisioned_vault / META_REL
+
+    def sections(path) -> tuple[dict, dict]:
+        header, body = read_sections(path)
+        return {k: v for k, v in header.items() if k not in ("built_at", "blocks_crc32", "sections", "index_identity")}, \
+            {name: bytes(body.raw(name)) for name in body}
+
+    reads: list[str] = []
+    real = segments.StoreReader.record
+    monkeypatch.setattr(segments.StoreReader, "record", lambda self, where, *a: reads.append(where) or real(self, where, *a))
+    report = provision(Vault(unprovisioned_vault))
+    assert report["index"]["tokenized"] == report["index"]["docs"] > 0 and reads == []
+    handed = sections(index_path(meta)), sections(fields_path(meta))
+    index_path(meta).unlink()
+    fields_path(meta).unlink()
+    build(Vault(unprovisioned_vault))  # no previous index, no records in memory: every record read from the store
+    assert len(reads) == report["index"]["docs"]
+    assert (sections(index_path(meta)), sections(fields_path(meta))) == handed

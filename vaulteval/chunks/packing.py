@@ -187,7 +187,8 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
         if peek:
             return report
         report.chunks_compacted = _maybe_compact(meta, new_catalog, writer, maps)
-        writer.publish()
+        if writer.publish() is not None:
+            report.written = writer.written
     except BaseException:
         if writer is not None:
             writer.abort()

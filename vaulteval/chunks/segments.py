@@ -142,13 +142,17 @@ class SegmentWriter:
         self._buffered = len(MAGIC)
         self.offset = len(MAGIC)
         self.count = 0
+        # Each record appended (not compaction's copied payloads), by location: (frame size, CRC, record).
+        self.written: dict[str, tuple[int, int, dict]] = {}
 
     def __enter__(self) -> "SegmentWriter":
         return self
 
     def append(self, record: dict) -> Location:
         payload = encode(record)
-        return self.append_payload(payload, zlib.crc32(payload))
+        where = self.append_payload(payload, zlib.crc32(payload))
+        self.written[where[0]] = (where[1], where[2], record)
+        return where
 
     def append_payload(self, payload: bytes, crc: int) -> Location:
         """A payload already framed elsewhere (compaction copies frames it has checked)."""

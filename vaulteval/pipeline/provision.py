@@ -176,7 +176,7 @@ def provision(
         fields = FieldCollector(vault, analyzer, prefix_report.page_bytes)
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=prefix_report.page_hashes,
                                    chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
-                                   fields=fields)
+                                   fields=fields, written=prefix_report.written)
         refused = {prefix_report.addresses.get(cid.partition(":")[0]) for cid in index_report.rejected_ids} - {None}
         if refused:  # records the build could not use (damaged or malformed in place): chunk those pages again
             again = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
@@ -186,9 +186,9 @@ def provision(
             fields = FieldCollector(vault, analyzer, again.page_bytes)
             index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=again.page_hashes,
                                        chunk_params=asdict(params), listing=again.chunk_listing, meta=meta,
-                                       fields=fields)
+                                       fields=fields, written=again.written)
         _build_fields(vault, meta, index_report.doc_rows, fields)
-        prefix_report.page_bytes = {}
+        prefix_report.page_bytes, prefix_report.written = {}, {}
         del fields
         t2 = time.perf_counter()
         embed_report, embed_failure = None, None
