@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from pipeline_fixtures import run_json
 from vaulteval import Vault
@@ -58,6 +59,17 @@ def test_code_and_heading_extraction() -> None:
     text = "# Setup\nprose\n```bash\nrestic backup /srv\n# not a heading\n```\n## Restore\n~~~\nrestic restore\n"
     assert code_text(text).strip() == "restic backup /srv\n# not a heading\nrestic restore"
     assert headings_text(text).split("\n") == ["Setup", "Restore"]
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(st.lists(st.sampled_from(["# Title", "  ## Sub ##", "#nospace", "text # mid", "", "    # four", "`x`",
+                                 "~~", "``", "- item", "###### six\t"]), max_size=10))
+def test_a_chunk_without_fences_gives_the_headings_and_code_of_the_line_by_line_reading(lines: list[str]) -> None:
+    """A chunk with no ``` or ~~~ skips the line-by-line fence walk; a fence opened on a last line of its own
+    hides nothing, so it forces that walk and must give the same fields."""
+    text = "\n".join(lines)
+    assert headings_text(text) == headings_text(text + "\n```")
+    assert code_text(text) == code_text(text + "\n~~~") == ""
 
 
 @pytest.mark.parametrize("stemmer, stopwords, name", [

@@ -44,6 +44,8 @@ FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 def code_text(text: str) -> str:
     """Usage: ``code_text(chunk)`` -> the lines inside fenced code blocks, joined by newlines."""
+    if "```" not in text and "~~~" not in text:  # no line can open a fence
+        return ""
     out: list[str] = []
     fence: str | None = None
     for line in text.split("\n"):
@@ -61,6 +63,10 @@ def code_text(text: str) -> str:
 
 def headings_text(text: str) -> str:
     """Usage: ``headings_text(chunk)`` -> the chunk's ATX headings outside code blocks, one per line."""
+    if "#" not in text:
+        return ""
+    if "```" not in text and "~~~" not in text:  # no fence: every line is prose
+        return "\n".join(HEADING_RE.findall(text))
     prose = []
     fence: str | None = None
     for line in text.split("\n"):
@@ -85,14 +91,17 @@ class FieldCollector:
     Usage: ``fields = FieldCollector(vault, "default", page_bytes)``; the build calls
     ``fields.add(page_path, chunk_id, body_hash, page_hash, raw_text)`` for each chunk it reads, then
     ``build_fields(..., collected=fields)`` writes them without reading those records again. ``page_bytes``
-    (page path -> the bytes just hashed) spares reading the notes again for their title and aliases.
+    (page path -> the bytes just hashed) spares reading the notes again for their title and aliases, ``parsed``
+    (page path -> ``ParsedPage`` of those whole bytes) parsing them again.
     """
 
-    def __init__(self, vault: "Vault", analyzer: str, page_bytes: dict[str, bytes] | None = None):
+    def __init__(self, vault: "Vault", analyzer: str, page_bytes: dict[str, bytes] | None = None,
+                 parsed: dict | None = None):
         self.vault = vault
         self.analyzer = analyzer
         self.analyze = get_analyzer(analyzer)
         self._page_bytes = page_bytes or {}
+        self._parsed = parsed or {}
         self._pages: dict[str, tuple[Counter, Counter]] = {}
         self.rows: dict[tuple, tuple[Counter, Counter, Counter, Counter]] = {}
 
@@ -101,22 +110,27 @@ class FieldCollector:
         hit = self._pages.get(page_path)
         if hit is None:
             hit = self._pages[page_path] = _page_terms(self.vault, self.analyze, page_path,
-                                                       self._page_bytes.get(page_path))
+                                                       self._page_bytes.get(page_path), self._parsed.get(page_path))
         return hit
 
     def add(self, page_path: str, chunk_id: str, body_hash: str, page_hash: str, raw: str) -> None:
         title, aliases = self.page_terms(page_path)
         self.rows[(page_path, chunk_id, body_hash, page_hash)] = (
-            title, aliases, Counter(self.analyze(headings_text(raw))), Counter(self.analyze(code_text(raw))))
+            title, aliases, self._counts(headings_text(raw)), self._counts(code_text(raw)))
+
+    def _counts(self, text: str) -> Counter:
+        return Counter(self.analyze(text)) if text else Counter()
 
 
-def _page_terms(vault: "Vault", analyze: Any, page_path: str, data: bytes | None = None) -> tuple[Counter, Counter]:
+def _page_terms(vault: "Vault", analyze: Any, page_path: str, data: bytes | None = None,
+                page: Any = None) -> tuple[Counter, Counter]:
     title, aliases = "", ""
     try:
-        if data is None:
-            with open_confined(vault.notes_dir, page_path, strip=vault.notes_strip) as fh:
-                data = fh.read()
-        page = parse_page(data, page_path)
+        if page is None:
+            if data is None:
+                with open_confined(vault.notes_dir, page_path, strip=vault.notes_strip) as fh:
+                    data = fh.read()
+            page = parse_page(data, page_path)
         stem = page_path.rsplit("/", 1)[-1].removesuffix(".md")
         title = page.title if page.title == stem else f"{page.title}\n{stem}"
         aliases = _aliases(page.frontmatter)

@@ -173,7 +173,7 @@ def provision(
                                    pages=pages, meta=meta)
         t1 = time.perf_counter()
         # The field index takes its terms in the build's pass, titles and aliases from the bytes just read.
-        fields = FieldCollector(vault, analyzer, prefix_report.page_bytes)
+        fields = FieldCollector(vault, analyzer, prefix_report.page_bytes, prefix_report.parsed)
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=prefix_report.page_hashes,
                                    chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
                                    fields=fields, written=prefix_report.written)
@@ -183,12 +183,12 @@ def provision(
                                pages=pages, meta=meta, distrust=frozenset(refused))
             prefix_report.chunks_written += again.chunks_written
             prefix_report.segments = again.segments
-            fields = FieldCollector(vault, analyzer, again.page_bytes)
+            fields = FieldCollector(vault, analyzer, again.page_bytes, again.parsed)
             index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=again.page_hashes,
                                        chunk_params=asdict(params), listing=again.chunk_listing, meta=meta,
                                        fields=fields, written=again.written)
         _build_fields(vault, meta, index_report.doc_rows, fields)
-        prefix_report.page_bytes, prefix_report.written = {}, {}
+        prefix_report.page_bytes, prefix_report.written, prefix_report.parsed = {}, {}, {}
         del fields
         t2 = time.perf_counter()
         embed_report, embed_failure = None, None
