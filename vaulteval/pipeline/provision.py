@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
+from vaulteval.pipeline.bulk import bulk_work
 from vaulteval.index import bm25
 from vaulteval.chunks.catalog import ChunkParams, read_catalog, segments_named
 from vaulteval.chunks.packing import run_prefix
@@ -41,10 +42,10 @@ def _writing(vault: "Vault") -> Iterator[Any]:
 
     An index moved aside by an older vaulteval (``index.vti.stale``) is put back
     when the run fails: every candidate it serves is still checked against its
-    chunk record and page.
+    chunk record and page. Garbage is collected less often meanwhile (``bulk_work``).
     """
     try:
-        with vault_lock(vault) as meta:
+        with vault_lock(vault) as meta, bulk_work():
             try:
                 yield meta
             except OSError:
