@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python benchmarks/peers.py --tldr "$TLDR" --scifact "$SCIFACT" --work-dir /tmp/peers
     .venv/bin/python benchmarks/peers.py --tldr "$TLDR" --cold 10 --passes 2 --skip-scifact   # a short run
+    .venv/bin/python benchmarks/peers.py --engines vaulteval,tantivy --build-only --work-dir /tmp/peers  # builds
 
 The tldr pages are unpacked once into a vault (``wiki/``); every engine indexes
 the same pages (vaulteval its chunks, the peers one document per page, with
@@ -421,6 +422,22 @@ def report(builds: dict, queries: dict, ndcg: dict | None, n_queries: int, passe
     return "\n".join(lines)
 
 
+def build_report(builds: dict) -> str:
+    """The full build and on-disk columns, each engine against the best peer (``--build-only``)."""
+    peers = [e for e in builds if e != "vaulteval"]
+    lines = ["| system | full build | on disk, allocated | files |", "|---|---|---|---|"]
+    for e, b in builds.items():
+        cells = [f"{b['build_s']:.2f} s", f"{b['disk_alloc'] / 1e6:.1f} MB"]
+        if e == "vaulteval" and peers:
+            cells[0] += f" ({_ratio(b['build_s'], min(builds[p]['build_s'] for p in peers))})"
+            cells[1] += f" ({_ratio(b['disk_alloc'], min(builds[p]['disk_alloc'] for p in peers))})"
+        lines.append(f"| {e} | " + " | ".join(cells) + f" | {b['files']:,} |")
+    if "vaulteval" in builds:
+        b = builds["vaulteval"]
+        lines.append(f"\nvaulteval: index and field index {b['index_bytes'] / 1e6:.1f} MB of {b['disk_bytes'] / 1e6:.1f} MB.")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tldr", type=Path, default=DATA / "tldr-pages.tar.gz")
@@ -434,6 +451,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="in-process runs per engine, interleaved; the best counts (the first also warms the page cache)")
     ap.add_argument("--skip-build", action="store_true", help="query the engines already built in --work-dir")
     ap.add_argument("--skip-scifact", action="store_true")
+    ap.add_argument("--build-only", action="store_true",
+                    help="build every engine and print the build and disk columns only (no query rounds, no SciFact)")
     args = ap.parse_args(argv)
     engines = [e for e in args.engines.split(",") if e]
     if "vaulteval" not in engines or set(engines) - set(ENGINES):
@@ -451,6 +470,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         builds = build_all(pages, docs, work, engines)
         (work / "builds.json").write_text(json.dumps(builds))
+    if args.build_only:
+        print(build_report({e: builds[e] for e in engines}))
+        if not args.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     results = query_all(work, engines, queries, cold=args.cold, passes=args.passes, rounds=args.rounds)
     ndcg = None if args.skip_scifact else scifact(args.scifact, work, engines)
     print(report({e: builds[e] for e in engines}, results, ndcg, len(queries), args.passes))
