@@ -168,10 +168,18 @@ _QUERY_END = "\nseconds = time.perf_counter() - t0\n" + _RSS + \
     "print(json.dumps({'seconds': seconds, 'top': top, 'rss_kb': int(hwm)}))\n"
 
 
+_CPU: list[float] = [0.0]  # CPU seconds (user + system) of the last _run's process
+
+
 def _run(code: str, *args: object, env: dict | None = None) -> tuple[float, str]:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=env)
     took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _CPU[0] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if proc.returncode != 0:
         raise RuntimeError(f"{code.strip().splitlines()[0]}...: {proc.stderr.strip()[-2000:]}")
     return took, proc.stdout
@@ -246,13 +254,13 @@ def build_all(pages: Path, docs: Path, work: Path, engines: list[str]) -> dict[s
             meta = folder / ".vault-meta" / "vaulteval"
             size, alloc = _disk(meta)
             index_size = sum(p.stat().st_size for p in (meta / "bm25").glob("*.vti"))
-            out[engine] = {"build_s": seconds, "disk_bytes": size, "disk_alloc": alloc, "index_bytes": index_size,
-                           "files": sum(1 for p in meta.rglob("*") if p.is_file())}
+            out[engine] = {"build_s": seconds, "build_cpu_s": _CPU[0], "disk_bytes": size, "disk_alloc": alloc,
+                           "index_bytes": index_size, "files": sum(1 for p in meta.rglob("*") if p.is_file())}
         else:
             seconds, _ = _run(BUILD[engine], folder, docs, env=_env())
             size, alloc = _disk(folder)
-            out[engine] = {"build_s": seconds, "disk_bytes": size, "disk_alloc": alloc, "index_bytes": size,
-                           "files": sum(1 for p in folder.rglob("*") if p.is_file())}
+            out[engine] = {"build_s": seconds, "build_cpu_s": _CPU[0], "disk_bytes": size, "disk_alloc": alloc,
+                           "index_bytes": size, "files": sum(1 for p in folder.rglob("*") if p.is_file())}
         print(f"  built {engine}: {out[engine]['build_s']:.2f} s, {out[engine]['disk_alloc'] / 1e6:.1f} MB allocated",
               file=sys.stderr)
     return out
@@ -425,12 +433,14 @@ def report(builds: dict, queries: dict, ndcg: dict | None, n_queries: int, passe
 def build_report(builds: dict) -> str:
     """The full build and on-disk columns, each engine against the best peer (``--build-only``)."""
     peers = [e for e in builds if e != "vaulteval"]
-    lines = ["| system | full build | on disk, allocated | files |", "|---|---|---|---|"]
+    lines = ["| system | full build | its CPU time (user + system) | on disk, allocated | files |",
+             "|---|---|---|---|---|"]
     for e, b in builds.items():
-        cells = [f"{b['build_s']:.2f} s", f"{b['disk_alloc'] / 1e6:.1f} MB"]
+        cells = [f"{b['build_s']:.2f} s", f"{b.get('build_cpu_s', float('nan')):.2f} s", f"{b['disk_alloc'] / 1e6:.1f} MB"]
         if e == "vaulteval" and peers:
-            cells[0] += f" ({_ratio(b['build_s'], min(builds[p]['build_s'] for p in peers))})"
-            cells[1] += f" ({_ratio(b['disk_alloc'], min(builds[p]['disk_alloc'] for p in peers))})"
+            for i, key in enumerate(("build_s", "build_cpu_s", "disk_alloc")):
+                best = min(builds[p].get(key, float("nan")) for p in peers)
+                cells[i] += f" ({_ratio(b.get(key, float('nan')), best)})"
         lines.append(f"| {e} | " + " | ".join(cells) + f" | {b['files']:,} |")
     if "vaulteval" in builds:
         b = builds["vaulteval"]
