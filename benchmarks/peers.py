@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python benchmarks/peers.py --tldr "$TLDR" --scifact "$SCIFACT" --work-dir /tmp/peers
     .venv/bin/python benchmarks/peers.py --tldr "$TLDR" --cold 10 --passes 2 --skip-scifact   # a short run
+    .venv/bin/python benchmarks/peers.py --engines vaulteval,tantivy --build-only --work-dir /tmp/peers  # builds
 
 The tldr pages are unpacked once into a vault (``wiki/``); every engine indexes
 the same pages (vaulteval its chunks, the peers one document per page, with
@@ -167,10 +168,18 @@ _QUERY_END = "\nseconds = time.perf_counter() - t0\n" + _RSS + \
     "print(json.dumps({'seconds': seconds, 'top': top, 'rss_kb': int(hwm)}))\n"
 
 
+_CPU: list[float] = [0.0]  # CPU seconds (user + system) of the last _run's process
+
+
 def _run(code: str, *args: object, env: dict | None = None) -> tuple[float, str]:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=env)
     took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _CPU[0] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if proc.returncode != 0:
         raise RuntimeError(f"{code.strip().splitlines()[0]}...: {proc.stderr.strip()[-2000:]}")
     return took, proc.stdout
@@ -245,13 +254,13 @@ def build_all(pages: Path, docs: Path, work: Path, engines: list[str]) -> dict[s
             meta = folder / ".vault-meta" / "vaulteval"
             size, alloc = _disk(meta)
             index_size = sum(p.stat().st_size for p in (meta / "bm25").glob("*.vti"))
-            out[engine] = {"build_s": seconds, "disk_bytes": size, "disk_alloc": alloc, "index_bytes": index_size,
-                           "files": sum(1 for p in meta.rglob("*") if p.is_file())}
+            out[engine] = {"build_s": seconds, "build_cpu_s": _CPU[0], "disk_bytes": size, "disk_alloc": alloc,
+                           "index_bytes": index_size, "files": sum(1 for p in meta.rglob("*") if p.is_file())}
         else:
             seconds, _ = _run(BUILD[engine], folder, docs, env=_env())
             size, alloc = _disk(folder)
-            out[engine] = {"build_s": seconds, "disk_bytes": size, "disk_alloc": alloc, "index_bytes": size,
-                           "files": sum(1 for p in folder.rglob("*") if p.is_file())}
+            out[engine] = {"build_s": seconds, "build_cpu_s": _CPU[0], "disk_bytes": size, "disk_alloc": alloc,
+                           "index_bytes": size, "files": sum(1 for p in folder.rglob("*") if p.is_file())}
         print(f"  built {engine}: {out[engine]['build_s']:.2f} s, {out[engine]['disk_alloc'] / 1e6:.1f} MB allocated",
               file=sys.stderr)
     return out
@@ -421,6 +430,24 @@ def report(builds: dict, queries: dict, ndcg: dict | None, n_queries: int, passe
     return "\n".join(lines)
 
 
+def build_report(builds: dict) -> str:
+    """The full build and on-disk columns, each engine against the best peer (``--build-only``)."""
+    peers = [e for e in builds if e != "vaulteval"]
+    lines = ["| system | full build | its CPU time (user + system) | on disk, allocated | files |",
+             "|---|---|---|---|---|"]
+    for e, b in builds.items():
+        cells = [f"{b['build_s']:.2f} s", f"{b.get('build_cpu_s', float('nan')):.2f} s", f"{b['disk_alloc'] / 1e6:.1f} MB"]
+        if e == "vaulteval" and peers:
+            for i, key in enumerate(("build_s", "build_cpu_s", "disk_alloc")):
+                best = min(builds[p].get(key, float("nan")) for p in peers)
+                cells[i] += f" ({_ratio(b.get(key, float('nan')), best)})"
+        lines.append(f"| {e} | " + " | ".join(cells) + f" | {b['files']:,} |")
+    if "vaulteval" in builds:
+        b = builds["vaulteval"]
+        lines.append(f"\nvaulteval: index and field index {b['index_bytes'] / 1e6:.1f} MB of {b['disk_bytes'] / 1e6:.1f} MB.")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tldr", type=Path, default=DATA / "tldr-pages.tar.gz")
@@ -434,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="in-process runs per engine, interleaved; the best counts (the first also warms the page cache)")
     ap.add_argument("--skip-build", action="store_true", help="query the engines already built in --work-dir")
     ap.add_argument("--skip-scifact", action="store_true")
+    ap.add_argument("--build-only", action="store_true",
+                    help="build every engine and print the build and disk columns only (no query rounds, no SciFact)")
     args = ap.parse_args(argv)
     engines = [e for e in args.engines.split(",") if e]
     if "vaulteval" not in engines or set(engines) - set(ENGINES):
@@ -451,6 +480,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         builds = build_all(pages, docs, work, engines)
         (work / "builds.json").write_text(json.dumps(builds))
+    if args.build_only:
+        print(build_report({e: builds[e] for e in engines}))
+        if not args.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     results = query_all(work, engines, queries, cold=args.cold, passes=args.passes, rounds=args.rounds)
     ndcg = None if args.skip_scifact else scifact(args.scifact, work, engines)
     print(report({e: builds[e] for e in engines}, results, ndcg, len(queries), args.passes))

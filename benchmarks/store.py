@@ -10,8 +10,9 @@ Each checkout provisions its own copy of the tldr pages (``wiki/`` of a vault in
 temporary folder, without LLM prefixes), then 10 pages are edited and it
 provisions again, then once more with nothing changed. Printed per checkout:
 allocated (``du -s``) and apparent size of ``.vault-meta/vaulteval``, its file
-count, and the three wall times. Load on the machine moves the times; compare
-checkouts within one run.
+count, and the three wall times with each process's CPU time (user + system) in
+brackets. Load on the machine moves the times (CPU time much less than wall time);
+compare checkouts within one run.
 """
 
 from __future__ import annotations
@@ -47,16 +48,21 @@ def _unpack(archive: Path, dest: Path, limit: int | None) -> int:
     return n
 
 
-def _provision(checkout: Path, vault: Path) -> float:
+def _provision(checkout: Path, vault: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one provision in a fresh process."""
+    import resource
+
     env = dict(os.environ, PYTHONPATH=str(checkout))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     # cwd: ``python -m`` puts the working folder before PYTHONPATH, so it must be the checkout measured.
     proc = subprocess.run([sys.executable, "-m", "vaulteval", "provision", "--vault", str(vault), "--no-embed"],
                           env=env, capture_output=True, text=True, cwd=checkout)
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"provision failed in {checkout}: {proc.stderr.strip()[-400:]}")
-    return elapsed
+    return elapsed, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def _sizes(folder: Path) -> tuple[int, int, int]:
@@ -90,8 +96,8 @@ def main() -> None:
         base = Path(tmp) / "pages"
         n = _unpack(args.data, base, args.pages)
         print(f"tldr: {n} pages; python {sys.version.split()[0]}; {os.cpu_count()} CPUs")
-        print(f"{'checkout':<28} {'allocated':>10} {'apparent':>10} {'files':>7} {'full s':>8} {'10 edits s':>10} "
-              f"{'no-op s':>8}")
+        print(f"{'checkout':<28} {'allocated':>10} {'apparent':>10} {'files':>7} {'full s (CPU)':>16} "
+              f"{'10 edits s (CPU)':>16} {'no-op s (CPU)':>16}")
         for checkout in checkouts:
             vault = Path(tmp) / f"v-{checkouts.index(checkout)}"
             shutil.copytree(base, vault)
@@ -100,8 +106,8 @@ def main() -> None:
             _edit(vault, 10)
             incremental = _provision(checkout, vault)
             noop = _provision(checkout, vault)
-            print(f"{str(checkout)[-28:]:<28} {allocated / 2**20:>8.1f}MB {apparent / 2**20:>8.1f}MB {files:>7} "
-                  f"{full:>8.2f} {incremental:>10.2f} {noop:>8.2f}")
+            times = "".join(f" {f'{wall:.2f} ({cpu:.2f})':>16}" for wall, cpu in (full, incremental, noop))
+            print(f"{str(checkout)[-28:]:<28} {allocated / 2**20:>8.1f}MB {apparent / 2**20:>8.1f}MB {files:>7}{times}")
             shutil.rmtree(vault)
 
 

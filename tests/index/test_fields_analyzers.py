@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from pipeline_fixtures import run_json
 from vaulteval import Vault
@@ -57,6 +59,17 @@ def test_code_and_heading_extraction() -> None:
     text = "# Setup\nprose\n```bash\nrestic backup /srv\n# not a heading\n```\n## Restore\n~~~\nrestic restore\n"
     assert code_text(text).strip() == "restic backup /srv\n# not a heading\nrestic restore"
     assert headings_text(text).split("\n") == ["Setup", "Restore"]
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(st.lists(st.sampled_from(["# Title", "  ## Sub ##", "#nospace", "text # mid", "", "    # four", "`x`",
+                                 "~~", "``", "- item", "###### six\t"]), max_size=10))
+def test_a_chunk_without_fences_gives_the_headings_and_code_of_the_line_by_line_reading(lines: list[str]) -> None:
+    """A chunk with no ``` or ~~~ skips the line-by-line fence walk; a fence opened on a last line of its own
+    hides nothing, so it forces that walk and must give the same fields."""
+    text = "\n".join(lines)
+    assert headings_text(text) == headings_text(text + "\n```")
+    assert code_text(text) == code_text(text + "\n~~~") == ""
 
 
 @pytest.mark.parametrize("stemmer, stopwords, name", [
@@ -139,8 +152,9 @@ def test_an_incremental_field_build_equals_a_full_one_and_reads_only_edited_chun
     assert _field_sections(fresh_vault) == incremental
 
 
-@pytest.mark.parametrize("damage", ["keys-short", "keys-not-strings", "doc-out-of-range", "tfs-short",
-                                    "docs-float", "other-version"])
+@pytest.mark.parametrize("damage", ["digests-short", "digests-ragged", "digests-not-bytes", "older-json-keys",
+                                    "doc-out-of-range",
+                                    "tfs-short", "docs-float", "other-version"])
 def test_an_unusable_previous_field_file_means_a_full_build(fresh_vault: Path, damage: str,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """A field file that cannot seed a build (even one with right checksums) is not trusted: every chunk is read."""
@@ -153,10 +167,15 @@ def test_an_unusable_previous_field_file_means_a_full_build(fresh_vault: Path, d
     header, sections = read_sections(path)
     data = {name: bytes(sections[name]) if sections.dtype(name) == "bytes" else sections[name].copy()
             for name in sections}
-    if damage == "keys-short":
-        data["doc_keys"] = json.dumps(json.loads(data["doc_keys"])[1:]).encode()
-    elif damage == "keys-not-strings":
-        data["doc_keys"] = json.dumps([[1, 2, 3, 4]] * len(json.loads(data["doc_keys"]))).encode()
+    if damage == "digests-short":  # one row fewer than n_docs
+        data["doc_digests"] = data["doc_digests"][16:]
+    elif damage == "digests-ragged":  # not a whole number of digests
+        data["doc_digests"] = data["doc_digests"] + b"x"
+    elif damage == "digests-not-bytes":
+        data["doc_digests"] = np.frombuffer(data["doc_digests"], dtype="<u1").copy()
+    elif damage == "older-json-keys":  # a field file of the JSON row keys: rebuilt once
+        data["doc_keys"] = json.dumps([["wiki/a.md", "a:0", "sha256:0", "sha256:1"]]).encode()
+        del data["doc_digests"]
     elif damage == "doc-out-of-range":
         data["title.post_docs"][0] = 10**6
     elif damage == "tfs-short":
@@ -170,6 +189,29 @@ def test_an_unusable_previous_field_file_means_a_full_build(fresh_vault: Path, d
     reads = _fresh_reads(monkeypatch)
     build(Vault(fresh_vault))  # the index and field build a provision makes, under the lock
     assert reads == [expected["header"]["n_docs"]]
+    assert _field_sections(fresh_vault) == expected
+
+
+def test_a_row_whose_digest_differs_is_read_again_and_the_others_are_carried(
+        fresh_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows are named by a digest of (page path, chunk id, hashes): a changed digest is one unknown row, read
+    from its page and record; the file built is the one a full build makes."""
+    from vaulteval.index.file import read_sections, write_sections
+    from vaulteval.pipeline.provision import build
+    from vaulteval.vault.metadir import MetaDir
+
+    expected = _field_sections(fresh_vault)
+    path = fields_path(fresh_vault / META_REL)
+    header, sections = read_sections(path)
+    data = {name: bytes(sections[name]) if sections.dtype(name) == "bytes" else sections[name].copy()
+            for name in sections}
+    assert len(data["doc_digests"]) == 16 * header["n_docs"] and b"wiki/" not in data["doc_digests"]
+    data["doc_digests"] = bytes([data["doc_digests"][0] ^ 1]) + data["doc_digests"][1:]
+    with MetaDir.open(Vault(fresh_vault)) as meta, meta.sub("bm25") as folder:
+        write_sections(folder, path.name, header, data)
+    reads = _fresh_reads(monkeypatch)
+    build(Vault(fresh_vault))
+    assert reads == [1]
     assert _field_sections(fresh_vault) == expected
 
 

@@ -390,3 +390,27 @@ def test_a_served_chunks_place_in_its_note_needs_no_second_read(fresh_vault: Pat
     assert DESCALING_NOTE not in [c["page_path"] for c in edited["candidates"]]
     reads.clear()
     assert edited == retrieve(Vault(fresh_vault), query, top=5).to_dict()
+
+
+def test_a_record_naming_a_page_outside_the_walk_is_resolved_and_refused(
+        fresh_vault: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """provision's build trusts the confinement of the pages its walk just listed (no symlink, no ``..``) and
+    resolves every other page path: a symlink out of the notes folder is refused even beside walked pages."""
+    from vaulteval.index.build import RecordRejected, validate_record
+
+    os.symlink(outside / "secret.md", fresh_vault / "wiki" / "leak.md")
+    vault = Vault(fresh_vault)
+    walked = frozenset(p.rel for p in vault.iter_pages())
+    assert DESCALING_NOTE in walked and "wiki/leak.md" not in walked
+    resolved: list[str] = []
+    real = Vault.page_path
+    monkeypatch.setattr(Vault, "page_path", lambda self, rel: resolved.append(rel) or real(self, rel))
+    h = sha256_file(outside / "secret.md")
+    with pytest.raises(RecordRejected, match="unsafe-page-path"):
+        validate_record(vault, "evil", "x", _record("evil", "wiki/leak.md", "exfiltrationword", h), walked)
+    assert resolved == ["wiki/leak.md"]
+    page_hash = sha256_file(fresh_vault / DESCALING_NOTE)
+    ok = validate_record(vault, "c-1", "x", _record("c-1", DESCALING_NOTE, "descale it", page_hash), walked)
+    assert ok[0] == DESCALING_NOTE and resolved == ["wiki/leak.md"]  # a walked page: no resolution
+    validate_record(vault, "c-1", "x", _record("c-1", DESCALING_NOTE, "descale it", page_hash))
+    assert resolved == ["wiki/leak.md", DESCALING_NOTE]  # without a walk (index build): resolved

@@ -135,3 +135,39 @@ def test_unusable_vault_paths(tmp_path: Path, make: str) -> None:
     line = assert_one_line_error(run_cli("retrieve", "--vault", target, "espresso", "--no-rerank"), 2)
     assert str(target) in line
     assert not (target / ".vault-meta").exists() if target.is_dir() else True
+
+
+def test_the_walk_lists_what_os_walk_and_a_link_check_per_file_list(tmp_path: Path) -> None:
+    """The notes walk reads each entry's type from the directory: the same pages as ``os.walk`` with an
+    ``lstat`` per file, links to notes, folders and outside files left out, an unreadable folder skipped."""
+    import os
+
+    from vaulteval.vault.vault import Vault
+
+    wiki = tmp_path / "vault" / "wiki"
+    (wiki / "a" / "b").mkdir(parents=True)
+    (wiki / ".hidden").mkdir()
+    (wiki / "locked").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "o.md").write_text("# O\n")
+    for rel in ("top.md", "a/one.md", "a/b/two.md", ".hidden/h.md", "a/.dot.md", "a/notes.txt", "locked/l.md"):
+        (wiki / rel).write_text("# x\n")
+    os.symlink(wiki / "top.md", wiki / "a" / "link-to-note.md")
+    os.symlink(tmp_path / "outside" / "o.md", wiki / "out.md")
+    os.symlink(tmp_path / "outside", wiki / "outdir")
+    os.symlink(wiki / "a", wiki / "loop")
+    os.symlink(tmp_path / "missing.md", wiki / "dangling.md")
+    os.mkfifo(wiki / "a" / "pipe.md")
+    os.chmod(wiki / "locked", 0)
+    try:
+        reference = []
+        for dirpath, dirnames, filenames in os.walk(wiki):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            reference += [os.path.relpath(os.path.join(dirpath, f), wiki.parent) for f in filenames
+                          if f.endswith(".md") and not f.startswith(".") and not os.path.islink(os.path.join(dirpath, f))]
+        pages = list(Vault(tmp_path / "vault").iter_pages())
+    finally:
+        os.chmod(wiki / "locked", 0o755)
+    assert [p.rel for p in pages] == sorted(reference)
+    assert {p.rel for p in pages} >= {"wiki/top.md", "wiki/a/one.md", "wiki/a/b/two.md", "wiki/a/pipe.md"}
+    assert all(os.path.realpath(p.abspath) == str(wiki.parent / p.rel) for p in pages)

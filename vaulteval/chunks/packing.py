@@ -162,6 +162,8 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
                 plan = (entry.rel, moved, old["address"], page_hash, sig_list)
             else:
                 parsed = chunking.parse_page(chunking.indexable_bytes(raw, entry.rel, note_limit), entry.rel)
+                if len(raw) <= note_limit:  # the whole note: what the field index would parse again
+                    report.parsed[entry.rel] = parsed
                 plan = (entry.rel, parsed, parsed.address or chunking.synthetic_address(entry.rel), page_hash,
                         sig_list)
         address = plan[2]
@@ -187,7 +189,8 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
         if peek:
             return report
         report.chunks_compacted = _maybe_compact(meta, new_catalog, writer, maps)
-        writer.publish()
+        if writer.publish() is not None:
+            report.written = writer.written
     except BaseException:
         if writer is not None:
             writer.abort()

@@ -44,10 +44,27 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os
 
 
 _PARSED: dict[str, tuple[str, int] | None] = {}
+# Every location seen, parsed: a provision asks about each record's location several times (catalog check,
+# segment scan, segment lists, index header). Bounded: emptied when it grows past this many.
+_LOCATIONS: dict[str, tuple[str, int] | None] = {}
+_LOCATIONS_MAX = 1 << 19
 
 
 def parse_location(location: str) -> tuple[str, int] | None:
     """(segment file name, frame offset) of ``store/seg-<16 hex>.vcs@OFFSET``; None for anything else."""
+    try:
+        return _LOCATIONS[location]
+    except KeyError:
+        pass
+    except TypeError:  # not hashable: not a location
+        return None
+    if len(_LOCATIONS) >= _LOCATIONS_MAX:
+        _LOCATIONS.clear()
+    parsed = _LOCATIONS[location] = _parse_location(location) if isinstance(location, str) else None
+    return parsed
+
+
+def _parse_location(location: str) -> tuple[str, int] | None:
     head, at, tail = location.partition("@")
     if len(head) == 30 and at and 0 < len(tail) <= 15 and tail.isdigit() and tail.isascii():
         name = head[6:]
@@ -142,13 +159,17 @@ class SegmentWriter:
         self._buffered = len(MAGIC)
         self.offset = len(MAGIC)
         self.count = 0
+        # Each record appended (not compaction's copied payloads), by location: (frame size, CRC, record).
+        self.written: dict[str, tuple[int, int, dict]] = {}
 
     def __enter__(self) -> "SegmentWriter":
         return self
 
     def append(self, record: dict) -> Location:
         payload = encode(record)
-        return self.append_payload(payload, zlib.crc32(payload))
+        where = self.append_payload(payload, zlib.crc32(payload))
+        self.written[where[0]] = (where[1], where[2], record)
+        return where
 
     def append_payload(self, payload: bytes, crc: int) -> Location:
         """A payload already framed elsewhere (compaction copies frames it has checked)."""

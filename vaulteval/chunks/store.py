@@ -60,11 +60,16 @@ class PrefixReport:
     addresses: dict[str, str] = field(default_factory=dict, repr=False)  # address -> page, as cataloged
     segments: set[str] = field(default_factory=set, repr=False)  # the segments the new catalog names
     page_bytes: dict[str, bytes] = field(default_factory=dict, repr=False)  # the notes this run read
+    # The notes this run parsed whole (not cut at the size bound): page -> ParsedPage, for the field index.
+    parsed: dict = field(default_factory=dict, repr=False)
+    # The records this run appended, by location: (frame size, CRC, record), for the build that follows.
+    written: dict[str, tuple[int, int, dict]] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
         # Not asdict(): it would deep-copy the chunk listing (a tuple per chunk) only to drop it.
         return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self)
-                if f.name not in ("chunk_listing", "page_hashes", "addresses", "segments", "page_bytes")}
+                if f.name not in ("chunk_listing", "page_hashes", "addresses", "segments", "page_bytes", "written",
+                                 "parsed")}
 
 
 def note_signature(page: "Page") -> tuple[int, int, int] | None:

@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Container
 
 import numpy as np
 
@@ -101,8 +101,14 @@ class RecordRejected(Exception):
     """A chunk record fails validation; the reason is a short slug."""
 
 
-def validate_record(vault: "Vault", address: str, name: str, rec: dict) -> tuple[str, int, str, str]:
-    """Check one record; return (page_path, chunk_index, text, page_body_hash)."""
+def validate_record(vault: "Vault", address: str, name: str, rec: dict,
+                    walked: Container[str] = ()) -> tuple[str, int, str, str]:
+    """Check one record; return (page_path, chunk_index, text, page_body_hash).
+
+    ``walked``: page paths the caller's walk of the notes folder just listed (walked names hold no ``..`` and
+    no symlink, see ``Vault.iter_pages``), whose confinement needs no path resolution; any other path is
+    resolved component by component.
+    """
     if not isinstance(rec, dict):
         raise RecordRejected("not-an-object")
     page_path, idx = rec.get("page_path"), rec.get("chunk_index")
@@ -114,7 +120,8 @@ def validate_record(vault: "Vault", address: str, name: str, rec: dict) -> tuple
     if rec.get("page_address") != address:
         raise RecordRejected("address-mismatch")
     try:
-        vault.page_path(page_path)
+        if not (isinstance(page_path, str) and page_path in walked):
+            vault.page_path(page_path)
     except PathEscape:
         raise RecordRejected("unsafe-page-path") from None
     raw = rec.get("raw_text")
@@ -137,13 +144,18 @@ def build_index(
     listing: list[tuple[str, int, int, str]] | None = None,
     meta: MetaDir | None = None,
     fields: "FieldCollector | None" = None,
+    written: dict[str, tuple[int, int, dict]] | None = None,
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
     ``listing`` (location, frame size, CRC, chunk id) replaces reading the
     catalog when the caller has just written it (provision).
     ``meta`` is the opened meta folder (``vault_lock`` yields it). ``fields`` collects the field terms
-    (``index.fieldbuild``) of every chunk read, in the same pass.
+    (``index.fieldbuild``) of every chunk read, in the same pass. ``written`` (location -> frame size, CRC,
+    record) holds the records the caller has just appended to a published segment under the same lock: a
+    listed location with that size and CRC takes the record from there instead of reading it back (it is
+    validated all the same). The keys of ``page_hashes`` must come from a walk of the notes folder
+    (``Vault.iter_pages``): their confinement is not resolved again.
     """
     k1, b = check_bm25_params(k1, b)
     check_chunk_dict(chunk_params)
@@ -152,11 +164,12 @@ def build_index(
         with MetaDir.open(vault, create=True) as own:
             own.check_tree()
             return build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                               chunk_params=chunk_params, listing=listing, meta=own, fields=fields)
+                               chunk_params=chunk_params, listing=listing, meta=own, fields=fields, written=written)
     report = BuildReport(analyzer=analyzer)
     old, old_docs_meta = _previous(meta, analyzer)
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
     page_hashes = dict(page_hashes or {})
+    walked = frozenset(page_hashes)  # the caller's walk (provision): confined when they were listed
 
     checker = IntegrityChecker(vault)
 
@@ -177,7 +190,7 @@ def build_index(
         if listing is None:  # the old layout, not provisioned since: its loose files
             listing = [(f"chunks/{a}/{n}", size, mtime, None) for a, n, size, mtime in _scan_chunk_files(chunks)]
         return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
-                      current_page_hash, reject, k1, b, analyzer, chunk_params, fields)
+                      current_page_hash, reject, k1, b, analyzer, chunk_params, fields, walked, written or {})
     finally:
         if chunks is not None:
             chunks.close()
@@ -185,7 +198,8 @@ def build_index(
 
 def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, tokenize, old, old_docs_meta,
            old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params,
-           fields: "FieldCollector | None" = None) -> BuildReport:
+           fields: "FieldCollector | None" = None, walked: Container[str] = (),
+           written: dict[str, tuple[int, int, dict]] | None = None) -> BuildReport:
     pause_point("build-started")
     docs: list[DocMeta] = []
     lengths: list[int] = []
@@ -210,7 +224,10 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
                 continue
         address = chunk_id.partition(":")[0] if chunk_id is not None else rel_file.split("/")[1]
         try:
-            if chunk_id is not None:
+            fresh = written.get(rel_file) if chunk_id is not None and written else None
+            if fresh is not None and fresh[0] == size and fresh[1] == mtime_ns:
+                rec = fresh[2]  # appended by this run's prefix stage: the bytes read back would be these
+            elif chunk_id is not None:
                 rec = store.record(rel_file, size, mtime_ns)
                 if rec is None:
                     raise RecordRejected("bad-frame")
@@ -218,7 +235,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
                 raise FileNotFoundError(rel_file)
             else:
                 rec = json.loads(chunks.read_bytes(rel_file.split("/", 1)[1]))
-            page_path, idx, text, page_hash = validate_record(vault, address, rel_file, rec)
+            page_path, idx, text, page_hash = validate_record(vault, address, rel_file, rec, walked)
         except (OSError, ValueError, RecursionError):
             reject("unreadable", rel_file)
             if chunk_id is not None:

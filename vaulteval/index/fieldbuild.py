@@ -15,10 +15,9 @@ analyzed with the index's analyzer (``auto``: the chunk's language's, as the ind
 
 from __future__ import annotations
 
-import json
+import hashlib
 import re
 from collections import Counter
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,12 +37,15 @@ if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
 
 EXTRACT_VERSION = 1  # bump when what goes into a field changes: a newer build must not reuse older rows
+DIGEST_SIZE = 16  # bytes of BLAKE2b per row key in ``doc_digests``
 HEADING_RE = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def code_text(text: str) -> str:
     """Usage: ``code_text(chunk)`` -> the lines inside fenced code blocks, joined by newlines."""
+    if "```" not in text and "~~~" not in text:  # no line can open a fence
+        return ""
     out: list[str] = []
     fence: str | None = None
     for line in text.split("\n"):
@@ -61,6 +63,10 @@ def code_text(text: str) -> str:
 
 def headings_text(text: str) -> str:
     """Usage: ``headings_text(chunk)`` -> the chunk's ATX headings outside code blocks, one per line."""
+    if "#" not in text:
+        return ""
+    if "```" not in text and "~~~" not in text:  # no fence: every line is prose
+        return "\n".join(HEADING_RE.findall(text))
     prose = []
     fence: str | None = None
     for line in text.split("\n"):
@@ -85,14 +91,17 @@ class FieldCollector:
     Usage: ``fields = FieldCollector(vault, "default", page_bytes)``; the build calls
     ``fields.add(page_path, chunk_id, body_hash, page_hash, raw_text)`` for each chunk it reads, then
     ``build_fields(..., collected=fields)`` writes them without reading those records again. ``page_bytes``
-    (page path -> the bytes just hashed) spares reading the notes again for their title and aliases.
+    (page path -> the bytes just hashed) spares reading the notes again for their title and aliases, ``parsed``
+    (page path -> ``ParsedPage`` of those whole bytes) parsing them again.
     """
 
-    def __init__(self, vault: "Vault", analyzer: str, page_bytes: dict[str, bytes] | None = None):
+    def __init__(self, vault: "Vault", analyzer: str, page_bytes: dict[str, bytes] | None = None,
+                 parsed: dict | None = None):
         self.vault = vault
         self.analyzer = analyzer
         self.analyze = get_analyzer(analyzer)
         self._page_bytes = page_bytes or {}
+        self._parsed = parsed or {}
         self._pages: dict[str, tuple[Counter, Counter]] = {}
         self.rows: dict[tuple, tuple[Counter, Counter, Counter, Counter]] = {}
 
@@ -101,22 +110,27 @@ class FieldCollector:
         hit = self._pages.get(page_path)
         if hit is None:
             hit = self._pages[page_path] = _page_terms(self.vault, self.analyze, page_path,
-                                                       self._page_bytes.get(page_path))
+                                                       self._page_bytes.get(page_path), self._parsed.get(page_path))
         return hit
 
     def add(self, page_path: str, chunk_id: str, body_hash: str, page_hash: str, raw: str) -> None:
         title, aliases = self.page_terms(page_path)
         self.rows[(page_path, chunk_id, body_hash, page_hash)] = (
-            title, aliases, Counter(self.analyze(headings_text(raw))), Counter(self.analyze(code_text(raw))))
+            title, aliases, self._counts(headings_text(raw)), self._counts(code_text(raw)))
+
+    def _counts(self, text: str) -> Counter:
+        return Counter(self.analyze(text)) if text else Counter()
 
 
-def _page_terms(vault: "Vault", analyze: Any, page_path: str, data: bytes | None = None) -> tuple[Counter, Counter]:
+def _page_terms(vault: "Vault", analyze: Any, page_path: str, data: bytes | None = None,
+                page: Any = None) -> tuple[Counter, Counter]:
     title, aliases = "", ""
     try:
-        if data is None:
-            with open_confined(vault.notes_dir, page_path, strip=vault.notes_strip) as fh:
-                data = fh.read()
-        page = parse_page(data, page_path)
+        if page is None:
+            if data is None:
+                with open_confined(vault.notes_dir, page_path, strip=vault.notes_strip) as fh:
+                    data = fh.read()
+            page = parse_page(data, page_path)
         stem = page_path.rsplit("/", 1)[-1].removesuffix(".md")
         title = page.title if page.title == stem else f"{page.title}\n{stem}"
         aliases = _aliases(page.frontmatter)
@@ -131,13 +145,13 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list
     returns its size in bytes.
 
     A document whose page path, chunk id and hashes match a row of the previous field file keeps that
-    file's terms (``doc_keys`` names each row); the others take the terms ``collected`` while the index was
+    file's terms (``doc_digests`` names each row by a digest of that key); the others take the terms ``collected`` while the index was
     built, and only a chunk missing from both reads its page and record.
     """
     analyze = get_analyzer(index.analyzer_name)
     if docs is None or len(docs) != index.n_docs:
         docs = index.all_docs()
-    keys = [(d.page_path, d.chunk_id, d.body_hash, d.page_body_hash) for d in docs]
+    keys = [row_digest(d.page_path, d.chunk_id, d.body_hash, d.page_body_hash) for d in docs]
     previous = previous_fields(meta, index.analyzer_name)
     old_of = np.full(len(docs), -1, dtype=np.int64)
     if previous is not None:
@@ -151,11 +165,18 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list
     for name in FIELDS:
         old = (previous[1][name], old_of) if previous is not None else None
         sections.update(_postings(name, len(docs), fresh[name], old))
-    sections["doc_keys"] = json.dumps(keys, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    sections["doc_digests"] = b"".join(keys)
     header = {"kind": FIELDS_KIND, "fields": list(FIELDS), "n_docs": index.n_docs, "extract_version": EXTRACT_VERSION,
               "index_identity": index_identity(index), "analyzer": index.analyzer_name}
     with meta.sub(fields_path(meta.path).parent.name, create=True) as folder:
         return write_sections(folder, fields_path(meta.path).name, header, sections)
+
+
+def row_digest(page_path: str, chunk_id: str, body_hash: str, page_hash: str) -> bytes:
+    """What names a row of the field file: BLAKE2b of the chunk's page path, id and hashes (the index row holds
+    them in full; a 16-byte digest keeps the field file small)."""
+    key = "\x00".join((page_path, chunk_id, body_hash, page_hash)).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(key, digest_size=DIGEST_SIZE).digest()
 
 
 def _per_document(index: "BM25Index", analyze: Any) -> Any:
@@ -191,9 +212,9 @@ def _fresh_counts(vault: "Vault", analyze_for: Any, docs: list[tuple[int, Any]],
     return out
 
 
-def previous_fields(meta: "MetaDir", analyzer: str) -> tuple[dict[tuple, int], dict[str, FieldTable]] | None:
-    """The last field file's row keys and tables when it can seed this build; None when absent or unusable
-    (another analyzer or extraction version, an older file without row keys, or anything malformed).
+def previous_fields(meta: "MetaDir", analyzer: str) -> tuple[dict[bytes, int], dict[str, FieldTable]] | None:
+    """The last field file's row digests and tables when it can seed this build; None when absent or unusable
+    (another analyzer or extraction version, an older file without row digests, or anything malformed).
     It is read through the opened meta folder, never by path."""
     try:
         path = fields_path(meta.path)
@@ -201,14 +222,14 @@ def previous_fields(meta: "MetaDir", analyzer: str) -> tuple[dict[tuple, int], d
             fh = checked_open(lambda: folder.open_read(path.name))
         header, sections = read_sections(path, fh)
         if (header.get("kind") != FIELDS_KIND or header.get("analyzer") != analyzer
-                or header.get("extract_version") != EXTRACT_VERSION or "doc_keys" not in sections):
+                or header.get("extract_version") != EXTRACT_VERSION or "doc_digests" not in sections
+                or sections.dtype("doc_digests") != "bytes"):
             return None
-        rows = json.loads(bytes(sections["doc_keys"]))
-        if not isinstance(rows, list) or len(rows) != header.get("n_docs"):
+        blob = bytes(sections["doc_digests"])
+        n_docs = header.get("n_docs")
+        if not isinstance(n_docs, int) or len(blob) != n_docs * DIGEST_SIZE:
             return None
-        keys = list(map(tuple, rows))  # TypeError unless each row is a list...
-        if set(map(len, keys)) - {4} or set(map(type, chain.from_iterable(keys))) - {str}:  # ...of four strings
-            return None
+        keys = [blob[i:i + DIGEST_SIZE] for i in range(0, len(blob), DIGEST_SIZE)]
         tables = {name: FieldTable(name, sections, len(keys)) for name in FIELDS}
         if not all(_well_formed(t, len(keys)) for t in tables.values()):
             return None

@@ -51,27 +51,32 @@ class Postings:
 
     def finish(self, n_docs: int) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """(sorted vocabulary, offsets into the lists, document numbers, term frequencies)."""
-        vocab = set(self._flat)
+        fresh_vocab = set(self._flat)
         old_words: list[str] = []
         if self._old is not None:
             old_words, term_of = self._old[0], self._old[1]
-            vocab.update(old_words[t] for t in np.unique(term_of).tolist())
-        words = sorted(vocab)
+            used = np.bincount(term_of, minlength=len(old_words)).astype(bool).tolist()
+            kept = [w for w, u in zip(old_words, used) if u]  # still in code point order
+            new = fresh_vocab.difference(kept)
+            words = sorted(kept + list(new)) if new else kept  # timsort: one sorted run and a short tail
+        else:
+            words = sorted(fresh_vocab)
         ids = dict(zip(words, range(len(words))))
         width = max(n_docs, 1)
         # Fresh documents: one (term, document) key per token; its count is the term frequency.
         term_ids = np.fromiter(map(ids.__getitem__, self._flat), dtype=np.int64, count=len(self._flat))
         doc_ids = np.repeat(np.array(self._docs, dtype=np.int64), np.array(self._lengths, dtype=np.int64))
         keys, tfs = np.unique(term_ids * width + doc_ids, return_counts=True)
-        terms, docs = keys // width, keys % width
         if self._old is not None:
             _, term_of, old_docs, old_tfs = self._old
-            lut = np.array([ids.get(w, -1) for w in old_words], dtype=np.int64)
-            terms = np.concatenate([terms, lut[term_of]])
-            docs = np.concatenate([docs, old_docs])
+            lut = np.fromiter(map(ids.get, old_words, [-1] * len(old_words)), dtype=np.int64, count=len(old_words))
+            # Both parts are sorted runs of distinct keys (a document is fresh or reused, never both; renumbering
+            # keeps the old order), so a stable sort is one merge; any order would still sort correctly.
+            keys = np.concatenate([keys, lut[term_of] * width + old_docs])
             tfs = np.concatenate([tfs, old_tfs])
-            order = np.lexsort((docs, terms))
-            terms, docs, tfs = terms[order], docs[order], tfs[order]
+            order = np.argsort(keys, kind="stable")
+            keys, tfs = keys[order], tfs[order]
+        terms, docs = keys // width, keys % width
         df = np.bincount(terms, minlength=len(words)) if words else np.zeros(0, np.int64)
         post_off = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum(df, out=post_off[1:])

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
+from vaulteval.pipeline.bulk import bulk_work
 from vaulteval.index import bm25
 from vaulteval.chunks.catalog import ChunkParams, read_catalog, segments_named
 from vaulteval.chunks.packing import run_prefix
@@ -41,10 +42,10 @@ def _writing(vault: "Vault") -> Iterator[Any]:
 
     An index moved aside by an older vaulteval (``index.vti.stale``) is put back
     when the run fails: every candidate it serves is still checked against its
-    chunk record and page.
+    chunk record and page. Garbage is collected less often meanwhile (``bulk_work``).
     """
     try:
-        with vault_lock(vault) as meta:
+        with vault_lock(vault) as meta, bulk_work():
             try:
                 yield meta
             except OSError:
@@ -173,22 +174,22 @@ def provision(
                                    pages=pages, meta=meta)
         t1 = time.perf_counter()
         # The field index takes its terms in the build's pass, titles and aliases from the bytes just read.
-        fields = FieldCollector(vault, analyzer, prefix_report.page_bytes)
+        fields = FieldCollector(vault, analyzer, prefix_report.page_bytes, prefix_report.parsed)
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=prefix_report.page_hashes,
                                    chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
-                                   fields=fields)
+                                   fields=fields, written=prefix_report.written)
         refused = {prefix_report.addresses.get(cid.partition(":")[0]) for cid in index_report.rejected_ids} - {None}
         if refused:  # records the build could not use (damaged or malformed in place): chunk those pages again
             again = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
                                pages=pages, meta=meta, distrust=frozenset(refused))
             prefix_report.chunks_written += again.chunks_written
             prefix_report.segments = again.segments
-            fields = FieldCollector(vault, analyzer, again.page_bytes)
+            fields = FieldCollector(vault, analyzer, again.page_bytes, again.parsed)
             index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=again.page_hashes,
                                        chunk_params=asdict(params), listing=again.chunk_listing, meta=meta,
-                                       fields=fields)
+                                       fields=fields, written=again.written)
         _build_fields(vault, meta, index_report.doc_rows, fields)
-        prefix_report.page_bytes = {}
+        prefix_report.page_bytes, prefix_report.written, prefix_report.parsed = {}, {}, {}
         del fields
         t2 = time.perf_counter()
         embed_report, embed_failure = None, None

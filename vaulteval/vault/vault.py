@@ -36,6 +36,33 @@ def _product_roots() -> set[Path]:
     return roots
 
 
+def _walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(top)`` without symlinks: (folder, its subfolders, its files) top-down, the caller may prune the
+    subfolders in place. A link to another note is that note, listed (and indexed) once under its own path; a
+    link that leads out of the notes folder, into a hidden folder or to a non-note is never read, so links are
+    left out here, from the directory entry's type (no ``lstat`` per file where the file system gives it).
+    A folder that cannot be listed is skipped, as ``os.walk`` does."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        dirs, files = [], []
+        for entry in entries:
+            try:
+                if entry.is_symlink():
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files).append(entry.name)
+        yield folder, dirs, files
+        stack.extend(folder + os.sep + d for d in reversed(dirs))
+
+
 class Page(namedtuple("_PageFields", "rel abspath")):
     """A note under the notes folder: its vault-relative POSIX path and absolute path."""
 
@@ -202,7 +229,7 @@ class Vault:
         ignore = self.ignore
         found: list[Page] = []
         bad: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(notes):
+        for dirpath, dirnames, filenames in _walk(notes):
             rel_dir = lead + dirpath[len(notes):].replace(os.sep, "/").lstrip("/")
             rel_dir = rel_dir.rstrip("/")
             dirnames[:] = [d for d in dirnames if not d.startswith(".")
@@ -216,12 +243,7 @@ class Vault:
                 if not name_is_text(rel):
                     bad.append(rel)
                     continue
-                full = dirpath + os.sep + name
-                if os.path.islink(full):
-                    # A link to another note is that note, listed (and indexed) once under its own path; a link
-                    # that leads out of the notes folder, into a hidden folder or to a non-note is never read.
-                    continue
-                found.append(Page(rel, full))
+                found.append(Page(rel, dirpath + os.sep + name))
         found.sort(key=lambda p: p.rel)
         for rel in sorted(set(bad) - set(self.skipped_names)):
             import logging  # only here: the retrieve path must not import logging
