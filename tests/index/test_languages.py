@@ -186,3 +186,56 @@ def test_a_hits_passages_are_analyzed_in_the_querys_languages_only() -> None:
     latin = passage_analyzer("auto", header, "delete a note")("ノートを消した")
     assert "消す" not in latin and "消した" in latin  # n-grams of the plain split, MeCab's lemma never asked for
     assert "消す" in passage_analyzer("auto", header, "ノートを消す")("ノートを消した")
+
+
+def _sections(path) -> dict:
+    from vaulteval.index.file import read_sections
+
+    _, sections = read_sections(path)
+    return {name: bytes(sections[name]) if sections.dtype(name) == "bytes" else sections[name].tolist()
+            for name in sections}
+
+
+def test_auto_field_terms_taken_in_the_build_pass_equal_those_read_back(tmp_path, monkeypatch) -> None:
+    from vaulteval.chunks.integrity import IntegrityChecker
+    from vaulteval.index.fields import fields_path
+    from vaulteval.pipeline.provision import ensure_fields
+
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    _write(root, "Tresor.md", "---\naliases: [Safe]\n---\n# Tresor\n\n" + GERMAN * 6 + "\n\n## English\n\n" + ENGLISH * 6
+           + "\n```\nobsidian --open Tresor\n```\n")
+    _write(root, "同期.md", "# 同期\n\n同期はすべてのデバイスでノートを同じに保ちます。\n\n```\nsync --all\n```\n")
+    reads: list[int] = []
+    real = IntegrityChecker.record
+    monkeypatch.setattr(IntegrityChecker, "record", lambda self, doc: reads.append(1) or real(self, doc))
+    provision(Vault(root), analyzer="auto")
+    assert reads == []  # the build's own pass gave the field texts: no record read again
+    path = fields_path(root / ".vault-meta" / "vaulteval")
+    collected = _sections(path)
+    assert "obsidian" in collected["code.terms"].decode() and "同期" in collected["title.terms"].decode()
+    path.unlink()
+    assert ensure_fields(Vault(root)) and len(reads) > 0  # rebuilt from the pages and records
+    assert _sections(path) == collected
+
+
+def test_the_identifier_narrowed_to_a_script_picks_what_ranking_every_language_picks() -> None:
+    from vaulteval.index.langs.catalog import languages_of_script
+    from vaulteval.index.langs.identify import MAX_CHARS, best_among, identifier
+
+    texts = [GERMAN, ENGLISH, "deletrear las matriculas", "Notizen", "Как долго хранятся старые версии моих заметок?",
+             "Ово је кратка белешка", "mise à jour des notes", "git commit --amend", "xq"]
+    for text in texts:
+        for script in ("latin", "cyrillic"):
+            candidates = languages_of_script(script)
+            ranked = [code for code, _ in identifier().rank(text[:MAX_CHARS]) if code in candidates]
+            assert best_among(text, candidates) == ranked[0], (text, script)
+
+
+@pytest.mark.parametrize("code", ["en", "de", "ru", "es", "zh", "fr"])
+def test_a_frequency_list_read_down_to_a_floor_is_the_top_of_the_whole_list(code: str) -> None:
+    from vaulteval.index.langs.frequencies import zipf
+
+    whole = zipf(code)
+    assert len(whole) > 10_000
+    assert zipf(code, 6.0) == {word: z for word, z in whole.items() if z >= 6.0} != {}

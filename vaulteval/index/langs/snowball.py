@@ -35,7 +35,7 @@ def stopwords(code: str) -> frozenset[str]:
 
     from vaulteval.index.langs.frequencies import zipf
 
-    common = zipf(code)
+    common = zipf(code, COMMON_ZIPF)
     listed = (normalize("NFKC", w).lower() for w in stop_words.get_stop_words(name))
     return frozenset(w for w in listed if common.get(w, 0.0) >= COMMON_ZIPF)
 
