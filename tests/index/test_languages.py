@@ -239,3 +239,38 @@ def test_a_frequency_list_read_down_to_a_floor_is_the_top_of_the_whole_list(code
     whole = zipf(code)
     assert len(whole) > 10_000
     assert zipf(code, 6.0) == {word: z for word, z in whole.items() if z >= 6.0} != {}
+
+
+def test_the_split_of_european_text_without_regex_is_regexs_split() -> None:
+    import re
+
+    regex = pytest.importorskip("regex")
+    from vaulteval.index.langs import words as words_module
+
+    first, rest = regex.compile(r"[\p{L}\p{N}_]"), regex.compile(r"[\p{L}\p{M}\p{N}_]")
+    fast = re.compile(words_module._EUROPEAN_WORD.pattern)
+    for code in range(ord(words_module._EUROPEAN_END)):  # every code point the fast path may see
+        char = chr(code)
+        assert bool(fast.fullmatch(char)) == bool(first.fullmatch(char)), hex(code)
+        assert bool(fast.fullmatch("a" + char)) == bool(rest.fullmatch(char)), hex(code)
+    text = "Ünïcode café ДРУГ 2½ e\u0301t\u0301e x_y l'été"
+    assert words_module.words(text) == words_module._word_pattern().findall(
+        __import__("unicodedata").normalize("NFKC", text).lower())
+
+
+def test_a_query_split_once_for_all_its_languages_gets_each_analyzers_terms() -> None:
+    from vaulteval.index.langs.auto import query_analyzer
+    from vaulteval.index.langs.catalog import PLAIN
+    from vaulteval.index.langs.registry import analyzer_for
+
+    analyze = QueryAnalyzer({"de": 10, "en": 10, "fr": 10, "es": 10, "ru": 5, "ja": 5})
+    for text in ("Wie kann ich eine Sicherung aller Notizen erstellen?", "l'équipe réunions café naïve",
+                 "Tresorverwaltung 東京 notes", "восстановить заметки"):
+        codes, with_plain = analyze.languages_for(text)
+        separately = [query_analyzer(c, len(codes) == 1)(text) for c in codes]
+        separately += [analyzer_for(PLAIN, False, False)(text)] if with_plain else []
+        best: dict[str, int] = {}  # each term once per analyzer that gives it, as often as the most of them
+        for terms in separately:
+            for term in dict.fromkeys(terms):
+                best[term] = max(best.get(term, 0), terms.count(term))
+        assert analyze(text) == [t for t, n in best.items() for _ in range(n)] != [], text

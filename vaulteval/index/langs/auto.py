@@ -29,6 +29,7 @@ from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED
 from vaulteval.index.langs.identify import candidates_of, page_languages
 from vaulteval.index.langs.registry import analyzer_for, code_analyzer
 from vaulteval.index.langs.scripts import CJK, script_counts
+from vaulteval.index.langs.words import words
 
 MIN_SHARE = 0.005  # a language under this share of the chunks is left out of queries (a stray misidentification)
 
@@ -61,10 +62,6 @@ def query_analyzer(code: str, alone: bool = True) -> Callable[[str], list[str]]:
     beside its parts, so a compound in the query still meets the same compound in a note)."""
     language = LANGUAGES.get(code, PLAIN)
     return analyzer_for(language, language.fold, language.compounds and alone, alone)
-
-
-def plain(text: str) -> list[str]:
-    return analyzer_for(PLAIN, False, False)(text)
 
 
 class QueryAnalyzer:
@@ -105,14 +102,18 @@ class QueryAnalyzer:
     def _combined(self, codes: list[str], with_plain: bool, text: str) -> list[str]:
         analyzers: list[Callable[[str], list[str]]] = [query_analyzer(c, len(codes) == 1) for c in codes]
         if with_plain:
-            analyzers.append(plain)
+            analyzers.append(analyzer_for(PLAIN, False, False))
         self.last = codes + ([UNDETERMINED] if with_plain else [])
         if len(analyzers) == 1:
             return analyzers[0](text)
         best: dict[str, int] = {}
+        split: list[str] | None = None  # the shared word split, done once for every Snowball analyzer
         for analyze in analyzers:
+            of_words = getattr(analyze, "of_words", None)
+            if of_words is not None and split is None:
+                split = words(text)
             counts: dict[str, int] = {}
-            for term in analyze(text):
+            for term in (of_words(split) if of_words is not None else analyze(text)):
                 counts[term] = counts.get(term, 0) + 1
             for term, n in counts.items():
                 if n > best.get(term, 0):

@@ -73,8 +73,12 @@ class SnowballAnalyzer:
             self._split = splitter(language.code)
 
     def __call__(self, text: str) -> list[str]:
+        return self.of_words(words(text))
+
+    def of_words(self, split: list[str]) -> list[str]:
+        """The terms of a text already split by ``words`` (``auto`` splits a query once for all its languages)."""
         out: list[str] = []
-        for word in words(text):
+        for word in split:
             if word.isascii():
                 self._word(word, out)
                 continue

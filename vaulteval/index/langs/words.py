@@ -17,27 +17,40 @@ from functools import lru_cache
 from vaulteval.index.langs.scripts import CJK, SCRIPTS
 
 _ASCII_WORD = re.compile("[a-z0-9_]+")
+# Below U+0530 (Latin, Greek, Cyrillic) ``re``'s \w is exactly \p{L}\p{N}_ and the combining marks are these
+# two blocks (tests/index/test_languages.py checks every code point against ``regex``): text in those
+# scripts is split without importing ``regex``, which costs a CLI query about 20 ms.
+_EUROPEAN_END = "\u0530"
+_EUROPEAN_WORD = re.compile("\\w[\\w\u0300-\u036f\u0483-\u0489]*")
 
 
 @lru_cache(maxsize=1)
-def _patterns():
-    """(word, CJK character, CJK run) patterns: ``regex`` and its large classes load on the first non-ASCII text."""
+def _cjk_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(a CJK character, CJK runs and the rest): the CJK blocks, not the script property (ー is "Common")."""
+    cjk = "".join(SCRIPTS[name] for name in CJK)
+    return re.compile(f"[{cjk}]"), re.compile(f"([{cjk}]+)|[^{cjk}]+")
+
+
+@lru_cache(maxsize=1)
+def _word_pattern():
+    """The word pattern for any other text: ``regex`` and its Unicode properties load on first use."""
     import regex
 
-    # The CJK blocks (not the script property: the prolonged sound mark ー is "Common" but inside Katakana).
-    cjk = "".join(SCRIPTS[name] for name in CJK)
-    return (regex.compile(r"[\p{L}\p{N}_][\p{L}\p{M}\p{N}_]*"), regex.compile(f"[{cjk}]"),
-            regex.compile(f"([{cjk}]+)|[^{cjk}]+"))
+    return regex.compile(r"[\p{L}\p{N}_][\p{L}\p{M}\p{N}_]*")
 
 
 def words(text: str) -> list[str]:
     """Lower-cased words of ``text`` after NFKC."""
     text = unicodedata.normalize("NFKC", text).lower()
-    return _ASCII_WORD.findall(text) if text.isascii() else _patterns()[0].findall(text)
+    if text.isascii():
+        return _ASCII_WORD.findall(text)
+    if max(text) < _EUROPEAN_END:
+        return _EUROPEAN_WORD.findall(text)
+    return _word_pattern().findall(text)
 
 
 def has_cjk(text: str) -> bool:
-    return not text.isascii() and _patterns()[1].search(text) is not None
+    return not text.isascii() and _cjk_patterns()[0].search(text) is not None
 
 
 def cjk_ngrams(run: str, out: list[str]) -> None:
@@ -53,7 +66,7 @@ def cjk_ngrams(run: str, out: list[str]) -> None:
 
 def split_cjk(word: str) -> list[tuple[bool, str]]:
     """(is CJK, run) pieces of a non-ASCII word."""
-    return [(bool(m.group(1)), m.group(0)) for m in _patterns()[2].finditer(word)]
+    return [(bool(m.group(1)), m.group(0)) for m in _cjk_patterns()[1].finditer(word)]
 
 
 @lru_cache(maxsize=65536)
