@@ -241,21 +241,23 @@ def test_a_frequency_list_read_down_to_a_floor_is_the_top_of_the_whole_list(code
     assert zipf(code, 6.0) == {word: z for word, z in whole.items() if z >= 6.0} != {}
 
 
-def test_the_split_of_european_text_without_regex_is_regexs_split() -> None:
+def test_the_split_without_regex_is_regexs_split() -> None:
     import re
+    import unicodedata
 
     regex = pytest.importorskip("regex")
     from vaulteval.index.langs import words as words_module
 
     first, rest = regex.compile(r"[\p{L}\p{N}_]"), regex.compile(r"[\p{L}\p{M}\p{N}_]")
-    fast = re.compile(words_module._EUROPEAN_WORD.pattern)
-    for code in range(ord(words_module._EUROPEAN_END)):  # every code point the fast path may see
-        char = chr(code)
-        assert bool(fast.fullmatch(char)) == bool(first.fullmatch(char)), hex(code)
-        assert bool(fast.fullmatch("a" + char)) == bool(rest.fullmatch(char)), hex(code)
-    text = "Ünïcode café ДРУГ 2½ e\u0301t\u0301e x_y l'été"
-    assert words_module.words(text) == words_module._word_pattern().findall(
-        __import__("unicodedata").normalize("NFKC", text).lower())
+    fast = re.compile(words_module._FAST_WORD.pattern)
+    for low, high in words_module.FAST_BLOCKS:  # every code point the split without regex may see
+        for code in range(low, high + 1):
+            char = chr(code)
+            assert bool(fast.fullmatch(char)) == bool(first.fullmatch(char)), hex(code)
+            assert bool(fast.fullmatch("a" + char)) == bool(rest.fullmatch(char)), hex(code)
+    for text in ("Ünïcode café ДРУГ 2½ e\u0301t\u0301e x_y l'été — “quoted” → ①", "東京 and ノート"):
+        expected = words_module._word_pattern().findall(unicodedata.normalize("NFKC", text).lower())
+        assert words_module.words(text) == expected
 
 
 def test_a_query_split_once_for_all_its_languages_gets_each_analyzers_terms() -> None:
