@@ -255,9 +255,16 @@ def test_the_split_without_regex_is_regexs_split() -> None:
             char = chr(code)
             assert bool(fast.fullmatch(char)) == bool(first.fullmatch(char)), hex(code)
             assert bool(fast.fullmatch("a" + char)) == bool(rest.fullmatch(char)), hex(code)
-    for text in ("Ünïcode café ДРУГ 2½ e\u0301t\u0301e x_y l'été — “quoted” → ①", "東京 and ノート"):
+    from vaulteval.index.langs.scripts import CJK, SCRIPTS
+
+    cjk = "".join(SCRIPTS[name] for name in CJK)
+    cjk_char, cjk_runs = re.compile(f"[{cjk}]"), re.compile(f"([{cjk}]+)|[^{cjk}]+")
+    for text in ("Ünïcode café ДРУГ 2½ e\u0301t\u0301e x_y l'été — “quoted” → ①", "東京とノートー", "x\U00020001y",
+                 "한국어々 ﾉｰﾄ", "ـعربي", ""):
         expected = words_module._word_pattern().findall(unicodedata.normalize("NFKC", text).lower())
         assert words_module.words(text) == expected
+        assert words_module.has_cjk(text) == (cjk_char.search(text) is not None)
+        assert words_module.split_cjk(text) == [(bool(m.group(1)), m.group(0)) for m in cjk_runs.finditer(text)]
 
 
 def test_a_query_split_once_for_all_its_languages_gets_each_analyzers_terms() -> None:
