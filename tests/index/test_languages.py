@@ -274,7 +274,7 @@ def test_a_query_split_once_for_all_its_languages_gets_each_analyzers_terms() ->
 
     analyze = QueryAnalyzer({"de": 10, "en": 10, "fr": 10, "es": 10, "ru": 5, "ja": 5})
     for text in ("Wie kann ich eine Sicherung aller Notizen erstellen?", "l'équipe réunions café naïve",
-                 "Tresorverwaltung 東京 notes", "восстановить заметки"):
+                 "Tresorverwaltung 東京 notes", "восстановить заметки", "Die Notizen, die Notizen: notes notes notes"):
         codes, with_plain = analyze.languages_for(text)
         separately = [query_analyzer(c, len(codes) == 1)(text) for c in codes]
         separately += [analyzer_for(PLAIN, False, False)(text)] if with_plain else []
