@@ -16,14 +16,20 @@ and on the real questions (only the queries with ``split: SPLIT`` when given),
 and reports Kendall's tau (``scipy.stats.kendalltau``, tau-b) between the two
 orders of the strategies by nDCG@10, the generated set's pick (its best
 strategy; the first in list order on a tie) with that pick's nDCG@10 on the real
-questions, and the best strategy on the real questions. Tau per generated
+questions, and the best strategy on the real questions. Whether that tau is
+measured at all (``vaulteval.workbench.agreement``): its 95% bootstrap
+interval (both sets' queries resampled, ``--resamples``), the real order
+against the orders of its own resamples (the ceiling: real questions do not
+agree with themselves better), and the strategy pairs the real questions
+separate (paired randomization test, p < 0.05) with how many of them the
+generated set orders the same way. Tau per generated
 slice (kind, and any other slice with at least --min-slice queries) is listed
 too. ``--without rerank`` leaves the rerank strategies out (they embed every
 candidate themselves in an evaluation). ``--languages DIR`` adds BM25 nDCG@10 with the default and the english
 analyzer on each ``DIR/<lang>`` against ``querysets/obsidian-help-<lang>.yaml``.
 
-``--kinds`` and ``--max-overlap`` pass through to ``queryset generate``. Each set's per-query nDCG@10
-(generated, with kind, variant, overlap band and bm25_rank; and real) is written to
+``--kinds``, ``--max-overlap`` and ``--overlap-mix`` pass through to ``queryset generate``. Each set's per-query nDCG@10
+(generated, with kind, variant, overlap band, overlap and bm25_rank; and real) is written to
 ``OUT/LABEL/per_query_generated.csv`` and ``per_query_real.csv``, so a mix of kinds can be scored without
 running the strategies again. Prints Markdown tables and writes ``OUT/agreement.json``. No timings.
 """
@@ -41,6 +47,8 @@ from types import SimpleNamespace
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 MEASURE = "nDCG@10"
+TARGET_TAU = 0.6  # issue 21: tau >= 0.6 and the generated pick within 0.02 nDCG@10 of the real best
+TARGET_GAP = 0.02
 STRATEGIES = [
     "bm25",
     "bm25:analyzer=english",
@@ -66,9 +74,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--kinds", help="generate only these kinds (comma-separated, as queryset generate --kinds)")
     ap.add_argument("--max-overlap", type=float, help="as queryset generate --max-overlap")
+    ap.add_argument("--overlap-mix", help="as queryset generate --overlap-mix")
     ap.add_argument("--without", action="append", default=[], metavar="KIND",
                     help="leave out the strategies of this kind (e.g. rerank: it embeds every candidate itself)")
     ap.add_argument("--min-slice", type=int, default=10, help="smallest generated slice to report a tau for")
+    ap.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for tau's interval")
     ap.add_argument("--languages", help="folder holding one plain vault per language (the help vault)")
     ap.add_argument("--langs", default="es,de,zh,ja,ru")
     args = ap.parse_args()
@@ -77,7 +87,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     given = dict(args.set_generated)
     report: dict = {"measure": MEASURE, "strategies": STRATEGIES, "n": args.n, "seed": args.seed,
-                    "kinds": args.kinds, "max_overlap": args.max_overlap, "sets": [],
+                    "kinds": args.kinds, "max_overlap": args.max_overlap,
+                    "overlap_mix": args.overlap_mix, "sets": [],
                     "languages": []}
     for item in args.set:
         if len(item) not in (3, 4):
@@ -106,6 +117,7 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
     from scipy import stats
 
     from vaulteval.querysets.generate.core import generate_queryset
+    from vaulteval.querysets.generate.mix import parse_mix
     from vaulteval.querysets.queryset import load_queryset
     from vaulteval.rerank.store import store_path
     from vaulteval.vault.vault import Vault
@@ -123,7 +135,7 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
             gen_path.parent.mkdir(parents=True, exist_ok=True)
             summary = generate_queryset(vault, gen_path, n=args.n, seed=args.seed,
                                         kinds=args.kinds.split(",") if args.kinds else None,
-                                        max_overlap=args.max_overlap)
+                                        max_overlap=args.max_overlap, overlap_mix=parse_mix(args.overlap_mix))
         gen = load_queryset(gen_path, vault)
         _GENERATED[key] = (gen_path, summary, gen, _evaluate(vault, gen, cache))
     gen_path, summary, gen, gen_ev = _GENERATED[key]
@@ -141,6 +153,8 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
     tau = stats.kendalltau(gen_scores.to_numpy(), real_scores.to_numpy())
     pick = names[int(gen_scores.to_numpy().argmax())]
     best = names[int(real_scores.to_numpy().argmax())]
+    measurable = measurability(_table(gen_ev, names), _table(real_ev, names), gen_scores.to_numpy(), names,
+                               args.resamples)
     slices = []
     for (by, name), grp in gen_ev.slices[gen_ev.slices.measure == MEASURE].groupby(["slice_by", "slice"]):
         n = int(grp.n.iloc[0])
@@ -156,7 +170,27 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
             "tau": _num(tau.statistic), "p": _num(tau.pvalue),
             "pick": pick, "pick_real": float(real_scores[pick]), "best": best, "best_real": float(real_scores[best]),
             "scores": {n: {"generated": float(gen_scores[n]), "real": float(real_scores[n])} for n in names},
-            "min_slice": args.min_slice, "slices": slices}
+            "min_slice": args.min_slice, "slices": slices, **measurable}
+
+
+def measurability(gen, real, gen_means, names: list[str], resamples: int) -> dict:
+    """Whether the tau is measured at all: its bootstrap interval, the real order's agreement with its own resamples,
+    and the pairs of strategies the real questions separate (p < 0.05) with how many the generated set orders alike."""
+    from vaulteval.workbench.agreement import pair_agreement, self_tau, separated_pairs, tau_interval
+
+    low, high = tau_interval(gen, real, seed=0, n_resamples=resamples)
+    median, s_low, s_high = self_tau(real, seed=0, n_resamples=resamples)
+    pairs = separated_pairs(real, seed=0)
+    agree, total = pair_agreement(gen_means, pairs)
+    return {"tau_ci95": [_num(low), _num(high)], "self_tau": [_num(median), _num(s_low), _num(s_high)],
+            "separated_pairs": [[names[i], names[j], round(d, 4)] for i, j, d in pairs],
+            "pairs_agreeing": agree, "pairs_separated": total}
+
+
+def _table(ev, names: list[str]):
+    """queries x strategies (nDCG@10), columns in ``names`` order."""
+    per = ev.per_query[ev.per_query.measure == MEASURE]
+    return per.pivot(index="query_id", columns="run", values="value")[names].to_numpy()
 
 
 def languages(root: Path, langs: list[str], out: Path) -> list[dict]:
@@ -190,6 +224,7 @@ def _write_per_query(folder: Path, gen, gen_ev, real_ev) -> None:
     table["kind"] = [fields.get(str(q), {}).get("kind", "") for q in table.query_id]
     table["variant"] = [fields.get(str(q), {}).get("variant", "") for q in table.query_id]
     table["band"] = [overlap_band(SimpleNamespace(fields=fields.get(str(q)))) or "" for q in table.query_id]
+    table["overlap"] = [fields.get(str(q), {}).get("overlap") for q in table.query_id]
     table["bm25_rank"] = [fields.get(str(q), {}).get("bm25_rank") for q in table.query_id]
     table.to_csv(folder / "per_query_generated.csv", index=False)
     real_ev.per_query[real_ev.per_query.measure == MEASURE][["run", "query_id", "value"]].to_csv(
@@ -216,13 +251,19 @@ def _fmt(x: float | None, digits: int = 2) -> str:
 
 def print_agreement(sets: list[dict]) -> None:
     print(f"\n### Agreement ({MEASURE}, {len(STRATEGIES)} strategies)\n")
-    print("| data set | real queries | generated queries | Kendall tau (p) | generated pick | pick on real "
-          "| best on real | gap |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| data set | real queries | generated queries | Kendall tau (p) | tau 95% CI | real vs its resamples "
+          "| separated pairs ordered alike | generated pick | pick on real | best on real | gap | target |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in sets:
         gap = s["best_real"] - s["pick_real"]
+        ci, own = s["tau_ci95"], s["self_tau"]
         print(f"| {s['label']} | {s['real_queries']} | {s['generated_queries']} | {_fmt(s['tau'])} ({_fmt(s['p'])}) "
-              f"| `{s['pick']}` | {s['pick_real']:.3f} | `{s['best']}` {s['best_real']:.3f} | {gap:.3f} |")
+              f"| [{_fmt(ci[0])}, {_fmt(ci[1])}] | {_fmt(own[0])} [{_fmt(own[1])}, {_fmt(own[2])}] "
+              f"| {s['pairs_agreeing']} of {s['pairs_separated']} "
+              f"| `{s['pick']}` | {s['pick_real']:.3f} | `{s['best']}` {s['best_real']:.3f} | {gap:.3f} "
+              f"| {target(s)} |")
+    print(f"\ntarget: tau >= {TARGET_TAU} and the pick within {TARGET_GAP} of the real best; a tau whose 95% CI "
+          f"holds {TARGET_TAU} is undecided by these questions")
     for s in sets:
         print(f"\n#### {s['label']}: {MEASURE} per strategy\n")
         print("| strategy | generated | real |")
@@ -235,6 +276,21 @@ def print_agreement(sets: list[dict]) -> None:
             print("|---|---|---|---|")
             for x in s["slices"]:
                 print(f"| {x['slice_by']}={x['slice']} | {x['n']} | {_fmt(x['tau'])} ({_fmt(x['p'])}) | `{x['pick']}` |")
+
+
+def target(s: dict) -> str:
+    """Issue 21's target for one set: met or not, and whether tau's interval can tell."""
+    gap_ok = s["best_real"] - s["pick_real"] <= TARGET_GAP + 1e-9
+    tau = s["tau"] if s["tau"] is not None else float("-inf")
+    low, high = s.get("tau_ci95") or (None, None)
+    if low is not None and high is not None and low < TARGET_TAU <= high:
+        measured = "tau undecided"
+    elif high is not None and high < TARGET_TAU:
+        measured = "tau below"
+    else:
+        measured = "tau at or above" if tau >= TARGET_TAU else "tau below"
+    met = gap_ok and tau >= TARGET_TAU
+    return f"{'met' if met else 'not met'} ({measured}; pick {'within' if gap_ok else 'outside'} {TARGET_GAP})"
 
 
 def print_languages(rows: list[dict]) -> None:

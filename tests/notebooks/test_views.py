@@ -234,6 +234,14 @@ def test_explore_on_the_bundled_sample_uses_the_cache() -> None:
     assert not (v.root / ".vault-meta").exists()
 
 
+def test_explore_auto_is_the_language_analyzer_not_the_vaults_own(small) -> None:
+    vault, _ = small
+    own = nbexplore.explore_env(vault)
+    assert own.source == "vault" and own.index.analyzer_name == "default"
+    env = nbexplore.explore_env(vault, "auto")
+    assert env.source == "cache" and env.index.analyzer_name == "auto"
+
+
 # --------------------------------------------------------------------- sweep
 
 def test_sweep_splits_as_tune_does_fixed_by_the_seed_and_disjoint(small) -> None:

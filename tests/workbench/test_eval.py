@@ -119,6 +119,22 @@ def test_workspace_reuses_cache_builds(tmp_path: Path, eval_cache: Path) -> None
     assert ws.env(Strategy.parse("bm25:hard_max=5000")).source == "cache"
 
 
+def test_cache_build_made_with_other_analyzer_libraries_is_rebuilt(tmp_path: Path, eval_cache: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    vault = Vault(copy_sample(tmp_path / "v"))
+    strategy = Strategy.parse("bm25:analyzer=english")
+    first = Workspace(vault).env(strategy)
+    built = first.index.header["analyzer_libraries"]
+    assert built.get("PyStemmer")
+    import vaulteval.workbench.workspace as workspace
+    upgraded = {**built, "PyStemmer": built["PyStemmer"] + ".post1"}
+    monkeypatch.setattr(workspace, "analyzer_libraries", lambda analyzer, codes=None: upgraded)
+    monkeypatch.setattr("vaulteval.index.build.analyzer_libraries", lambda analyzer, codes=None: upgraded)
+    again = Workspace(Vault(vault.root)).env(strategy)
+    assert again.meta_dir == first.meta_dir
+    assert again.index.header["analyzer_libraries"] == upgraded  # rebuilt, not reused with other tokens
+
+
 def test_run_directory_inside_the_vault_is_refused(tmp_path):
     from vaulteval.cli.main import main
     from vaulteval.cli.sample import copy_sample

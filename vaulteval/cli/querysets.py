@@ -39,12 +39,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from vaulteval.cli.common import select_vault
     from vaulteval.querysets.generate.core import generate_queryset
     from vaulteval.querysets.generate.llm import LlmSettings
+    from vaulteval.querysets.generate.mix import parse_mix
 
     vault = select_vault(args)
     llm = LlmSettings(model=args.llm_model, host=args.llm_host, allow_egress=args.allow_egress,
                       timeout=args.llm_timeout, per_note=args.llm_questions)
     summary = generate_queryset(vault, args.out, kinds=args.kinds, n=args.n, seed=args.seed, llm=llm,
-                                max_overlap=args.max_overlap, progress=_progress(not args.quiet))
+                                max_overlap=args.max_overlap, overlap_mix=parse_mix(args.overlap_mix),
+                                progress=_progress(not args.quiet))
     if not summary["judges_semantic_strategies"]:
         sys.stderr.write(f"vaulteval: {summary['high_overlap_share']:.0%} of these queries share most of their words "
                          "with their page (overlap_band: high); the set cannot judge semantic strategies (rerank, "
@@ -190,6 +192,8 @@ def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], N
     g.add_argument("--seed", type=int_arg, default=0, help="sampling seed; the same vault and seed give the same file")
     g.add_argument("--max-overlap", type=float, metavar="X",
                    help="keep only queries sharing at most this share (0-1) of their terms with their page")
+    g.add_argument("--overlap-mix", metavar="MIX",
+                   help="share the queries among overlap bands, e.g. low=0.5,mid=0.4,high=0.1; none: as generated")
     g.add_argument("--llm-model", default="llama3.2", help="Ollama generate model for the llm kind (never pulled)")
     g.add_argument("--llm-host", help="Ollama host for the llm kind (default: $OLLAMA_HOST or 127.0.0.1:11434)")
     g.add_argument("--llm-timeout", type=float, default=60.0, help="seconds per llm request")

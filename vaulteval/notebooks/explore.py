@@ -24,14 +24,16 @@ if TYPE_CHECKING:
     from vaulteval.workbench.workspace import StrategyEnv
 
 
-def explore_env(vault: Any, analyzer: str = "auto", cache_dir: Any = None) -> "StrategyEnv":
-    """The index to explore: the vault's own when it is provisioned (``analyzer="auto"``), else one in the cache."""
+def explore_env(vault: Any, analyzer: str = "vault", cache_dir: Any = None) -> "StrategyEnv":
+    """The index to explore: the vault's own when it is provisioned (``analyzer="vault"``), else one in the cache.
+
+    Any other value is an analyzer name (``auto``, ``english``, ``german``, …) built in the cache."""
     from vaulteval.errors import NotProvisioned
     from vaulteval.pipeline.retrieve import Retriever
     from vaulteval.workbench.strategy import Strategy
     from vaulteval.workbench.workspace import Workspace
 
-    if analyzer == "auto":
+    if analyzer == "vault":
         analyzer = "default"
         if not vault.is_bundled:
             try:

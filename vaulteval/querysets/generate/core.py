@@ -119,11 +119,14 @@ def _shares(n: int, kinds: list[str]) -> dict[str, int]:
 
 def generate_queryset(vault: "Vault", out: str | os.PathLike[str], *, kinds: list[str] | None = None,
                       n: int = 500, seed: int = 0, llm: "LlmSettings | None" = None, max_overlap: float | None = None,
+                      overlap_mix: dict[str, float] | None = None,
                       progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Write the query set to ``out`` (never inside the vault); return a summary with counts per kind.
 
     ``max_overlap`` (0 to 1) keeps only queries sharing at most that share of their terms with their target
-    (counted as rejected for ``overlap`` otherwise): a set that can judge semantic strategies."""
+    (counted as rejected for ``overlap`` otherwise): a set that can judge semantic strategies. ``overlap_mix``
+    ({band: share}, ``mix.py``) shares the positive queries among the overlap bands; None samples them as
+    generated."""
     from vaulteval.querysets.generate.kinds import Context
     from vaulteval.querysets.generate.pages import read_pages
     from vaulteval.querysets.generate.screen import band_summary, measure, rejection_report, screen, within_overlap
@@ -153,11 +156,14 @@ def generate_queryset(vault: "Vault", out: str | os.PathLike[str], *, kinds: lis
             ordered[kind] = _stratified(kept, seed, kind)
             if progress is not None:
                 progress(f"candidates: {kind}", len(ordered[kind]), len(ordered[kind]))
-    picked = _pick(ctx, chosen, ordered, n, caps, llm, rejected, progress, max_overlap)
+    if overlap_mix is None:
+        picked = _pick(ctx, chosen, ordered, n, caps, llm, rejected, progress, max_overlap)
+    else:
+        picked = _pick_mixed(ctx, chosen, ordered, n, caps, llm, rejected, progress, max_overlap, overlap_mix)
     queries = measure(ctx, [c for kind in chosen for c in picked.get(kind, [])])
     report = rejection_report(rejected)
     header = {"seed": seed, "n": n, "kinds": chosen, **({"max_overlap": max_overlap} if max_overlap is not None else {}),
-              "rejected": report}
+              **({"overlap_mix": overlap_mix} if overlap_mix is not None else {}), "rejected": report}
     summary = write_yaml(target, vault, ctx, queries, split_of=lambda qid: _split(seed, qid), header=header)
     summary.update(band_summary(queries))
     summary["rejected"] = report
@@ -166,14 +172,49 @@ def generate_queryset(vault: "Vault", out: str | os.PathLike[str], *, kinds: lis
     return summary
 
 
+def _pick_mixed(ctx: "Context", chosen: list[str], ordered: dict[str, list[Candidate]], n: int, caps: dict[str, int],
+                llm: "LlmSettings | None", rejected: Counter, progress, max_overlap: float | None,
+                mix: dict[str, float]) -> dict[str, list[Candidate]]:
+    """Negatives and llm questions take their kinds' shares of ``n`` first; the rest is filled band by band (low,
+    mid, high), kinds sharing each band's quota, and what a band cannot fill passes to the next (what high cannot
+    fill goes back to low and mid)."""
+    from vaulteval.querysets.generate.mix import band_quotas, split_by_band
+
+    seen: set[str] = set()
+    apart = [k for k in chosen if k in ("negative", "llm")]
+    picked = {k: [] for k in chosen}
+    budget = n
+    if apart:
+        shares = _shares(n, chosen)
+        first = _pick(ctx, apart, ordered, sum(shares[k] for k in apart), caps, llm, rejected, progress,
+                      max_overlap, seen)
+        picked.update(first)
+        budget -= sum(len(v) for v in first.values())
+    banded = [k for k in chosen if k not in apart]
+    by_band = {k: split_by_band(ctx, ordered[k]) for k in banded}
+    carry = 0
+    quotas = band_quotas(budget, mix)
+    # low, mid, high; then low and mid again for what high could not fill
+    for b, quota in [*quotas.items(), ("low", 0), ("mid", 0)]:
+        want = quota + carry
+        left = {k: caps[k] - len(picked[k]) for k in caps if k in banded}
+        got = _pick(ctx, banded, {k: by_band[k][b] for k in banded}, want, left, llm, rejected, progress,
+                    max_overlap, seen) if want > 0 and banded else {}
+        for k, items in got.items():
+            picked[k] += items
+        carry = want - sum(len(v) for v in got.values())
+    return picked
+
+
 def _pick(ctx: "Context", chosen: list[str], ordered: dict[str, list[Candidate]], n: int, caps: dict[str, int],
-          llm: "LlmSettings | None", rejected: Counter, progress, max_overlap: float | None = None
-          ) -> dict[str, list[Candidate]]:
-    """Fill each kind's share (at most its cap); what a kind cannot fill passes to the kinds that still can."""
+          llm: "LlmSettings | None", rejected: Counter, progress, max_overlap: float | None = None,
+          seen: set[str] | None = None) -> dict[str, list[Candidate]]:
+    """Fill each kind's share (at most its cap); what a kind cannot fill passes to the kinds that still can.
+    ``seen`` (casefolded texts already taken) is shared when the set is picked in parts."""
     from vaulteval.querysets.generate.screen import screen, within_overlap
     from vaulteval.querysets.generate.script import judge_segments
 
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     picked: dict[str, list[Candidate]] = {k: [] for k in chosen}
     remaining = {k: list(v) for k, v in ordered.items()}
     open_kinds = list(chosen)

@@ -47,7 +47,7 @@ def within_overlap(ctx: "Context", cands: "list[Candidate]", most: float, reject
     """The candidates sharing at most ``most`` of their terms with their target (negatives always pass)."""
     out = []
     for c in cands:
-        target = _target(c)
+        target = target_of(c)
         if target is not None and ctx.lexicon.overlap(c.text, target) > most:
             rejected[(c.kind, "overlap")] += 1
         else:
@@ -55,7 +55,8 @@ def within_overlap(ctx: "Context", cands: "list[Candidate]", most: float, reject
     return out
 
 
-def _target(c: "Candidate") -> str | None:
+def target_of(c: "Candidate") -> str | None:
+    """The page a query's overlap is measured against: its best-graded relevant page (a script query: its source)."""
     graded = [(g, p) for p, g in c.relevant if g > 0]
     if not graded:
         return None
@@ -71,7 +72,7 @@ def measure(ctx: "Context", cands: "list[Candidate]") -> "list[Candidate]":
 
     out = []
     for c in cands:
-        target = _target(c)
+        target = target_of(c)
         if target is None:
             out.append(c)
             continue
