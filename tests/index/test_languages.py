@@ -283,3 +283,11 @@ def test_a_query_split_once_for_all_its_languages_gets_each_analyzers_terms() ->
             for term in dict.fromkeys(terms):
                 best[term] = max(best.get(term, 0), terms.count(term))
         assert analyze(text) == [t for t, n in best.items() for _ in range(n)] != [], text
+
+
+def test_korean_texts_given_to_kiwi_together_get_the_terms_each_gets_alone() -> None:
+    from vaulteval.index.langs.segmenters import KoreanAnalyzer
+
+    texts = ["메모를 지웠다", "Obsidian Sync", "", "이전 버전은 얼마나 보관되나요?\n\n`git log` 로 기록 보기", "메모를 지웠다"]
+    alone = [KoreanAnalyzer()(text) for text in texts]
+    assert KoreanAnalyzer().many(texts) == alone and alone[0] == ["메모", "지우", "메모", "모를", "지웠", "웠다"]

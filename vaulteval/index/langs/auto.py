@@ -40,11 +40,17 @@ def analyze_documents(items: list[tuple[str, str]]) -> list[tuple[str, list[str]
     by_page: dict[str, list[int]] = {}
     for i, (page, _) in enumerate(items):
         by_page.setdefault(page, []).append(i)
-    out: list[tuple[str, list[str]] | None] = [None] * len(items)
+    by_code: dict[str, list[int]] = {}
     for indices in by_page.values():
+        for i, code in zip(indices, page_languages([items[i][1] for i in indices])):
+            by_code.setdefault(code, []).append(i)
+    out: list[tuple[str, list[str]] | None] = [None] * len(items)
+    for code, indices in by_code.items():  # a language's chunks together: Kiwi takes them in one call
+        analyze = code_analyzer(code)
+        many = getattr(analyze, "many", None)
         texts = [items[i][1] for i in indices]
-        for i, text, code in zip(indices, texts, page_languages(texts)):
-            out[i] = (code, code_analyzer(code)(text))
+        for i, terms in zip(indices, many(texts) if many is not None else map(analyze, texts)):
+            out[i] = (code, terms)
     return out  # type: ignore[return-value]
 
 

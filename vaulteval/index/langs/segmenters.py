@@ -52,17 +52,26 @@ class _Segmented:
         self._word_memo: dict[str, tuple[str, ...]] = {}
 
     def __call__(self, text: str) -> list[str]:
-        out: list[str] = []
         if not has_cjk(text):
+            out: list[str] = []
             _plain_words(text, out)
             return out
         import unicodedata
 
+        return self._terms(text, self._tokens(unicodedata.normalize("NFKC", text)))
+
+    def many(self, texts: list[str]) -> list[list[str]]:
+        """``[self(text) for text in texts]`` (a build's texts of this language; Korean overrides it)."""
+        return [self(text) for text in texts]
+
+    def _terms(self, text: str, tokens: Iterable[str]) -> list[str]:
+        """The terms of ``text`` whose (NFKC) segmentation is ``tokens``."""
+        out: list[str] = []
         token_memo, word_memo = self._token_memo, self._word_memo
         if len(token_memo) + len(word_memo) > MEMO_LIMIT:
             token_memo.clear()
             word_memo.clear()
-        for token in self._tokens(unicodedata.normalize("NFKC", text)):
+        for token in tokens:
             terms = token_memo.get(token)
             if terms is None:
                 terms = token_memo[token] = self._token_terms(token)
@@ -158,9 +167,24 @@ class KoreanAnalyzer(_Segmented):
     def _ngrams(self, run: str, out: list[str]) -> None:  # syllable bigrams (a lone syllable as itself)
         out.extend(run[i:i + 2] for i in range(len(run) - 1)) if len(run) > 1 else out.append(run)
 
+    def many(self, texts: list[str]) -> list[list[str]]:
+        """``[self(text) for text in texts]``, Kiwi given every Korean text in one call: it spreads them over
+        its worker threads (one per core), the same tokens for each text as one call per text."""
+        import unicodedata
+
+        korean = [i for i, text in enumerate(texts) if has_cjk(text)]
+        out = [self(text) if not has_cjk(text) else [] for text in texts]
+        analyses = _kiwi().tokenize([unicodedata.normalize("NFKC", texts[i]) for i in korean])
+        for i, tokens in zip(korean, analyses):
+            out[i] = self._terms(texts[i], self._kept(tokens))
+        return out
+
     def _tokens(self, text: str) -> Iterable[str]:
+        return self._kept(_kiwi().tokenize(text))
+
+    def _kept(self, tokens: Iterable) -> Iterable[str]:
         keep = _KO_KEEP
-        for token in _kiwi().tokenize(text):
+        for token in tokens:
             tag = token.tag
             kept = keep.get(tag)
             if kept is None:  # irregular verbs are tagged VV-I, VA-R, ...
