@@ -17,7 +17,8 @@ n-grams' recall and add the segmenter's precision and, for Japanese, dictionary 
 
 Each loads its dictionary the first time it meets text in its script, never before: a Latin-only
 text is split by the shared rule (``words``) without loading anything. Latin words inside CJK text
-are split the same way, not stemmed.
+are split the same way, not stemmed. A build hands each analyzer all its texts at once (``many``):
+Kiwi spreads them over its worker threads, one per core, the tokens of each text unchanged.
 """
 
 from __future__ import annotations
