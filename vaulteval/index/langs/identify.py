@@ -83,19 +83,27 @@ def identify(text: str, counts: dict[str, int] | None = None) -> str:
 
 
 def page_languages(texts: list[str]) -> list[str]:
-    """Each chunk's language: the note's, unless the chunk is long enough or in another script."""
+    """Each chunk's language: the note's, unless the chunk is long enough or in another script. The note
+    as a whole is identified only when a chunk needs it (a note of long chunks never is)."""
     if len(texts) == 1:
         return [identify(texts[0])]
-    note = identify("\n".join(texts)[:MAX_CHARS])
-    note_script = LANGUAGES[note].script if note in LANGUAGES else None
+    note: list[str] = []  # the note's code, once worked out
+
+    def note_code() -> str:
+        if not note:
+            note.append(identify("\n".join(texts)[:MAX_CHARS]))
+        return note[0]
+
     out = []
     for text in texts:
         counts = script_counts(text)
         script, _ = candidates_of(counts)
         if script is None:
-            out.append(note)
-        elif script != note_script or sum(counts.values()) >= CHUNK_ALONE:
+            out.append(note_code())
+        elif sum(counts.values()) >= CHUNK_ALONE:
             out.append(identify(text, counts))
         else:
-            out.append(note)
+            code = note_code()
+            same_script = code in LANGUAGES and LANGUAGES[code].script == script
+            out.append(code if same_script else identify(text, counts))
     return out
