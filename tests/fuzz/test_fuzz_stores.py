@@ -1,4 +1,4 @@
-"""Fuzz the stored embeddings (``embeddings/vectors.vtv``) and the field index (``bm25/fields.vti``).
+"""Fuzz the stored embeddings (``embeddings/vectors.vtv``), the field index (``bm25/fields.vti``) and the ONNX export.
 
 Each example damages one of the two files (a flipped byte, a truncation, or
 other bytes altogether) in a copy of an embedded vault. ``dense`` and
@@ -11,6 +11,7 @@ Usage: ``VAULTEVAL_FUZZ_EXAMPLES=2000 .venv/bin/python -m pytest tests/fuzz/test
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -75,4 +76,28 @@ def test_a_damaged_store_or_field_index_fails_closed(embedded_vault: Path, tmp_p
         code, out, _ = cli_ok("retrieve", "--vault", root, "--no-rerank", "--strategy", "hybrid:cc",
                               "descale the espresso machine", codes={0})
         assert "Espresso machine.md" in out
+        assert snapshot(root / "wiki") == notes
+
+
+ONNX_FILES = ("model.onnx", "model.data", "tokenizer.json", "export.json")
+
+
+@fuzz_settings(scale=0.5)
+@given(st.sampled_from(ONNX_FILES), damage)
+def test_a_damaged_onnx_export_falls_back_to_sentence_transformers(embedded_vault: Path, tmp_path: Path, name: str,
+                                                                   how: tuple) -> None:
+    """Whatever happened to one of the export's files, a dense query is answered (exit 0), never half-served."""
+    with Scratch(tmp_path) as scratch:
+        root = Path(shutil.copytree(embedded_vault, scratch / "v", symlinks=True))
+        path = root / ".vault-meta/vaulteval/onnx" / name
+        path.write_bytes(_damaged(path.read_bytes(), how))
+        count(f"onnx export: {name}")
+        notes = snapshot(root / "wiki")
+        for strategy in ("dense", "hybrid:cc"):
+            _, out, _ = cli_ok("retrieve", "--vault", root, "--no-rerank", "--strategy", strategy,
+                               "descale the espresso machine", codes={0})
+            result = json.loads(out)
+            # Embedded all the same (by the export when it is intact, else by sentence-transformers): no fallback.
+            assert result["label"]["fallbacks"] == [] and result["strategy"] == strategy
+            assert "wiki/Espresso machine.md" in [c["page_path"] for c in result["candidates"]]
         assert snapshot(root / "wiki") == notes

@@ -8,6 +8,8 @@ sentence-transformers, offline); the CLI runs in subprocesses under
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -18,14 +20,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline_fixtures import DESCALING_NOTE, cli_env, copy_sample
+from pipeline_fixtures import DESCALING_NOTE, cli_env, copy_sample, run_cli, snapshot
 from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.config import RerankConfig, resolve
 from vaulteval.rerank.embedders import SentenceTransformerEmbedder
 from vaulteval.rerank import onnxembed
-from vaulteval.rerank.onnxembed import MODEL_FILE, ONNX_DIR, OnnxEmbedder, open_onnx
+from vaulteval.rerank.onnxembed import EXPORT_FILE, MODEL_FILE, ONNX_DIR, WEIGHTS_FILE, OnnxEmbedder, open_onnx
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
@@ -48,7 +50,12 @@ def test_provision_exports_the_model_once_and_checks_it_against_torch(embedded: 
     onnx = report["embeddings"]["onnx"]
     assert onnx["state"] == "exported" and onnx["min_cosine"] >= 1 - 1e-5
     folder = Vault(root).meta_dir / ONNX_DIR
-    assert sorted(p.name for p in folder.iterdir()) == ["export.json", "model.onnx", "tokenizer.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["export.json", "model.data", "model.onnx", "tokenizer.json"]
+    info = json.loads((folder / EXPORT_FILE).read_text())
+    # The graph was rewritten once, here; the weights sit in their own file, which the session maps.
+    assert info["version"] == 2 and info["optimized"] == "basic"
+    assert (folder / WEIGHTS_FILE).stat().st_size > 50 * (folder / MODEL_FILE).stat().st_size
+    assert info["model_name"] == SentenceTransformerEmbedder.load(resolve(ST)).model_key
     again = provision(Vault(root), embed=ST)["embeddings"]["onnx"]
     assert again == {"state": "current"}
 
@@ -93,30 +100,159 @@ def _imports(*args: str) -> tuple[set[str], dict]:
     return names, json.loads(proc.stdout)
 
 
-@pytest.mark.parametrize("flags, label", [
-    (["--strategy", "hybrid:cc", "--no-rerank"], "hybrid:cc"),
-    (["--strategy", "dense", "--no-rerank"], "dense"),
-    (["--embedder", "st"], "bm25+rerank:sentence-transformers"),
+@pytest.mark.parametrize("flags, label, tail", [
+    (["--strategy", "hybrid:cc", "--no-rerank"], "hybrid:cc", ""),
+    (["--strategy", "dense", "--no-rerank"], "dense", " quickly"),  # each its own query: not in the vector cache
+    (["--embedder", "st"], "bm25+rerank:sentence-transformers", " today"),
 ])
-def test_a_cli_query_embeds_without_torch(embedded: tuple[Path, dict], flags: list[str], label: str) -> None:
-    names, out = _imports("retrieve", "--vault", str(embedded[0]), "how do I remove limescale from the coffee maker",
-                          *flags)
+def test_a_cli_query_embeds_without_torch(embedded: tuple[Path, dict], flags: list[str], label: str,
+                                          tail: str) -> None:
+    query = "how do I remove limescale from the coffee maker" + tail
+    names, out = _imports("retrieve", "--vault", str(embedded[0]), query, *flags)
     assert "onnxruntime" in names
     assert sorted(n for n in names if n.split(".")[0] in TORCH_MODULES) == []
+    # The store's model name comes from export.json, not from the package metadata (importlib.metadata and the
+    # email parser it loads were a large share of the call's own work).
+    assert "importlib.metadata" not in names
+    # Nor anything of the evaluation side (numpy is onnxruntime's own requirement).
+    assert sorted(n for n in names if n.split(".")[0] in ("pandas", "scipy", "ir_measures", "yaml", "tqdm")
+                  or n.startswith(("vaulteval.workbench", "vaulteval.querysets"))) == []
     assert out["strategy"] == label and DESCALING_NOTE in [c["page_path"] for c in out["candidates"]]
+
+
+def test_a_cli_query_whose_vector_is_cached_loads_no_runtime(embedded: tuple[Path, dict]) -> None:
+    args = ("retrieve", "--vault", str(embedded[0]), "router factory reset, cached", "--strategy", "hybrid:cc",
+            "--no-rerank")
+    first_names, first = _imports(*args)
+    again_names, again = _imports(*args)
+    assert {"onnxruntime", "tokenizers"} <= first_names
+    assert "onnxruntime" not in again_names and "tokenizers" not in again_names
+    assert [c["chunk_id"] for c in again["candidates"]] == [c["chunk_id"] for c in first["candidates"]]
 
 
 def test_an_export_that_no_longer_matches_is_not_used(embedded: tuple[Path, dict], tmp_path: Path) -> None:
     folder = Path(shutil.copytree(Vault(embedded[0]).meta_dir / ONNX_DIR, tmp_path / "onnx"))
     config = resolve(ST)
-    assert open_onnx(folder, config) is not None
+    assert open_onnx(folder, config) is not None  # copied: new inodes, so its files were hashed, and match
     assert open_onnx(folder, RerankConfig(backend="sentence-transformers", model=str(tmp_path))) is None
-    data = bytearray((folder / MODEL_FILE).read_bytes())
+    data = bytearray((folder / WEIGHTS_FILE).read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped byte in the weights
-    (folder / MODEL_FILE).write_bytes(bytes(data))
+    (folder / WEIGHTS_FILE).write_bytes(bytes(data))
     assert open_onnx(folder, config) is None  # its hash no longer matches export.json
     (folder / "export.json").write_text("{not json")
     assert open_onnx(folder, config) is None
+
+
+def _damage_truncate(path: Path) -> None:
+    with open(path, "r+b") as fh:
+        fh.truncate(os.stat(path).st_size // 2)
+
+
+def _damage_flip_keep_mtime(path: Path) -> None:
+    """One byte changed, the mtime put back: the signature still differs (its inode is new), so it is hashed."""
+    st = os.stat(path)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0x01
+    path.unlink()
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _damage_symlink(path: Path) -> None:
+    target = path.with_name("elsewhere")
+    path.rename(target)
+    path.symlink_to(target.name)
+
+
+def _damage_fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)  # opening it to hash would block: it must be refused by its type
+
+
+@pytest.mark.parametrize("name", [MODEL_FILE, WEIGHTS_FILE, "tokenizer.json"])
+@pytest.mark.parametrize("damage", [_damage_truncate, _damage_flip_keep_mtime, _damage_symlink, _damage_fifo,
+                                    lambda p: p.unlink()], ids=["truncated", "flipped", "symlink", "fifo", "missing"])
+def test_a_damaged_export_is_refused_in_one_warning(embedded: tuple[Path, dict], tmp_path: Path, name: str,
+                                                    damage, caplog: pytest.LogCaptureFixture,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())
+    folder = Path(shutil.copytree(Vault(embedded[0]).meta_dir / ONNX_DIR, tmp_path / "onnx"))
+    damage(folder / name)
+    with caplog.at_level(logging.WARNING, logger="vaulteval.rerank.onnxembed"):
+        assert open_onnx(folder, resolve(ST)) is None
+        assert open_onnx(folder, resolve(ST)) is None  # remembered: neither hashed nor reported again
+    [record] = caplog.records
+    assert name in record.getMessage() and "vaulteval provision" in record.getMessage()
+
+
+def test_a_cli_query_over_damaged_weights_says_so_once_and_still_answers(embedded: tuple[Path, dict],
+                                                                          tmp_path: Path) -> None:
+    root = Path(shutil.copytree(embedded[0], tmp_path / "vault", symlinks=True))
+    weights = Vault(root).meta_dir / ONNX_DIR / WEIGHTS_FILE
+    _damage_truncate(weights)
+    notes = snapshot(root / "wiki")
+    proc = run_cli("retrieve", "--vault", root, "how do I remove limescale from the coffee maker", "--strategy",
+                   "hybrid:cc", "--no-rerank", env=cli_env(HF_HUB_OFFLINE="1"), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "model.data" in lines[0] and "provision" in lines[0], proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["strategy"] == "hybrid:cc" and DESCALING_NOTE in [c["page_path"] for c in out["candidates"]]
+    assert snapshot(root / "wiki") == notes
+    # provision notices the damage (the description alone still matches the model) and writes the export again
+    report = provision(Vault(root), embed=ST)["embeddings"]["onnx"]
+    assert report["state"] == "exported"
+    assert open_onnx(Vault(root).meta_dir / ONNX_DIR, resolve(ST)) is not None
+
+
+def test_an_export_replaced_while_its_session_opens_is_not_used(embedded: tuple[Path, dict], tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files are checked, then the session reads them: a provision publishing in between means fallback."""
+    monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())
+    folder = Path(shutil.copytree(Vault(embedded[0]).meta_dir / ONNX_DIR, tmp_path / "onnx"))
+    used: list[str] = []
+
+    class Fallback:
+        def embed(self, inputs: list[str]) -> list[np.ndarray]:
+            used.append("fallback")
+            return [np.ones(384, dtype=np.float32) for _ in inputs]
+
+    embedder = onnxembed._load(folder, str(resolve(ST).model), onnxembed.read_export(folder), fallback=Fallback)
+    assert embedder is not None and set(embedder.seen) == {MODEL_FILE, WEIGHTS_FILE, "tokenizer.json"}
+    weights = folder / WEIGHTS_FILE
+    weights.rename(folder / "old")  # published by rename: a new inode under the same name
+    shutil.copyfile(folder / "old", weights)
+    embedder.embed(["router factory reset"])
+    assert used == ["fallback"]
+
+
+def test_an_export_of_the_first_layout_still_serves_and_is_replaced(embedded: tuple[Path, dict], tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Version 1 kept the weights inside model.onnx: queries use it as before, and provision rewrites it."""
+    onnx = pytest.importorskip("onnx")
+    monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())
+    root = Path(shutil.copytree(embedded[0], tmp_path / "vault", symlinks=True))
+    folder = Vault(root).meta_dir / ONNX_DIR
+    info = json.loads((folder / EXPORT_FILE).read_text())
+    single = onnx.load(str(folder / MODEL_FILE))  # reads the weights from model.data
+    (folder / WEIGHTS_FILE).unlink()
+    (folder / MODEL_FILE).unlink()
+    onnx.save_model(single, str(folder / MODEL_FILE))
+    import hashlib
+
+    info.update(version=1, onnx_sha256="sha256:" + hashlib.sha256((folder / MODEL_FILE).read_bytes()).hexdigest())
+    for key in ("optimized", "weights_sha256", "written"):
+        info.pop(key)
+    (folder / EXPORT_FILE).write_text(json.dumps(info))
+    config = resolve(ST)
+    old = open_onnx(folder, config)
+    assert old is not None
+    vectors = np.stack(old.embed(QUERIES[:3]))
+    torch = np.stack(SentenceTransformerEmbedder.load(config).embed(QUERIES[:3]))
+    cos = (vectors * torch).sum(1) / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(torch, axis=1))
+    assert cos.min() >= 1 - 1e-4
+    assert provision(Vault(root), embed=ST)["embeddings"]["onnx"]["state"] == "exported"
+    assert json.loads((folder / EXPORT_FILE).read_text())["version"] == 2 and (folder / WEIGHTS_FILE).is_file()
 
 
 def test_a_query_whose_vector_is_cached_never_opens_the_session(embedded: tuple[Path, dict], tmp_path: Path,
@@ -130,7 +266,8 @@ def test_a_query_whose_vector_is_cached_never_opens_the_session(embedded: tuple[
     opened: list[Path] = []
     real = onnxembed._open_session
     monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())  # as a fresh server process has it
-    monkeypatch.setattr(onnxembed, "_open_session", lambda where, info: opened.append(where) or real(where, info))
+    monkeypatch.setattr(onnxembed, "_open_session",
+                        lambda where, info, seen=None: opened.append(where) or real(where, info, seen))
     again = embed_query("router factory reset", config, cache, onnx_dir=folder)
     assert opened == [] and np.array_equal(again.vector, first.vector) and again.model_key == first.model_key
     fresh = embed_query("budget for the month", config, cache, onnx_dir=folder)
@@ -154,3 +291,41 @@ def test_a_process_keeps_only_the_newest_exports_open(monkeypatch: pytest.Monkey
     assert {key[0] for key in onnxembed._SESSIONS} == {str(f) for f in folders[-onnxembed.MAX_SESSIONS:]}
     for folder in folders:
         shutil.rmtree(folder)
+
+
+def test_a_warm_retriever_keeps_the_query_cache_open_and_a_cli_query_does_not(embedded: tuple[Path, dict],
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaulteval.pipeline.retrieve import retrieve
+    from vaulteval.pipeline.stages.registry import parse_first_stage
+    from vaulteval.rerank import keptcache
+
+    monkeypatch.setattr(keptcache, "_KEPT", OrderedDict())
+    vault = Vault(embedded[0])
+    retrieve(vault, "router factory reset", first=parse_first_stage("dense"))  # the one-shot (CLI) form
+    assert list(keptcache._KEPT) == []
+    warm = Retriever(vault)
+    first = warm.retrieve("espresso descaling", first=parse_first_stage("hybrid:cc"))
+    [path] = list(keptcache._KEPT)
+    kept = keptcache._KEPT[path]
+    again = warm.retrieve("budget for the month", first=parse_first_stage("hybrid:cc"))
+    assert path == str(vault.meta_dir / "embeddings.sqlite") and keptcache._KEPT[path] is kept
+    assert first.strategy == again.strategy == "hybrid:cc"
+
+
+@pytest.mark.parametrize("field, value", [("onnx_sha256", [1]), ("max_seq_length", float("inf")),
+                                          ("written", "not a mapping"), ("threads", "many"), ("pad_id", None)])
+def test_an_edited_export_description_never_raises(embedded: tuple[Path, dict], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch, field: str, value: object) -> None:
+    """export.json is not hashed: any value in it is input, and the worst it may do is send the query to torch."""
+    monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())
+    folder = Path(shutil.copytree(Vault(embedded[0]).meta_dir / ONNX_DIR, tmp_path / "onnx"))
+    info = json.loads((folder / EXPORT_FILE).read_text())
+    info[field] = value
+    (folder / EXPORT_FILE).write_text(json.dumps(info))
+    config = resolve(ST)
+    embedder = open_onnx(folder, config)
+    if embedder is not None:  # the files still check out: it embeds, with the export or with sentence-transformers
+        vectors = np.stack(embedder.embed(QUERIES[:2]))
+        torch = np.stack(SentenceTransformerEmbedder.load(config).embed(QUERIES[:2]))
+        cos = (vectors * torch).sum(1) / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(torch, axis=1))
+        assert cos.min() >= 1 - 1e-4

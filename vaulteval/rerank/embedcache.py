@@ -250,7 +250,8 @@ def _open_or_replace(path: Path) -> sqlite3.Connection | None:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    # Any thread may use it, one at a time: a kept cache (keptcache) serves the server's worker threads.
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()

@@ -7,19 +7,20 @@ Usage::
 
 ``provision`` writes the export (``vaulteval.rerank.onnxexport``) next to the
 stored embeddings when they were made with sentence-transformers: the model's
-graph with its pooling and normalisation, its ``tokenizer.json`` and
-``export.json`` (what it was exported from, file hashes, the settings of the
-tokenizer call). Here it is run with onnxruntime and the ``tokenizers``
-library; neither imports torch. The export is used only when it was made from
-the very model the config names (same folder, same weight files by size and
-mtime) and its files hash to what ``export.json`` says; otherwise ``open_onnx``
-returns None and the caller loads sentence-transformers as before.
+graph with its pooling and normalisation, its weights beside it, its
+``tokenizer.json`` and ``export.json`` (what it was exported from, file
+hashes, the settings of the tokenizer call; ``vaulteval.rerank.onnxfiles``).
+Here it is run with onnxruntime and the ``tokenizers`` library; neither
+imports torch. The export is used only when it was made from the very model
+the config names (same folder, same weight files by size and mtime) and its
+files are the ones provisioning wrote (same stat signature, else the same
+sha256); otherwise ``open_onnx`` returns None and the caller loads
+sentence-transformers as before. A process remembers the verdict per export.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -29,6 +30,10 @@ import numpy as np
 
 from vaulteval.rerank.embedders import Embedder, EmbedFailure, InputScheme, _as_vectors, input_scheme, open_embedder
 from vaulteval.rerank.models import st_model_name
+from vaulteval.rerank.onnxfiles import (  # re-exported: the export's names, for the exporter and tests
+    EXPORT_FILE, EXPORT_KIND, EXPORT_VERSION, MODEL_FILE, ONNX_DIR, SOURCE_FILES, TOKENIZER_FILE, WEIGHTS_FILE,
+    check_files, export_matches, exported_files, file_signature, read_export, source_signature, unchanged,
+)
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
@@ -36,71 +41,17 @@ if TYPE_CHECKING:
 
     from vaulteval.rerank.config import RerankConfig
 
-ONNX_DIR = "onnx"
-EXPORT_KIND = "vaulteval-onnx-embedder"
-EXPORT_VERSION = 1
-MODEL_FILE = "model.onnx"
-TOKENIZER_FILE = "tokenizer.json"
-EXPORT_FILE = "export.json"
-# The model files whose size and mtime identify the weights an export was made from.
-SOURCE_FILES = ("config.json", "modules.json", "tokenizer.json", "model.safetensors", "pytorch_model.bin",
-                "sentence_bert_config.json", "1_Pooling/config.json")
+log = logging.getLogger(__name__)
+
+__all__ = ["EXPORT_FILE", "EXPORT_KIND", "EXPORT_VERSION", "MODEL_FILE", "ONNX_DIR", "SOURCE_FILES",
+           "TOKENIZER_FILE", "WEIGHTS_FILE", "OnnxEmbedder", "file_signature", "open_onnx", "open_query_embedder",
+           "read_export", "session_options", "source_signature"]
 
 # The exports a process has opened, most recent last. Bounded: a long-lived process (the MCP server, a
 # notebook, a test loop) that meets export after export keeps only the newest, not one model per export.
-_SESSIONS: "OrderedDict[tuple, OnnxEmbedder]" = OrderedDict()
+_SESSIONS: "OrderedDict[tuple, OnnxEmbedder | None]" = OrderedDict()
 MAX_SESSIONS = 2
 _LOCK = threading.Lock()
-
-
-def source_signature(model: str) -> dict[str, list[int]]:
-    """Usage: ``source_signature(folder)`` -> {file: [size, mtime_ns]} of the model's identifying files."""
-    folder = Path(model)
-    out: dict[str, list[int]] = {}
-    if not folder.is_absolute() or not folder.is_dir():
-        return out  # a hub id: identified by its name alone
-    for name in SOURCE_FILES:
-        try:
-            st = os.stat(folder / name)
-        except OSError:
-            continue
-        out[name] = [st.st_size, st.st_mtime_ns]
-    return out
-
-
-def file_signature(st: os.stat_result | None) -> list[int] | None:
-    """(inode, size, mtime_ns) of a file: the same three mean the bytes written then are the bytes there now."""
-    return None if st is None else [st.st_ino, st.st_size, st.st_mtime_ns]
-
-
-def _unchanged_or_hashes_to(path: Path, info: dict[str, Any], name: str, digest_key: str) -> bool:
-    """The file is the one provisioning wrote (by its stat signature), or else its bytes hash to the recorded digest."""
-    written = (info.get("written") or {}).get(name)
-    if written is not None and file_signature(os.stat(path)) == written:
-        return True
-    return file_sha256(path) == info.get(digest_key)
-
-
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()
-
-
-def read_export(folder: Path) -> dict[str, Any] | None:
-    """The export's description when it is one of this version, else None (never raises)."""
-    try:
-        info = json.loads((folder / EXPORT_FILE).read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(info, dict) or info.get("kind") != EXPORT_KIND or info.get("version") != EXPORT_VERSION:
-        return None
-    return info
-
-
-def export_matches(info: dict[str, Any] | None, model: str) -> bool:
-    """Was this export made from ``model`` as it is on disk now?"""
-    return (info is not None and info.get("model_key") == model
-            and info.get("source") == source_signature(model))
 
 
 class OnnxEmbedder:
@@ -116,8 +67,12 @@ class OnnxEmbedder:
     def __init__(self, model: str, folder: Path, info: dict[str, Any], fallback: Any = None):
         self.model, self.lower = model, info.get("do_lower_case") is True
         # As SentenceTransformerEmbedder names it (the shipped MiniLM by package and version): the store's key.
-        self.model_key = st_model_name(model)
+        # The export recorded it (its source files are still the ones it was made from); asking the package's
+        # metadata instead imports importlib.metadata, a large share of a CLI query's own work.
+        recorded = info.get("model_name")
+        self.model_key = recorded if isinstance(recorded, str) and recorded else st_model_name(model)
         self.folder, self.info, self.output = folder, info, str(info.get("output", "sentence_embedding"))
+        self.seen: dict[str, list[int]] = {}  # the files' signatures when they were checked
         self._fallback = fallback
         self._opened: tuple[Any, Any, set[str]] | Embedder | None = None
         self._open_lock = threading.Lock()
@@ -138,7 +93,7 @@ class OnnxEmbedder:
         if self._opened is None:
             with self._open_lock:
                 if self._opened is None:
-                    opened = _open_session(self.folder, self.info)
+                    opened = _open_session(self.folder, self.info, self.seen)
                     if opened is None:
                         if self._fallback is None:
                             raise EmbedFailure("backend-error", "the ONNX export could not be opened")
@@ -167,10 +122,21 @@ class OnnxEmbedder:
         """Usage: ``embedder.close()``; the session stays loaded for the next call."""
 
 
-def optimization_level(onnxruntime: Any) -> Any:
-    """Basic graph rewrites only (constant folding, dead nodes): the session opens sooner than with the fused
-    kernels, and computes the torch model's operations as they are."""
-    return onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+def session_options(onnxruntime: Any, info: dict[str, Any]) -> Any:
+    """How queries (and the export's own check at provision) run the graph.
+
+    An export of version 2 went through the basic rewrites (constant folding, dead nodes) when it was written,
+    so the session applies none; version 1 gets them now. Either way the operations are the torch model's,
+    without the fused kernels of the higher levels.
+    """
+    options = onnxruntime.SessionOptions()
+    # One query is a few dozen tokens: one thread answers it sooner than a pool on a busy machine.
+    options.intra_op_num_threads = int(info.get("threads", 1))
+    options.inter_op_num_threads = 1
+    levels = onnxruntime.GraphOptimizationLevel
+    options.graph_optimization_level = (levels.ORT_DISABLE_ALL if info.get("optimized") == "basic"
+                                        else levels.ORT_ENABLE_BASIC)
+    return options
 
 
 def open_query_embedder(config: "RerankConfig", onnx_dir: Path | None = None) -> Embedder:
@@ -181,7 +147,11 @@ def open_query_embedder(config: "RerankConfig", onnx_dir: Path | None = None) ->
 
 
 def open_onnx(folder: Path | None, config: "RerankConfig") -> OnnxEmbedder | None:
-    """The export in ``folder`` for ``config.model``, loaded once per process; None when it cannot serve."""
+    """The export in ``folder`` for ``config.model``, loaded once per process; None when it cannot serve.
+
+    An export made from another model (or an older copy of it) is quietly passed over; one whose files are
+    damaged is reported in one warning line, and the query goes on with sentence-transformers.
+    """
     if folder is None or config.backend != "sentence-transformers":
         return None
     folder = Path(folder)
@@ -189,43 +159,55 @@ def open_onnx(folder: Path | None, config: "RerankConfig") -> OnnxEmbedder | Non
     model = str(config.model)
     if not export_matches(info, model):
         return None
-    try:
-        st = os.stat(folder / MODEL_FILE)
-        key = (str(folder), model, st.st_ino, st.st_size, st.st_mtime_ns, info.get("onnx_sha256"))
-    except OSError:
-        return None
+    # The export as it is now: every file's stat signature (a missing one is None, and _load says so).
+    key = (str(folder), model, str(info.get("onnx_sha256")),
+           *(_lstat_signature(folder / name) for name in exported_files(info)))
     with _LOCK:
         if key not in _SESSIONS:
-            loaded = _load(folder, model, info, fallback=lambda: open_embedder(config))
-            if loaded is None:
-                return None
-            _SESSIONS[key] = loaded
+            # A refused export is remembered too: a server or a query loop neither re-hashes it nor repeats
+            # the warning on every query.
+            _SESSIONS[key] = _load(folder, model, info, fallback=lambda: open_embedder(config))
             while len(_SESSIONS) > MAX_SESSIONS:
                 _SESSIONS.popitem(last=False)
         _SESSIONS.move_to_end(key)
         return _SESSIONS[key]
 
 
+def _lstat_signature(path: Path) -> tuple[int, ...] | None:
+    try:
+        return tuple(file_signature(os.lstat(path)) or ())
+    except OSError:
+        return None
+
+
 def _load(folder: Path, model: str, info: dict[str, Any], fallback: Any = None) -> OnnxEmbedder | None:
-    """Check that onnxruntime and tokenizers import and the files are the export's (signature as written, else
-    their hashes); None when not. The session itself opens on first use."""
-    try:
-        import onnxruntime  # noqa: F401 - importable, or sentence-transformers serves
-        from tokenizers import Tokenizer  # noqa: F401
-    except ImportError:
+    """Check that onnxruntime and tokenizers are installed and the files are the export's (signature as written,
+    else their hashes); None when not. Nothing is imported yet: the tokenizer and session open on first use, so
+    a query whose vector is cached never loads them (a runtime that is there but fails to import then means the
+    fallback embeds)."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("tokenizers") is None:
         return None
-    try:
-        if not (_unchanged_or_hashes_to(folder / MODEL_FILE, info, MODEL_FILE, "onnx_sha256")
-                and _unchanged_or_hashes_to(folder / TOKENIZER_FILE, info, TOKENIZER_FILE, "tokenizer_sha256")):
-            return None
-        int(info["max_seq_length"])
-    except Exception:  # noqa: BLE001 - an unusable export means: use sentence-transformers
+    problem, seen = check_files(folder, info)
+    if problem is None:
+        try:
+            int(info["max_seq_length"])
+        except (KeyError, TypeError, ValueError, OverflowError):
+            problem = "export.json has no valid max_seq_length"
+    if problem is not None:
+        log.warning("the ONNX export in %s cannot be used: %s; queries embed with sentence-transformers until "
+                    "`vaulteval provision` writes it again", folder, problem)
         return None
-    return OnnxEmbedder(model, folder, info, fallback)
+    embedder = OnnxEmbedder(model, folder, info, fallback)
+    embedder.seen = seen
+    return embedder
 
 
-def _open_session(folder: Path, info: dict[str, Any]) -> tuple[Any, Any, set[str]] | None:
-    """The tokenizer and the onnxruntime session of an export already checked by ``_load``; None on failure."""
+def _open_session(folder: Path, info: dict[str, Any], seen: dict[str, list[int]] | None = None,
+                  ) -> tuple[Any, Any, set[str]] | None:
+    """The tokenizer and the onnxruntime session of an export already checked by ``_load``; None on failure,
+    or when a file changed between that check and the session's reading it (a provision publishing)."""
     try:
         import onnxruntime
         from tokenizers import Tokenizer
@@ -233,12 +215,10 @@ def _open_session(folder: Path, info: dict[str, Any]) -> tuple[Any, Any, set[str
         tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         tokenizer.enable_truncation(max_length=int(info["max_seq_length"]))
         tokenizer.enable_padding(pad_id=int(info.get("pad_id", 0)), pad_token=str(info.get("pad_token", "[PAD]")))
-        options = onnxruntime.SessionOptions()
-        # One query is a few dozen tokens: one thread answers it sooner than a pool on a busy machine.
-        options.intra_op_num_threads = int(info.get("threads", 1))
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = optimization_level(onnxruntime)
-        session = onnxruntime.InferenceSession(str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(str(folder / MODEL_FILE), session_options(onnxruntime, info),
+                                               providers=["CPUExecutionProvider"])
+        if seen and not unchanged(folder, seen):
+            return None
         return session, tokenizer, {i.name for i in session.get_inputs()}
     except Exception:  # noqa: BLE001 - an unusable export means: use sentence-transformers
         return None

@@ -5,14 +5,18 @@ Usage (the caller holds the vault lock; torch is loaded anyway at this point)::
     report = ensure_onnx_export(meta, resolved_config)   # {"state": "current" | "exported" | "skipped", ...}
 
 The model (transformer, pooling and normalisation as sentence-transformers
-runs them) is traced once with ``torch.onnx.export`` into
-``.vault-meta/vaulteval/onnx/model.onnx``, beside the tokenizer the model uses
-and ``export.json``. Before it is published the export embeds a fixed set of
-probe texts (short, long enough to be truncated, non-Latin, padded in a batch)
-and every vector must have a cosine of at least ``1 - MAX_COSINE_GAP`` with
-torch's; otherwise nothing is written and queries keep loading
-sentence-transformers. ``export.json`` is written last, so a reader never
-takes a half-written export for a whole one (it also checks both files' hashes).
+runs them) is traced once with ``torch.onnx.export``; onnxruntime then applies
+its basic graph rewrites once and saves the result as the graph
+(``.vault-meta/vaulteval/onnx/model.onnx``) and its weights (``model.data``),
+so that a query's session neither rewrites the graph nor parses 90 MB of
+weights out of it (it maps them). Beside them: the tokenizer the model uses
+and ``export.json``. Before anything is published, the saved files are opened
+exactly as queries open them and embed a fixed set of probe texts (short, long
+enough to be truncated, non-Latin, padded in a batch); every vector must have
+a cosine of at least ``1 - MAX_COSINE_GAP`` with torch's, otherwise nothing is
+written and queries keep loading sentence-transformers. ``export.json`` is
+removed first and written last, so a reader never takes a half-written export
+for a whole one (it also checks every file's signature or hash).
 """
 
 from __future__ import annotations
@@ -20,14 +24,16 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import tempfile
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vaulteval.rerank.onnxembed import (
-    EXPORT_FILE, EXPORT_KIND, EXPORT_VERSION, MODEL_FILE, ONNX_DIR, TOKENIZER_FILE, export_matches, file_signature,
-    read_export, source_signature,
+from vaulteval.rerank.onnxfiles import (
+    EXPORT_FILE, EXPORT_KIND, EXPORT_VERSION, MODEL_FILE, ONNX_DIR, TOKENIZER_FILE, WEIGHTS_FILE, check_files,
+    export_matches, file_signature, read_export, source_signature,
 )
 
 if TYPE_CHECKING:
@@ -52,8 +58,9 @@ def ensure_onnx_export(meta: "MetaDir", config: "RerankConfig") -> dict[str, Any
     if config.backend != "sentence-transformers":
         return {"state": "skipped", "reason": "the stored embeddings are not from sentence-transformers"}
     model = str(config.model)
-    if export_matches(read_export(meta.path / ONNX_DIR), model):
-        return {"state": "current"}
+    current = read_export(meta.path / ONNX_DIR)
+    if export_matches(current, model, current=True) and check_files(meta.path / ONNX_DIR, current)[0] is None:
+        return {"state": "current"}  # (a damaged or older export is written again)
     try:
         import onnxruntime  # noqa: F401  (only to say so when queries could not use the export)
         import tokenizers  # noqa: F401
@@ -67,13 +74,14 @@ def ensure_onnx_export(meta: "MetaDir", config: "RerankConfig") -> dict[str, Any
         return {"state": "failed", "reason": f"the export differs from torch (cosine {info['min_cosine']:.7f})"}
     with meta.sub(ONNX_DIR, create=True) as folder:
         folder.unlink(EXPORT_FILE)  # the old description goes first: never one that names the old files
+        # Each file is published by rename: a process that mapped the old weights keeps reading the old inode.
         for name, data in files.items():
             folder.write_bytes(name, data, durable=True)
         # The files as written: a reader that finds them unchanged by this signature skips hashing 90 MB.
         info["written"] = {name: file_signature(folder.lstat(name)) for name in files}
         folder.write_bytes(EXPORT_FILE, json.dumps(info, indent=2).encode("utf-8"), durable=True)
     return {"state": "exported", "min_cosine": round(info["min_cosine"], 7),
-            "size_bytes": len(files[MODEL_FILE])}
+            "size_bytes": sum(len(files[name]) for name in (MODEL_FILE, WEIGHTS_FILE))}
 
 
 def _export(model: str) -> tuple[dict[str, bytes], dict[str, Any]]:
@@ -81,6 +89,7 @@ def _export(model: str) -> tuple[dict[str, bytes], dict[str, Any]]:
     import torch
 
     from vaulteval.rerank.embedders import load_st_model
+    from vaulteval.rerank.models import st_model_name
 
     st = load_st_model(model)
     first = st[0]
@@ -98,17 +107,41 @@ def _export(model: str) -> tuple[dict[str, bytes], dict[str, Any]]:
         torch.onnx.export(wrapper, tuple(sample[n] for n in names), buffer, dynamo=False, input_names=names,
                           output_names=["sentence_embedding"], dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
                           opset_version=17)
-    model_bytes = buffer.getvalue()
     info = {
         "kind": EXPORT_KIND, "version": EXPORT_VERSION, "model_key": model, "source": source_signature(model),
+        # The name the store knows the model by (package and version for the shipped MiniLM), recorded so that
+        # a query need not ask the package metadata.
+        "model_name": st_model_name(model),
         "max_seq_length": int(st.max_seq_length), "do_lower_case": bool(getattr(first, "do_lower_case", False)),
         "pad_id": int(tokenizer.pad_token_id or 0), "pad_token": str(tokenizer.pad_token or "[PAD]"),
-        "output": "sentence_embedding", "inputs": names,
-        "onnx_sha256": "sha256:" + hashlib.sha256(model_bytes).hexdigest(),
-        "tokenizer_sha256": "sha256:" + hashlib.sha256(tokenizer_json).hexdigest(),
+        "output": "sentence_embedding", "inputs": names, "optimized": "basic",
     }
-    info["min_cosine"] = _compare(st, model_bytes, tokenizer_json, info)
-    return {MODEL_FILE: model_bytes, TOKENIZER_FILE: tokenizer_json}, info
+    with tempfile.TemporaryDirectory(prefix="vaulteval-onnx-") as work:
+        files = _optimized(buffer.getvalue(), Path(work))
+        files[TOKENIZER_FILE] = tokenizer_json
+        for name, key in ((MODEL_FILE, "onnx_sha256"), (WEIGHTS_FILE, "weights_sha256"),
+                          (TOKENIZER_FILE, "tokenizer_sha256")):
+            info[key] = "sha256:" + hashlib.sha256(files[name]).hexdigest()
+        (Path(work) / TOKENIZER_FILE).write_bytes(tokenizer_json)
+        info["min_cosine"] = _compare(st, Path(work), info)  # the saved files, opened as queries open them
+    return files, info
+
+
+def _optimized(traced: bytes, work: Path) -> dict[str, bytes]:
+    """The traced graph after onnxruntime's basic rewrites, saved as graph and weights files in ``work``.
+
+    Basic rewrites only (constant folding, dead nodes): they depend on no processor feature, and the graph
+    still computes the torch model's operations as they are.
+    """
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(work / MODEL_FILE)
+    # The weights go to their own file, which the graph names relative to itself.
+    options.add_session_config_entry("session.optimized_model_external_initializers_file_name", WEIGHTS_FILE)
+    onnxruntime.InferenceSession(traced, options, providers=["CPUExecutionProvider"])
+    return {name: (work / name).read_bytes() for name in (MODEL_FILE, WEIGHTS_FILE)}
 
 
 class _Wrapper:
@@ -129,19 +162,14 @@ class _Wrapper:
         return Wrapper()
 
 
-def _compare(st: Any, model_bytes: bytes, tokenizer_json: bytes, info: dict[str, Any]) -> float:
+def _compare(st: Any, work: Path, info: dict[str, Any]) -> float:
     """The smallest cosine between torch's and the export's vectors over the probes, one at a time and batched."""
-    import onnxruntime
-    from tokenizers import Tokenizer
+    from vaulteval.rerank.onnxembed import OnnxEmbedder, _open_session
 
-    from vaulteval.rerank.onnxembed import OnnxEmbedder, optimization_level
-
-    tokenizer = Tokenizer.from_str(tokenizer_json.decode("utf-8"))
-    tokenizer.enable_truncation(max_length=info["max_seq_length"])
-    tokenizer.enable_padding(pad_id=info["pad_id"], pad_token=info["pad_token"])
-    options = onnxruntime.SessionOptions()
-    options.graph_optimization_level = optimization_level(onnxruntime)  # as queries will run it
-    session = onnxruntime.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+    opened = _open_session(work, info)
+    if opened is None:
+        raise RuntimeError("the saved export could not be opened by onnxruntime")
+    session, tokenizer, _names = opened
     onnx = OnnxEmbedder.with_session("probe", session, tokenizer, info["output"], lower=info["do_lower_case"])
     expected = st.encode(list(PROBES), convert_to_numpy=True, show_progress_bar=False)
     got = np.stack(onnx.embed(list(PROBES)) + [onnx.embed([text])[0] for text in PROBES])

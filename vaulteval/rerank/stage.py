@@ -134,6 +134,16 @@ def rerank(query: str, texts: list[str], config: RerankConfig, cache_path: Path 
     return RerankOutcome(scores, source, model, None, hits, misses, time.perf_counter() - started)
 
 
+def _query_cache(cache_path: Path | None, keep: bool) -> Any:
+    if cache_path is None:
+        return None
+    if keep:
+        from vaulteval.rerank.keptcache import kept_cache
+
+        return kept_cache(cache_path)
+    return EmbeddingCache.open(cache_path)
+
+
 @dataclass
 class QueryVector:
     """The query's vector for dense retrieval, or ``vector=None`` with the fallback reason."""
@@ -148,11 +158,13 @@ class QueryVector:
 
 
 def embed_query(query: str, config: RerankConfig, cache_path: Path | None = None,
-                onnx_dir: Path | None = None) -> QueryVector:
+                onnx_dir: Path | None = None, keep_cache: bool = False) -> QueryVector:
     """Usage: ``embed_query("q", cfg, cache)`` -> QueryVector; never raises on backend failure.
 
     The identity (backend, model key, scheme) lets the caller check it against
-    the stored embeddings before comparing vectors.
+    the stored embeddings before comparing vectors. ``keep_cache`` (a process
+    that answers many queries) keeps the cache file open between queries
+    (``vaulteval.rerank.keptcache``).
     """
     started = time.perf_counter()
     config = resolve(config)
@@ -164,7 +176,7 @@ def embed_query(query: str, config: RerankConfig, cache_path: Path | None = None
         try:
             text = embedder.scheme.query_prefix + query
             key = input_key(text)
-            cache = EmbeddingCache.open(cache_path) if cache_path is not None else None
+            cache = _query_cache(cache_path, keep_cache)
             try:
                 vec = cache.get(embedder.source, embedder.model_key, embedder.scheme.name, [key]).get(key) if cache else None
                 if vec is None:

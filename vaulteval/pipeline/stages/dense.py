@@ -33,7 +33,8 @@ def dense_top(retriever: Any, query: str, embed: Any, depth: int, cache_path: An
     started = time.perf_counter()
     store = retriever.store()
     config = replace(embed or RerankConfig(), backend=store.backend, model=store.model)
-    qv = embed_query(query, config, cache_path, onnx_dir=retriever.onnx_dir())
+    # A Retriever kept for many queries keeps the cache file open too (no open, WAL rewrite and fsync per query).
+    qv = embed_query(query, config, cache_path, onnx_dir=retriever.onnx_dir(), keep_cache=retriever.warm)
     info: dict[str, Any] = {"embedding_model": qv.model, "timings_ms": {}}
     if qv.vector is None:
         info["timings_ms"]["dense"] = ms_since(started)

@@ -1,0 +1,130 @@
+"""The ONNX export's files on disk: what ``export.json`` describes, and the check that the files are those.
+
+Usage::
+
+    info = read_export(meta_dir / "onnx")              # None: no export of a version this code reads
+    if export_matches(info, model):                     # made from this model as it is on disk now
+        problem, seen = check_files(meta_dir / "onnx", info)   # problem: None, or why the files are not the export's
+
+An export of version 2 (what ``provision`` writes now) is four files:
+``model.onnx`` (the graph, already through onnxruntime's basic graph rewrites,
+so a query's session skips them), ``model.data`` (its weights, which
+onnxruntime maps from disk instead of parsing them out of the graph),
+``tokenizer.json`` and ``export.json``. Version 1 kept the weights inside
+``model.onnx``; queries still use such an export, and the next ``provision``
+replaces it. The file names are fixed here, never taken from ``export.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+if TYPE_CHECKING:
+    from typing import Any
+
+ONNX_DIR = "onnx"
+EXPORT_KIND = "vaulteval-onnx-embedder"
+EXPORT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+MODEL_FILE = "model.onnx"
+WEIGHTS_FILE = "model.data"
+TOKENIZER_FILE = "tokenizer.json"
+EXPORT_FILE = "export.json"
+# The model files whose size and mtime identify the weights an export was made from.
+SOURCE_FILES = ("config.json", "modules.json", "tokenizer.json", "model.safetensors", "pytorch_model.bin",
+                "sentence_bert_config.json", "1_Pooling/config.json")
+
+
+def source_signature(model: str) -> dict[str, list[int]]:
+    """Usage: ``source_signature(folder)`` -> {file: [size, mtime_ns]} of the model's identifying files."""
+    folder = Path(model)
+    out: dict[str, list[int]] = {}
+    if not folder.is_absolute() or not folder.is_dir():
+        return out  # a hub id: identified by its name alone
+    for name in SOURCE_FILES:
+        try:
+            st = os.stat(folder / name)
+        except OSError:
+            continue
+        out[name] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def file_signature(st: os.stat_result | None) -> list[int] | None:
+    """(inode, size, mtime_ns) of a file: the same three mean the bytes written then are the bytes there now."""
+    return None if st is None else [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def read_export(folder: Path) -> dict[str, Any] | None:
+    """The export's description when it is one of a version this code reads, else None (never raises)."""
+    from vaulteval.vault.metadir import open_regular
+
+    try:
+        with open_regular(Path(folder) / EXPORT_FILE) as fh:  # no symlink, FIFO or device
+            info = json.loads(fh.read(1 << 20))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if (not isinstance(info, dict) or info.get("kind") != EXPORT_KIND
+            or info.get("version") not in READABLE_VERSIONS or isinstance(info.get("version"), bool)):
+        return None
+    return info
+
+
+def export_matches(info: dict[str, Any] | None, model: str, *, current: bool = False) -> bool:
+    """Was this export made from ``model`` as it is on disk now (and, with ``current``, in today's layout)?"""
+    return (info is not None and info.get("model_key") == model
+            and info.get("source") == source_signature(model)
+            and (not current or info.get("version") == EXPORT_VERSION))
+
+
+def exported_files(info: dict[str, Any]) -> dict[str, str]:
+    """{file name: the key of its sha256 in export.json} for the export's layout."""
+    files = {MODEL_FILE: "onnx_sha256", TOKENIZER_FILE: "tokenizer_sha256"}
+    if info.get("version") == 2:
+        files[WEIGHTS_FILE] = "weights_sha256"
+    return files
+
+
+def file_sha256(path: Path) -> str:
+    from vaulteval.vault.metadir import open_regular
+
+    with open_regular(path) as fh:
+        return "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def check_files(folder: Path, info: dict[str, Any]) -> tuple[str | None, dict[str, list[int]]]:
+    """(None, their signatures) when every file is the one provisioning wrote; else (what is wrong, {}).
+
+    A file is the export's when it has the stat signature recorded at writing (no read at all), or else
+    when its bytes hash to the recorded sha256 (a copied or restored vault). Symlinks and special files
+    are refused without being opened.
+    """
+    written = info.get("written") if isinstance(info.get("written"), dict) else {}
+    seen: dict[str, list[int]] = {}
+    for name, digest_key in exported_files(info).items():
+        path = Path(folder) / name
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode):
+                return f"{name} is not a regular file", {}
+            if file_signature(st) != written.get(name) and file_sha256(path) != info.get(digest_key):
+                return f"{name} is not the file provisioning wrote (truncated or changed)", {}
+            seen[name] = file_signature(os.lstat(path))
+        except FileNotFoundError:
+            return f"{name} is missing", {}
+        except OSError as exc:
+            return f"{name} cannot be read ({exc.strerror or exc})", {}
+    return None, seen
+
+
+def unchanged(folder: Path, seen: dict[str, list[int]]) -> bool:
+    """Do the files still have the signatures ``check_files`` saw? (one stat each, after the session opened)"""
+    try:
+        return all(file_signature(os.lstat(Path(folder) / name)) == sig for name, sig in seen.items())
+    except OSError:
+        return False
