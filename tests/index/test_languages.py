@@ -186,3 +186,108 @@ def test_a_hits_passages_are_analyzed_in_the_querys_languages_only() -> None:
     latin = passage_analyzer("auto", header, "delete a note")("ノートを消した")
     assert "消す" not in latin and "消した" in latin  # n-grams of the plain split, MeCab's lemma never asked for
     assert "消す" in passage_analyzer("auto", header, "ノートを消す")("ノートを消した")
+
+
+def _sections(path) -> dict:
+    from vaulteval.index.file import read_sections
+
+    _, sections = read_sections(path)
+    return {name: bytes(sections[name]) if sections.dtype(name) == "bytes" else sections[name].tolist()
+            for name in sections}
+
+
+def test_auto_field_terms_taken_in_the_build_pass_equal_those_read_back(tmp_path, monkeypatch) -> None:
+    from vaulteval.chunks.integrity import IntegrityChecker
+    from vaulteval.index.fields import fields_path
+    from vaulteval.pipeline.provision import ensure_fields
+
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    _write(root, "Tresor.md", "---\naliases: [Safe]\n---\n# Tresor\n\n" + GERMAN * 6 + "\n\n## English\n\n" + ENGLISH * 6
+           + "\n```\nobsidian --open Tresor\n```\n")
+    _write(root, "同期.md", "# 同期\n\n同期はすべてのデバイスでノートを同じに保ちます。\n\n```\nsync --all\n```\n")
+    reads: list[int] = []
+    real = IntegrityChecker.record
+    monkeypatch.setattr(IntegrityChecker, "record", lambda self, doc: reads.append(1) or real(self, doc))
+    provision(Vault(root), analyzer="auto")
+    assert reads == []  # the build's own pass gave the field texts: no record read again
+    path = fields_path(root / ".vault-meta" / "vaulteval")
+    collected = _sections(path)
+    assert "obsidian" in collected["code.terms"].decode() and "同期" in collected["title.terms"].decode()
+    path.unlink()
+    assert ensure_fields(Vault(root)) and len(reads) > 0  # rebuilt from the pages and records
+    assert _sections(path) == collected
+
+
+def test_the_identifier_narrowed_to_a_script_picks_what_ranking_every_language_picks() -> None:
+    from vaulteval.index.langs.catalog import languages_of_script
+    from vaulteval.index.langs.identify import MAX_CHARS, best_among, identifier
+
+    texts = [GERMAN, ENGLISH, "deletrear las matriculas", "Notizen", "Как долго хранятся старые версии моих заметок?",
+             "Ово је кратка белешка", "mise à jour des notes", "git commit --amend", "xq"]
+    for text in texts:
+        for script in ("latin", "cyrillic"):
+            candidates = languages_of_script(script)
+            ranked = [code for code, _ in identifier().rank(text[:MAX_CHARS]) if code in candidates]
+            assert best_among(text, candidates) == ranked[0], (text, script)
+
+
+@pytest.mark.parametrize("code", ["en", "de", "ru", "es", "zh", "fr"])
+def test_a_frequency_list_read_down_to_a_floor_is_the_top_of_the_whole_list(code: str) -> None:
+    from vaulteval.index.langs.frequencies import zipf
+
+    whole = zipf(code)
+    assert len(whole) > 10_000
+    assert zipf(code, 6.0) == {word: z for word, z in whole.items() if z >= 6.0} != {}
+
+
+def test_the_split_without_regex_is_regexs_split() -> None:
+    import re
+    import unicodedata
+
+    regex = pytest.importorskip("regex")
+    from vaulteval.index.langs import words as words_module
+
+    first, rest = regex.compile(r"[\p{L}\p{N}_]"), regex.compile(r"[\p{L}\p{M}\p{N}_]")
+    fast = re.compile(words_module._FAST_WORD.pattern)
+    for low, high in words_module.FAST_BLOCKS:  # every code point the split without regex may see
+        for code in range(low, high + 1):
+            char = chr(code)
+            assert bool(fast.fullmatch(char)) == bool(first.fullmatch(char)), hex(code)
+            assert bool(fast.fullmatch("a" + char)) == bool(rest.fullmatch(char)), hex(code)
+    from vaulteval.index.langs.scripts import CJK, SCRIPTS
+
+    cjk = "".join(SCRIPTS[name] for name in CJK)
+    cjk_char, cjk_runs = re.compile(f"[{cjk}]"), re.compile(f"([{cjk}]+)|[^{cjk}]+")
+    for text in ("Ünïcode café ДРУГ 2½ e\u0301t\u0301e x_y l'été — “quoted” → ①", "東京とノートー", "x\U00020001y",
+                 "한국어々 ﾉｰﾄ", "ـعربي", ""):
+        expected = words_module._word_pattern().findall(unicodedata.normalize("NFKC", text).lower())
+        assert words_module.words(text) == expected
+        assert words_module.has_cjk(text) == (cjk_char.search(text) is not None)
+        assert words_module.split_cjk(text) == [(bool(m.group(1)), m.group(0)) for m in cjk_runs.finditer(text)]
+
+
+def test_a_query_split_once_for_all_its_languages_gets_each_analyzers_terms() -> None:
+    from vaulteval.index.langs.auto import query_analyzer
+    from vaulteval.index.langs.catalog import PLAIN
+    from vaulteval.index.langs.registry import analyzer_for
+
+    analyze = QueryAnalyzer({"de": 10, "en": 10, "fr": 10, "es": 10, "ru": 5, "ja": 5})
+    for text in ("Wie kann ich eine Sicherung aller Notizen erstellen?", "l'équipe réunions café naïve",
+                 "Tresorverwaltung 東京 notes", "восстановить заметки", "Die Notizen, die Notizen: notes notes notes"):
+        codes, with_plain = analyze.languages_for(text)
+        separately = [query_analyzer(c, len(codes) == 1)(text) for c in codes]
+        separately += [analyzer_for(PLAIN, False, False)(text)] if with_plain else []
+        best: dict[str, int] = {}  # each term once per analyzer that gives it, as often as the most of them
+        for terms in separately:
+            for term in dict.fromkeys(terms):
+                best[term] = max(best.get(term, 0), terms.count(term))
+        assert analyze(text) == [t for t, n in best.items() for _ in range(n)] != [], text
+
+
+def test_korean_texts_given_to_kiwi_together_get_the_terms_each_gets_alone() -> None:
+    from vaulteval.index.langs.segmenters import KoreanAnalyzer
+
+    texts = ["메모를 지웠다", "Obsidian Sync", "", "이전 버전은 얼마나 보관되나요?\n\n`git log` 로 기록 보기", "메모를 지웠다"]
+    alone = [KoreanAnalyzer()(text) for text in texts]
+    assert KoreanAnalyzer().many(texts) == alone and alone[0] == ["메모", "지우", "메모", "모를", "지웠", "웠다"]

@@ -254,7 +254,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
             log.warning("chunk %s is longer than %d characters; indexed whole (not written by vaulteval's chunker)",
                         rel_file, MAX_INPUT_CHARS)
         pending.append((len(docs), page_path, text))  # analyzed below, a note's chunks together (auto)
-        if fields is not None and analyzer != "auto":  # the field index's terms, while the record is at hand
+        if fields is not None:  # the field index's terms (auto: its texts), while the record is at hand
             fields.add(page_path, f"{address}:{idx}", rec["body_hash"], page_hash, rec["raw_text"])
         docs.append(DocMeta(f"{address}:{idx}", rel_file, page_path, address, idx, rec["body_hash"], page_hash,
                             chunking.sha256_text(text), size, mtime_ns))

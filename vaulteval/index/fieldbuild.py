@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -93,6 +93,8 @@ class FieldCollector:
     ``build_fields(..., collected=fields)`` writes them without reading those records again. ``page_bytes``
     (page path -> the bytes just hashed) spares reading the notes again for their title and aliases, ``parsed``
     (page path -> ``ParsedPage`` of those whole bytes) parsing them again.
+    ``auto`` knows a chunk's language only once the build has identified it, so its rows keep the field
+    texts (``FieldTexts``) and ``build_fields`` analyzes them in the language the index records.
     """
 
     def __init__(self, vault: "Vault", analyzer: str, page_bytes: dict[str, bytes] | None = None,
@@ -103,27 +105,48 @@ class FieldCollector:
         self._page_bytes = page_bytes or {}
         self._parsed = parsed or {}
         self._pages: dict[str, tuple[Counter, Counter]] = {}
-        self.rows: dict[tuple, tuple[Counter, Counter, Counter, Counter]] = {}
+        self._texts: dict[str, tuple[str, str]] = {}
+        self.rows: dict[tuple, tuple[Counter, Counter, Counter, Counter] | FieldTexts] = {}
 
     def page_terms(self, page_path: str) -> tuple[Counter, Counter]:
         """Title and alias terms of a page (read once per page)."""
         hit = self._pages.get(page_path)
         if hit is None:
-            hit = self._pages[page_path] = _page_terms(self.vault, self.analyze, page_path,
-                                                       self._page_bytes.get(page_path), self._parsed.get(page_path))
+            title, aliases = self.page_texts(page_path)
+            hit = self._pages[page_path] = Counter(self.analyze(title)), Counter(self.analyze(aliases))
+        return hit
+
+    def page_texts(self, page_path: str) -> tuple[str, str]:
+        """Title and alias text of a page (read once per page)."""
+        hit = self._texts.get(page_path)
+        if hit is None:
+            hit = self._texts[page_path] = _page_texts(self.vault, page_path, self._page_bytes.get(page_path),
+                                                       self._parsed.get(page_path))
         return hit
 
     def add(self, page_path: str, chunk_id: str, body_hash: str, page_hash: str, raw: str) -> None:
+        key = (page_path, chunk_id, body_hash, page_hash)
+        if self.analyzer == "auto":
+            self.rows[key] = FieldTexts(*self.page_texts(page_path), headings_text(raw), code_text(raw))
+            return
         title, aliases = self.page_terms(page_path)
-        self.rows[(page_path, chunk_id, body_hash, page_hash)] = (
-            title, aliases, self._counts(headings_text(raw)), self._counts(code_text(raw)))
+        self.rows[key] = (title, aliases, self._counts(headings_text(raw)), self._counts(code_text(raw)))
 
     def _counts(self, text: str) -> Counter:
         return Counter(self.analyze(text)) if text else Counter()
 
 
-def _page_terms(vault: "Vault", analyze: Any, page_path: str, data: bytes | None = None,
-                page: Any = None) -> tuple[Counter, Counter]:
+class FieldTexts(NamedTuple):
+    """A chunk's field texts, collected by an ``auto`` build before its language is known."""
+
+    title: str
+    aliases: str
+    headings: str
+    code: str
+
+
+def _page_texts(vault: "Vault", page_path: str, data: bytes | None = None, page: Any = None) -> tuple[str, str]:
+    """A page's title (and file name, when they differ) and its aliases; empty when it cannot be read."""
     title, aliases = "", ""
     try:
         if page is None:
@@ -136,6 +159,11 @@ def _page_terms(vault: "Vault", analyze: Any, page_path: str, data: bytes | None
         aliases = _aliases(page.frontmatter)
     except (OSError, ValueError, PathEscape):
         pass
+    return title, aliases
+
+
+def _page_terms(vault: "Vault", analyze: Any, page_path: str, data: bytes | None = None) -> tuple[Counter, Counter]:
+    title, aliases = _page_texts(vault, page_path, data)
     return Counter(analyze(title)), Counter(analyze(aliases))
 
 
@@ -200,7 +228,12 @@ def _fresh_counts(vault: "Vault", analyze_for: Any, docs: list[tuple[int, Any]],
     out: dict[str, list[tuple[int, Counter]]] = {name: [] for name in FIELDS}
     for i, doc in progress_bar(docs, len(docs), "fields", "chunk"):
         row = rows.get((doc.page_path, doc.chunk_id, doc.body_hash, doc.page_body_hash))
-        if row is None:
+        if isinstance(row, FieldTexts):  # auto: analyzed here, in the chunk's language
+            analyze = analyze_for(i)
+            if doc.page_path not in pages:
+                pages[doc.page_path] = Counter(analyze(row.title)), Counter(analyze(row.aliases))
+            row = (*pages[doc.page_path], Counter(analyze(row.headings)), Counter(analyze(row.code)))
+        elif row is None:
             analyze = analyze_for(i)
             if doc.page_path not in pages:
                 pages[doc.page_path] = _page_terms(vault, analyze, doc.page_path)

@@ -24,11 +24,13 @@ still finds what plain BM25 finds. Only the analyzers a query needs are loaded.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED
 from vaulteval.index.langs.identify import candidates_of, page_languages
 from vaulteval.index.langs.registry import analyzer_for, code_analyzer
 from vaulteval.index.langs.scripts import CJK, script_counts
+from vaulteval.index.langs.words import words
 
 MIN_SHARE = 0.005  # a language under this share of the chunks is left out of queries (a stray misidentification)
 
@@ -38,11 +40,17 @@ def analyze_documents(items: list[tuple[str, str]]) -> list[tuple[str, list[str]
     by_page: dict[str, list[int]] = {}
     for i, (page, _) in enumerate(items):
         by_page.setdefault(page, []).append(i)
-    out: list[tuple[str, list[str]] | None] = [None] * len(items)
+    by_code: dict[str, list[int]] = {}
     for indices in by_page.values():
+        for i, code in zip(indices, page_languages([items[i][1] for i in indices])):
+            by_code.setdefault(code, []).append(i)
+    out: list[tuple[str, list[str]] | None] = [None] * len(items)
+    for code, indices in by_code.items():  # a language's chunks together: Kiwi takes them in one call
+        analyze = code_analyzer(code)
+        many = getattr(analyze, "many", None)
         texts = [items[i][1] for i in indices]
-        for i, text, code in zip(indices, texts, page_languages(texts)):
-            out[i] = (code, code_analyzer(code)(text))
+        for i, terms in zip(indices, many(texts) if many is not None else map(analyze, texts)):
+            out[i] = (code, terms)
     return out  # type: ignore[return-value]
 
 
@@ -61,10 +69,6 @@ def query_analyzer(code: str, alone: bool = True) -> Callable[[str], list[str]]:
     beside its parts, so a compound in the query still meets the same compound in a note)."""
     language = LANGUAGES.get(code, PLAIN)
     return analyzer_for(language, language.fold, language.compounds and alone, alone)
-
-
-def plain(text: str) -> list[str]:
-    return analyzer_for(PLAIN, False, False)(text)
 
 
 class QueryAnalyzer:
@@ -103,17 +107,61 @@ class QueryAnalyzer:
         return self._combined(codes, with_plain, text)
 
     def _combined(self, codes: list[str], with_plain: bool, text: str) -> list[str]:
-        analyzers: list[Callable[[str], list[str]]] = [query_analyzer(c, len(codes) == 1) for c in codes]
-        if with_plain:
-            analyzers.append(plain)
         self.last = codes + ([UNDETERMINED] if with_plain else [])
-        if len(analyzers) == 1:
-            return analyzers[0](text)
+        combined = _combination(tuple(codes), with_plain)
+        return combined(text)
+
+
+@lru_cache(maxsize=32)
+def _combination(codes: tuple[str, ...], with_plain: bool) -> Callable[[str], list[str]]:
+    analyzers = [query_analyzer(c, len(codes) == 1) for c in codes]
+    if with_plain:
+        analyzers.append(analyzer_for(PLAIN, False, False))
+    if len(analyzers) == 1:
+        return analyzers[0]
+    if all(hasattr(analyze, "of_words") for analyze in analyzers):
+        return _SharedSplit(analyzers)
+    return lambda text: _merged([analyze(text) for analyze in analyzers])
+
+
+def _merged(outputs: list[list[str]]) -> list[str]:
+    """Each term once per output that has it, as many times as the output with the most of it; the terms in
+    order of first appearance, outputs taken in turn."""
+    best: dict[str, int] = {}
+    for terms in outputs:
+        counts: dict[str, int] = {}
+        for term in terms:
+            counts[term] = counts.get(term, 0) + 1
+        for term, n in counts.items():
+            if n > best.get(term, 0):
+                best[term] = n
+    return [term for term, n in best.items() for _ in range(n)]
+
+
+class _SharedSplit:
+    """Several Snowball analyzers over one word split: what each makes of a word is worked out once (a
+    hit's passages are analyzed in every language of a Latin query, word after word the same)."""
+
+    def __init__(self, analyzers: list):
+        self.analyzers = analyzers
+        self._memo: dict[str, tuple[tuple[str, ...], ...]] = {}
+
+    def _of(self, word: str) -> tuple[tuple[str, ...], ...]:
+        found = self._memo.get(word)
+        if found is None:
+            if len(self._memo) > 100_000:
+                self._memo.clear()
+            found = self._memo[word] = tuple(tuple(analyze.of_words([word])) for analyze in self.analyzers)
+        return found
+
+    def __call__(self, text: str) -> list[str]:
+        per_word = [self._of(word) for word in words(text)]
         best: dict[str, int] = {}
-        for analyze in analyzers:
+        for i in range(len(self.analyzers)):  # the same counts and order as _merged of each analyzer's output
             counts: dict[str, int] = {}
-            for term in analyze(text):
-                counts[term] = counts.get(term, 0) + 1
+            for terms in per_word:
+                for term in terms[i]:
+                    counts[term] = counts.get(term, 0) + 1
             for term, n in counts.items():
                 if n > best.get(term, 0):
                     best[term] = n

@@ -17,7 +17,8 @@ n-grams' recall and add the segmenter's precision and, for Japanese, dictionary 
 
 Each loads its dictionary the first time it meets text in its script, never before: a Latin-only
 text is split by the shared rule (``words``) without loading anything. Latin words inside CJK text
-are split the same way, not stemmed.
+are split the same way, not stemmed. A build hands each analyzer all its texts at once (``many``):
+Kiwi spreads them over its worker threads, one per core, the tokens of each text unchanged.
 """
 
 from __future__ import annotations
@@ -36,29 +37,67 @@ def _plain_words(text: str, out: list[str]) -> None:
     out.extend(w for w in words(text) if len(w) > 1 and w not in _PLAIN_STOP)
 
 
+MEMO_LIMIT = 200_000  # memoized tokens and words per analyzer; the memo starts over past this
+
+
 class _Segmented:
-    """Segment text that has CJK characters; split the rest by the shared rule."""
+    """Segment text that has CJK characters; split the rest by the shared rule.
+
+    The terms of a segmenter's token and the n-grams of a word depend on that string alone, and the
+    same few thousand recur across a vault's notes: each is worked out once (``_memo``)."""
 
     what = ""
 
+    def __init__(self) -> None:
+        self._token_memo: dict[str, tuple[str, ...]] = {}
+        self._word_memo: dict[str, tuple[str, ...]] = {}
+
     def __call__(self, text: str) -> list[str]:
-        out: list[str] = []
         if not has_cjk(text):
+            out: list[str] = []
             _plain_words(text, out)
             return out
         import unicodedata
 
-        for token in self._tokens(unicodedata.normalize("NFKC", text)):
-            if has_cjk(token):
-                out.append(token.lower())
-            else:
-                _plain_words(token, out)
+        return self._terms(text, self._tokens(unicodedata.normalize("NFKC", text)))
+
+    def many(self, texts: list[str]) -> list[list[str]]:
+        """``[self(text) for text in texts]`` (a build's texts of this language; Korean overrides it)."""
+        return [self(text) for text in texts]
+
+    def _terms(self, text: str, tokens: Iterable[str]) -> list[str]:
+        """The terms of ``text`` whose (NFKC) segmentation is ``tokens``."""
+        out: list[str] = []
+        token_memo, word_memo = self._token_memo, self._word_memo
+        if len(token_memo) + len(word_memo) > MEMO_LIMIT:
+            token_memo.clear()
+            word_memo.clear()
+        for token in tokens:
+            terms = token_memo.get(token)
+            if terms is None:
+                terms = token_memo[token] = self._token_terms(token)
+            out.extend(terms)
         for word in words(text):  # and the CJK runs' n-grams, for recall where segmentations differ
             if not word.isascii():
-                for is_cjk, run in split_cjk(word):
-                    if is_cjk:
-                        self._ngrams(run, out)
+                grams = word_memo.get(word)
+                if grams is None:
+                    grams = word_memo[word] = self._word_ngrams(word)
+                out.extend(grams)
         return out
+
+    def _token_terms(self, token: str) -> tuple[str, ...]:
+        if has_cjk(token):
+            return (token.lower(),)
+        out: list[str] = []
+        _plain_words(token, out)
+        return tuple(out)
+
+    def _word_ngrams(self, word: str) -> tuple[str, ...]:
+        out: list[str] = []
+        for is_cjk, run in split_cjk(word):
+            if is_cjk:
+                self._ngrams(run, out)
+        return tuple(out)
 
     def _ngrams(self, run: str, out: list[str]) -> None:
         cjk_ngrams(run, out)
@@ -112,6 +151,7 @@ class JapaneseAnalyzer(_Segmented):
 
 
 _KO_CONTENT = ("NNG", "NNP", "NR", "VV", "VA", "XR", "MAG", "SL", "SH", "SN")
+_KO_KEEP: dict[str, bool] = {}  # Kiwi's tag -> whether its tokens are kept
 
 
 @lru_cache(maxsize=1)
@@ -128,8 +168,27 @@ class KoreanAnalyzer(_Segmented):
     def _ngrams(self, run: str, out: list[str]) -> None:  # syllable bigrams (a lone syllable as itself)
         out.extend(run[i:i + 2] for i in range(len(run) - 1)) if len(run) > 1 else out.append(run)
 
+    def many(self, texts: list[str]) -> list[list[str]]:
+        """``[self(text) for text in texts]``, Kiwi given every Korean text in one call: it spreads them over
+        its worker threads (one per core), the same tokens for each text as one call per text."""
+        import unicodedata
+
+        korean = [i for i, text in enumerate(texts) if has_cjk(text)]
+        out = [self(text) if not has_cjk(text) else [] for text in texts]
+        analyses = _kiwi().tokenize([unicodedata.normalize("NFKC", texts[i]) for i in korean])
+        for i, tokens in zip(korean, analyses):
+            out[i] = self._terms(texts[i], self._kept(tokens))
+        return out
+
     def _tokens(self, text: str) -> Iterable[str]:
-        for token in _kiwi().tokenize(text):
-            tag = str(token.tag).split("-", 1)[0]  # irregular verbs are tagged VV-I, VA-R, ...
-            if tag in _KO_CONTENT:
+        return self._kept(_kiwi().tokenize(text))
+
+    def _kept(self, tokens: Iterable) -> Iterable[str]:
+        keep = _KO_KEEP
+        for token in tokens:
+            tag = token.tag
+            kept = keep.get(tag)
+            if kept is None:  # irregular verbs are tagged VV-I, VA-R, ...
+                kept = keep[tag] = str(tag).split("-", 1)[0] in _KO_CONTENT
+            if kept:
                 yield token.form

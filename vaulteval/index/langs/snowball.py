@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from vaulteval.index.langs.catalog import Language
+from vaulteval.index.langs.catalog import UNDETERMINED, Language
 from vaulteval.index.langs.libraries import need
 from vaulteval.index.langs.words import cjk_ngrams, fold, split_cjk, words
 
@@ -27,6 +27,8 @@ COMMON_ZIPF = 6.0  # a listed stopword is dropped when it is this common: once i
 @lru_cache(maxsize=None)
 def stopwords(code: str) -> frozenset[str]:
     """The ``stop-words`` package's list for ``code``, kept to the language's most common words (wordfreq)."""
+    if code == UNDETERMINED:  # the plain split of text in no known language: no list to look up
+        return frozenset()
     stop_words = need("stop_words", f"{code} stopword")
     name = stop_words.LANGUAGE_MAPPING.get(code)
     if name is None:
@@ -35,7 +37,7 @@ def stopwords(code: str) -> frozenset[str]:
 
     from vaulteval.index.langs.frequencies import zipf
 
-    common = zipf(code)
+    common = zipf(code, COMMON_ZIPF)
     listed = (normalize("NFKC", w).lower() for w in stop_words.get_stop_words(name))
     return frozenset(w for w in listed if common.get(w, 0.0) >= COMMON_ZIPF)
 
@@ -73,8 +75,12 @@ class SnowballAnalyzer:
             self._split = splitter(language.code)
 
     def __call__(self, text: str) -> list[str]:
+        return self.of_words(words(text))
+
+    def of_words(self, split: list[str]) -> list[str]:
+        """The terms of a text already split by ``words`` (``auto`` splits a query once for all its languages)."""
         out: list[str] = []
-        for word in words(text):
+        for word in split:
             if word.isascii():
                 self._word(word, out)
                 continue
