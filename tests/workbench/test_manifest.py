@@ -141,6 +141,19 @@ def test_a_run_made_with_other_analyzer_library_versions_is_refused_in_one_line(
     assert len(err.splitlines()) == 1 and "PyStemmer 0.0.1" in err and installed in err
 
 
+@pytest.mark.parametrize("measures", [[[]], [], [""], ["nDCG@10", 3], "nDCG@10"])
+def test_a_manifest_whose_measures_are_not_names_is_refused_in_one_line(
+        run_dir: Path, capsys: pytest.CaptureFixture, measures: object) -> None:
+    path = run_dir / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["parameters"]["measures"] = measures  # found by the manifest fuzz: [[]] was an internal error
+    path.write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(["eval", "verify", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "measures" in err and "internal error" not in err
+
+
 def test_eval_commands_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     vault = copy_sample(tmp_path / "v")
     args = ["eval", "run", "--vault", str(vault), "--queryset", str(QUERYSET), "--out", str(tmp_path / "runs"),

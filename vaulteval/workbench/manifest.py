@@ -232,8 +232,11 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
         if value is not None and (not isinstance(value, str) or path_text_problem(value)):
             return f"{where} {path_text_problem(value) if isinstance(value, str) else 'must be a string'}"
     params = data["parameters"]
-    if not isinstance(params.get("measures"), list) or not isinstance(params.get("k"), int):
+    if not isinstance(params.get("measures"), list) or not isinstance(params.get("k"), int) \
+            or isinstance(params["k"], bool):
         return "parameters need measures and k"
+    if not params["measures"] or not all(isinstance(m, str) and m for m in params["measures"]):
+        return "parameters.measures must be a non-empty list of measure names such as nDCG@10"
     if not data["strategies"]:
         return "no strategies"
     for entry in data["strategies"]:
