@@ -301,3 +301,14 @@ def test_crlf_page_found_via_cli(provisioned_sample: Path) -> None:
                     "--explain")
     assert data["candidates"][0]["page_path"] == CRLF_NOTE
     assert data["explain"]["stale_candidates_skipped"] == 0
+
+
+@pytest.mark.parametrize("name", ["no\x1b[2Jvault", "no\nvault", "no\x1evault", "no\u202evault"])
+def test_an_error_naming_a_control_character_stays_one_safe_line(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                                 name: str) -> None:
+    from vaulteval.cli.main import main
+
+    assert main(["retrieve", "--vault", str(tmp_path / name), "hello"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "not a directory" in err
+    assert not any(ch in err.rstrip("\n") for ch in "\x1b\n\x1e\u202e")

@@ -156,6 +156,8 @@ def _set(doc, path: str, value) -> None:
 @example(edits=[("strategies.0.index", [1, 2])])
 @example(edits=[("strategies.0", []), ("strategies.0.strategy.k1", "../x")])  # edits that undo each other's paths
 @example(edits=[("strategies", []), ("strategies.0.strategy", "../x")])
+@example(edits=[("parameters.measures", [[]])])  # found at 2,000 examples: a measure that is not a name
+@example(edits=[("strategies.0.strategy.index", {"\x1e": None})])
 def test_manifests_through_verify(tmp_path: Path, run_dir, edits) -> None:
     root, run = run_dir
     with Scratch(tmp_path) as scratch:

@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except VaultevalError as exc:
-        sys.stderr.write(f"vaulteval: error: {exc}\n")
+        sys.stderr.write(f"vaulteval: error: {_printable(str(exc))}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("vaulteval: interrupted\n")
@@ -97,5 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug, not a user mistake: still one line unless -v
         if args.verbose:
             raise
-        sys.stderr.write(f"vaulteval: internal error: {type(exc).__name__}: {exc} (rerun with -v for details)\n")
+        sys.stderr.write(f"vaulteval: internal error: {type(exc).__name__}: {_printable(str(exc))} "
+                         "(rerun with -v for details)\n")
         return EXIT_FAILED
+
+
+def _printable(message: str) -> str:
+    """The message on one safe line: a control character from a file or a name (a newline, ESC, a record
+    separator) is written as an escape instead of breaking the line or reaching the terminal."""
+    from vaulteval.vault.notefiles import printable
+
+    return printable(message)
