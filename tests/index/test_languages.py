@@ -291,3 +291,20 @@ def test_korean_texts_given_to_kiwi_together_get_the_terms_each_gets_alone() -> 
     texts = ["메모를 지웠다", "Obsidian Sync", "", "이전 버전은 얼마나 보관되나요?\n\n`git log` 로 기록 보기", "메모를 지웠다"]
     alone = [KoreanAnalyzer()(text) for text in texts]
     assert KoreanAnalyzer().many(texts) == alone and alone[0] == ["메모", "지우", "메모", "모를", "지웠", "웠다"]
+
+
+def test_chinese_segmentation_neither_reads_nor_writes_a_cache_in_the_temp_folder(tmp_path, monkeypatch) -> None:
+    import tempfile
+
+    from vaulteval.index.langs import segmenters
+    from vaulteval.index.tokenize import get_analyzer
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    (tmp_path / "jieba.cache").write_bytes(b"planted")  # would be read back if jieba used its cache
+    segmenters._jieba.cache_clear()
+    try:
+        assert "笔记" in get_analyzer("chinese")("恢复笔记")
+    finally:
+        segmenters._jieba.cache_clear()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["jieba.cache"]
+    assert (tmp_path / "jieba.cache").read_bytes() == b"planted"

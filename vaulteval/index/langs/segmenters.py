@@ -111,6 +111,12 @@ def _jieba() -> tuple[Callable[[str], Iterable[str]], frozenset[str]]:
     jieba = need("jieba", "chinese")
     jieba.setLogLevel(60)  # its dictionary-loading messages go to stderr otherwise
     tokenizer = jieba.Tokenizer()
+    # Built from the packaged dictionary, never through jieba's cache file in the shared temp folder:
+    # that file is read back unchecked (another user could plant one) and writing it is a write
+    # outside the vault. Building it costs no more than loading the cache.
+    with tokenizer.lock:
+        tokenizer.FREQ, tokenizer.total = tokenizer.gen_pfdict(tokenizer.get_dict_file())
+        tokenizer.initialized = True
     from vaulteval.index.langs.snowball import stopwords
 
     return tokenizer.cut_for_search, stopwords("zh")
