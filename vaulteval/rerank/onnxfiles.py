@@ -97,6 +97,13 @@ def file_sha256(path: Path) -> str:
         return "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()
 
 
+def description_digest(info: dict[str, Any]) -> str:
+    """The sha256 of an export's description without its own ``description_sha256`` (canonical JSON)."""
+    rest = {k: v for k, v in info.items() if k != "description_sha256"}
+    text = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
 def check_files(folder: Path, info: dict[str, Any]) -> tuple[str | None, dict[str, list[int]]]:
     """(None, their signatures) when every file is the one provisioning wrote; else (what is wrong, {}).
 
@@ -104,6 +111,10 @@ def check_files(folder: Path, info: dict[str, Any]) -> tuple[str | None, dict[st
     when its bytes hash to the recorded sha256 (a copied or restored vault). Symlinks and special files
     are refused without being opened.
     """
+    # A version-2 description carries its own digest: a flipped byte in a name it records (the model's name
+    # the store knows) would otherwise pass for a different model instead of a damaged export.
+    if info.get("version") == 2 and info.get("description_sha256") != description_digest(info):
+        return f"{EXPORT_FILE} is not the file provisioning wrote (its digest does not match)", {}
     written = info.get("written") if isinstance(info.get("written"), dict) else {}
     seen: dict[str, list[int]] = {}
     for name, digest_key in exported_files(info).items():
