@@ -50,7 +50,7 @@ def test_inline_code_scanner_matches_the_pattern_it_replaced(text: str) -> None:
     assert inline_code_spans(text) == [m.span() for m in OLD_INLINE_CODE.finditer(text)]
 
 
-@fuzz_settings(scale=0.5)
+@fuzz_settings()
 @given(hostile_notes, st.sampled_from([(2000, 200, 4000), (50, 10, 80), (20, 5, 30)]))
 def test_chunks_keep_every_word_under_the_hard_limit(text: str, sizes: tuple[int, int, int]) -> None:
     count("chunk shapes")
@@ -64,7 +64,7 @@ def test_chunks_keep_every_word_under_the_hard_limit(text: str, sizes: tuple[int
     assert all(ch in it for ch in original), "a chunk lost or reordered text"
 
 
-@fuzz_settings(scale=0.5)
+@fuzz_settings()
 @given(hostile_notes)
 def test_every_syntax_pass_accepts_any_shape(text: str) -> None:
     count("syntax passes")
@@ -79,7 +79,7 @@ def test_every_syntax_pass_accepts_any_shape(text: str) -> None:
     obsidian.page_tags({}, text)
 
 
-@fuzz_settings(scale=0.5)
+@fuzz_settings()
 @given(hostile_notes)
 def test_the_visible_map_points_into_the_body_in_order(text: str) -> None:
     """Every shown character maps to a body offset, never backwards; a chunk's lines can be found from it."""
