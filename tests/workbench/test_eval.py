@@ -126,9 +126,8 @@ def test_cache_build_made_with_other_analyzer_libraries_is_rebuilt(tmp_path: Pat
     first = Workspace(vault).env(strategy)
     built = first.index.header["analyzer_libraries"]
     assert built.get("PyStemmer")
-    import vaulteval.workbench.workspace as workspace
     upgraded = {**built, "PyStemmer": built["PyStemmer"] + ".post1"}
-    monkeypatch.setattr(workspace, "analyzer_libraries", lambda analyzer, codes=None: upgraded)
+    monkeypatch.setattr("vaulteval.index.docterms.analyzer_libraries", lambda analyzer, codes=None: upgraded)
     monkeypatch.setattr("vaulteval.index.build.analyzer_libraries", lambda analyzer, codes=None: upgraded)
     again = Workspace(Vault(vault.root)).env(strategy)
     assert again.meta_dir == first.meta_dir

@@ -33,7 +33,8 @@ from vaulteval.chunks.segments import StoreReader, segment_of
 from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
 from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
-from vaulteval.index.docterms import LANGS_SECTION, analyzer_libraries, doc_languages, document_terms
+from vaulteval.index.docterms import (LANGS_SECTION, analyzer_libraries, built_with_installed_libraries,
+                                      doc_languages, document_terms)
 
 if TYPE_CHECKING:
     from vaulteval.index.fieldbuild import FieldCollector
@@ -70,8 +71,7 @@ def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocM
     for name in (INDEX_NAME, INDEX_NAME + STALE_SUFFIX):
         try:
             old = BM25Index(meta.path / INDEX_DIR / name, open_index_file(meta, name))
-            if old.analyzer_name == analyzer and old.header.get("analyzer_libraries") == (
-                    analyzer_libraries(analyzer, set(old.header.get("languages") or ())) or None):
+            if old.analyzer_name == analyzer and built_with_installed_libraries(old.header, analyzer):
                 old.verify()  # reuse copies postings wholesale, so every byte must be sound
                 docs = old.all_docs()
                 if len(docs) == old.n_docs and len(old.all_terms()) == old.n_terms:

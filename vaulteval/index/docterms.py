@@ -93,3 +93,11 @@ def analyzer_libraries(analyzer: str, codes: set[str] | None = None) -> dict[str
     if analyzer.partition(":")[0] == "english":  # tokenize's own english: PyStemmer only
         return {"PyStemmer": versions({"snowball"})["PyStemmer"]}
     return {}
+
+
+def built_with_installed_libraries(header: dict, analyzer: str) -> bool:
+    """Was the index whose header this is built with the analyzer libraries installed now?
+
+    Postings made by another jieba or PyStemmer would be scored against queries tokenized by this one."""
+    return header.get("analyzer_libraries") == (
+        analyzer_libraries(analyzer, set(header.get("languages") or ())) or None)

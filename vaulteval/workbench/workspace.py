@@ -30,7 +30,7 @@ from vaulteval.vault.paths import is_inside
 from vaulteval.pipeline.provision import ensure_fields, provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.chunks.obsidian import CHUNKER_VERSION
-from vaulteval.index.docterms import analyzer_libraries
+from vaulteval.index.docterms import built_with_installed_libraries
 from vaulteval.rerank.store import store_path
 from vaulteval.vault.vault import Vault
 
@@ -169,7 +169,7 @@ class Workspace:
         with wait_lock(meta.parent / f"{key}.build-lock", timeout=BUILD_WAIT_SECONDS):
             try:
                 index = Retriever(variant).index()
-                if _libraries_current(index):
+                if built_with_installed_libraries(index.header, index.analyzer_name):
                     ensure_fields(variant)  # a cache build made before field indexes existed
                     return Retriever(variant, index=index)
                 log.info("rebuilding %s: its analyzer libraries changed since it was built", key)
@@ -188,12 +188,3 @@ def _all_synthetic(base: Retriever) -> bool:
     return all((rec := checker.record(doc)) is not None and rec.get("prefix_source") == "synthetic"
                for doc in base.index().iter_docs())
 
-
-def _libraries_current(index: "BM25Index") -> bool:
-    """True when the analyzer libraries installed now are the ones the cached index was built with.
-
-    A cached build tokenized by another jieba or PyStemmer would be scored against queries
-    tokenized by this one, so the cache is rebuilt rather than reused."""
-    header = index.header
-    languages = set(header.get("languages") or ())
-    return (header.get("analyzer_libraries") or {}) == (analyzer_libraries(index.analyzer_name, languages) or {})
