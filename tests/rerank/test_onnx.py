@@ -349,3 +349,21 @@ def test_an_export_description_edited_by_a_byte_is_a_damaged_export(
     [record] = caplog.records
     assert EXPORT_FILE in record.getMessage() and "vaulteval provision" in record.getMessage()
 
+
+
+def test_a_description_nested_as_deep_as_json_reads_is_a_damaged_export(tmp_path: Path) -> None:
+    from vaulteval.rerank.onnxfiles import check_files
+
+    def description(depth: int) -> str:
+        return '{"version": 2, "notes": ' + "[" * depth + "]" * depth + "}"
+
+    lo, hi = 1, 100_000  # the deepest description json.loads still reads: writing it out recurses further
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            json.loads(description(mid))
+            lo = mid
+        except RecursionError:
+            hi = mid
+    problem, seen = check_files(tmp_path, json.loads(description(lo)))
+    assert problem is not None and EXPORT_FILE in problem and seen == {}
