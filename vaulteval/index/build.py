@@ -24,6 +24,7 @@ from vaulteval.chunks import chunking
 from vaulteval.chunks.store import progress_bar
 from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
+from vaulteval.index.docmeta import ROW_FORMAT
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
 from vaulteval.index.postings import Postings
@@ -281,12 +282,9 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     encoded = [w.encode("utf-8") + b"\n" for w in words]
     term_off = np.zeros(len(words) + 1, dtype=np.int64)
     np.cumsum([len(e) for e in encoded], out=term_off[1:])
-    reused_line: dict[int, bytes] = {}
-    if old is not None and reuse_pairs:  # sliced from the whole rows section (verified by _previous)
-        blob, offsets = bytes(old.section("docs")), old.section("doc_offsets").tolist()
-        reused_line = {new: blob[offsets[prev]:offsets[prev + 1]] for prev, new in reuse_pairs
-                       if old_docs_meta[prev].chunk_file == docs[new].chunk_file}
-    doc_lines = [reused_line.get(i) or d.to_json() for i, d in enumerate(docs)]
+    store = sorted({name for d in docs if (name := segment_of(d.chunk_file)) is not None})
+    positions = {name: i for i, name in enumerate(store)}
+    doc_lines = [d.to_row(positions) for d in docs]
     doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
     np.cumsum([len(line) for line in doc_lines], out=doc_off[1:])
     doc_len = np.array(lengths, dtype=np.int32)
@@ -304,7 +302,8 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "chunk_params": chunk_params,
         "exclusions": list(vault.ignore.filters),  # Obsidian's filters in force: doctor compares them
         # The segments this index reads: a writer keeps them while this index (or the one before it) is served.
-        "store": sorted({name for d in docs if (name := segment_of(d.chunk_file)) is not None}),
+        "store": store,
+        "row_format": ROW_FORMAT,
         # Records of the old layout (one file each under chunks/) this index reads: they stay while it is served.
         "loose_records": sum(1 for d in docs if d.chunk_file.startswith("chunks/")),
     }

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 from vaulteval.errors import NotProvisioned, UsageError
-from vaulteval.index.docmeta import DocMeta
+from vaulteval.index.docmeta import ROW_FORMATS, DocMeta
 from vaulteval.index.file import BLOCK_SIZE, SMALL_SECTION, IndexCorrupt, IndexFileError, read_sections
 from vaulteval.index.location import (  # noqa: F401 - the names build, provision and doctor import from here
     INDEX_DIR, INDEX_NAME, STALE_SUFFIX, index_path, invalidate_index, open_index_file, peek_header, restore_index,
@@ -66,6 +66,9 @@ class BM25Index:
             self._analyzer = query_analyzer(self.analyzer_name, self.header)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
+        store = self.header.get("store") or []
+        # Compact rows name their segment by its place in this list (docmeta); JSON rows name it in full.
+        self._store_names: list[str] = [n if isinstance(n, str) else "" for n in store] if isinstance(store, list) else []
         self._doc_cache: dict[int, DocMeta] = {}
         self._term_cache: dict[str, int] = {}
         self._probes: dict[int, bytes] = {}
@@ -96,6 +99,7 @@ class BM25Index:
             len(self._post_off) != t + 1, len(raw("doc_len")) != n, len(self._doc_off) != n + 1,
             len(raw("post_docs")) != len(raw("post_tfs")), n < 0,
             not math.isfinite(self.avgdl) or self.avgdl < 0,
+            self.header.get("row_format", 1) not in ROW_FORMATS,
         ]
         if not any(problems):
             ends = [(name, arr) for name, arr in (("term_offsets", self._term_off), ("post_offsets", self._post_off),
@@ -324,7 +328,7 @@ class BM25Index:
         if meta is None:
             raw = self.doc_line(i)
             try:
-                meta = self._doc_cache[i] = DocMeta.from_json(raw)
+                meta = self._doc_cache[i] = DocMeta.from_row(raw, self._store_names)
             except (ValueError, RecursionError) as exc:
                 raise NotProvisioned(f"index file is malformed: {exc} ({self.path})",
                                      rebuild=self.rebuild) from None
@@ -339,8 +343,14 @@ class BM25Index:
         blob = bytes(self._whole("docs"))
         if not blob:
             return []
-        rows = json.loads(b"[" + blob[:-1].replace(b"\n", b",") + b"]")
-        return [DocMeta.from_dict(d) for d in rows]
+        if self.header.get("row_format", 1) == 1:  # JSON lines: parsed in one call
+            rows = json.loads(b"[" + blob[:-1].replace(b"\n", b",") + b"]")
+            return [DocMeta.from_dict(d) for d in rows]
+        offsets = self.section("doc_offsets").tolist()
+        if offsets[0] != 0 or offsets[-1] != len(blob) or any(a > b for a, b in zip(offsets, offsets[1:])):
+            raise ValueError("index document offsets are out of order")
+        store, parse = self._store_names, DocMeta.from_row
+        return [parse(blob[a:b], store) for a, b in zip(offsets, offsets[1:])]
 
     def stats(self) -> dict[str, Any]:
         return {
