@@ -185,6 +185,39 @@ def to_loose_layout(root: Path) -> int:
     return len(records)
 
 
+def to_segment_format_1(root: Path) -> int:
+    """Turn a provisioned vault's packed store into segment format 1 (one uncompressed frame per record, only the
+    ``~ctx`` mark), as vaulteval wrote it before compressed blocks, and build its index. Returns the record count."""
+    import struct
+    import zlib
+
+    from vaulteval.chunks.catalog import CATALOG_NAME
+    from vaulteval.chunks.segments import MAGIC_V1
+    from vaulteval.pipeline.provision import build
+
+    meta = Path(root) / META_REL
+    catalog = json.loads((meta / CATALOG_NAME).read_bytes())
+    records = dict(zip((loc[3] for loc in chunk_locations(root)), chunk_records(root)))
+    name = "seg-00000000000f0001.vcs"
+    data = bytearray(MAGIC_V1)
+    for info in sorted(catalog["pages"].values(), key=lambda i: i["address"]):
+        for idx in range(info["chunks"]):
+            rec = dict(records[f"{info['address']}:{idx}"])
+            if rec["contextualized_text"] == f"{rec['prefix']}\n\n{rec['raw_text']}":
+                del rec["contextualized_text"]
+                rec["~ctx"] = 1
+            payload = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            info["records"][idx] = [f"store/{name}@{len(data)}", len(payload) + 8, zlib.crc32(payload)]
+            data += struct.pack("<II", len(payload), zlib.crc32(payload)) + payload
+    for old in (meta / "store").iterdir():
+        old.unlink()
+    (meta / "store" / name).write_bytes(bytes(data))
+    (meta / CATALOG_NAME).write_text(json.dumps(catalog), encoding="utf-8")
+    (meta / "bm25" / "index.vti").unlink()
+    build(Vault(root))
+    return len(records)
+
+
 def replace_record(root: Path, chunk_id: str, payload: bytes) -> str:
     """Point the catalog's entry for ``chunk_id`` at a new frame holding ``payload`` (any bytes, right CRC),
     as a damaged or hand-edited store would. Returns the new location."""

@@ -96,8 +96,8 @@ def _inflate_whole(data, n: int, c: int, u: int) -> bytes | None:
 
 def scan_blocks(data, start: int, *, deep: bool) -> tuple[list[tuple[tuple[int, int], int, int]], str | None]:
     """Every record of the blocks in ``data[start:]`` as ((block offset, index), length, CRC), and what is wrong
-    with the rest (None when sound). ``deep`` inflates every block and checks each record's CRC too (``index
-    verify``, ``doctor --deep``); otherwise the block CRCs and tables are checked, which a provision relies on."""
+    with the rest (None when sound). ``deep`` inflates every block and checks each record's CRC too (a provision,
+    ``index verify``, ``doctor --deep``); otherwise only the block CRCs and tables are checked."""
     out: list[tuple[tuple[int, int], int, int]] = []
     pos = start
     while pos < len(data):

@@ -71,7 +71,9 @@ class Segments:
                     continue
                 if mm is None:
                     continue
-                found, problem = scan_segment(mm, deep=False)
+                # Every block inflated and every record's CRC checked: a stream forged behind a right table
+                # is found here, so its pages are chunked again instead of reused.
+                found, problem = scan_segment(mm)
                 self.maps[name], self.frames[name] = mm, set(found)
                 if mm[:len(MAGIC)] != MAGIC:
                     self.old_format.add(name)
