@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from vaulteval.index.docmeta import ROW_COMPACT, DocMeta
 
+from pipeline_fixtures import fresh_vault  # noqa: F401
+
 SEG = "seg-0123456789abcdef.vcs"
 STORE = ["seg-0000000000000000.vcs", SEG]
 POSITIONS = {name: i for i, name in enumerate(STORE)}
@@ -75,3 +77,21 @@ def test_any_row_round_trips(page, address, ci, size, crc, block, number, digest
                   *[_hash(d) for d in digests], size, crc)
     assert DocMeta.from_row(doc.to_row(POSITIONS), STORE) == doc
     assert json.loads(doc.to_json())["id"] == doc.chunk_id
+
+
+def test_rows_carried_into_an_incremental_build_are_the_rows_it_would_write(fresh_vault) -> None:
+    """After an edit (a new segment, so the old ones may change places in ``store``) the index's rows are byte
+    for byte what encoding every row afresh gives."""
+    from vaulteval import Vault
+    from vaulteval.index.reader import open_index
+    from vaulteval.pipeline.provision import provision
+
+    note = next(p for p in sorted((fresh_vault / "wiki").rglob("*.md")))
+    note.write_text(note.read_text(encoding="utf-8") + "\nAn added line.\n", encoding="utf-8")
+    report = provision(Vault(fresh_vault))
+    assert 0 < report["index"]["reused"] < report["index"]["docs"]
+    index = open_index(Vault(fresh_vault))
+    store = index.header["store"]
+    assert len(store) == 2
+    positions = {name: i for i, name in enumerate(store)}
+    assert bytes(index.section("docs")) == b"".join(d.to_row(positions) for d in index.all_docs())

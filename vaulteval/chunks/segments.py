@@ -46,11 +46,9 @@ MAGIC = b"VEVCHS\x00\x02"
 MAGIC_V1 = b"VEVCHS\x00\x01"  # one uncompressed frame per record: read until the next provision converts it
 FRAME = struct.Struct("<II")  # format 1: payload length, CRC-32
 SEGMENT_RE = re.compile(r"^seg-[0-9a-f]{16}\.vcs$")
-_LOCATION_RE = re.compile(r"^store/(seg-[0-9a-f]{16}\.vcs)@([0-9]{1,15})$")
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
-_PARSED: dict[str, tuple[str, int] | None] = {}
 # Every location seen, parsed: a provision asks about each record's location several times (catalog check,
 # segment scan, segment lists, index header). Bounded: emptied when it grows past this many.
 _LOCATIONS: dict[str, "tuple[str, int | tuple[int, int]] | None"] = {}
@@ -73,26 +71,16 @@ def parse_location(location: str) -> "tuple[str, int | tuple[int, int]] | None":
     return parsed
 
 
-def _digits(text: str) -> bool:
-    return 0 < len(text) <= 15 and text.isdigit() and text.isascii()
+_ANY_LOCATION = re.compile(r"store/(seg-[0-9a-f]{16}\.vcs)@([0-9]{1,15})(?:#([0-9]{1,4}))?")
 
 
 def _parse_location(location: str) -> "tuple[str, int | tuple[int, int]] | None":
-    head, at, tail = location.partition("@")
-    if len(head) != 30 or not at:
+    match = _ANY_LOCATION.fullmatch(location)
+    if match is None or int(match[2]) < len(MAGIC):
         return None
-    offset, mark, number = tail.partition("#")
-    if not _digits(offset) or (mark and not (_digits(number) and len(number) <= 4)):
-        return None
-    name = head[6:]
-    known = _PARSED.get(name)
-    if known is None:  # a segment name is checked once; offsets are plain digits
-        known = _PARSED[name] = (name, 0) if _LOCATION_RE.match(f"{head}@0") else None
-    if known is None or int(offset) < len(MAGIC):
-        return None
-    if not mark:
-        return name, int(offset)
-    return (name, (int(offset), int(number))) if int(number) < MAX_BLOCK_RECORDS else None
+    if match[3] is None:
+        return match[1], int(match[2])
+    return (match[1], (int(match[2]), int(match[3]))) if int(match[3]) < MAX_BLOCK_RECORDS else None
 
 
 def segment_of(location: str) -> str | None:
