@@ -110,3 +110,21 @@ def _digest(value: str) -> bytes | None:
     except ValueError:
         return None
     return raw if raw.hex() == value[7:] else None
+
+
+def store_names(header: dict) -> list[str]:
+    """The index header's segment list, as compact rows index it (anything that is not a name matches nothing)."""
+    store = header.get("store") or []
+    return [n if isinstance(n, str) else "" for n in store] if isinstance(store, list) else []
+
+
+def parse_rows(blob: bytes, offsets: list[int], header: dict) -> list[DocMeta]:
+    """Every row of a ``docs`` section cut at ``offsets`` (n_docs + 1 of them), checked (else ValueError)."""
+    if not blob:
+        return []
+    if header.get("row_format", 1) == 1:  # JSON lines: parsed in one call
+        return [DocMeta.from_dict(d) for d in json.loads(b"[" + blob[:-1].replace(b"\n", b",") + b"]")]
+    if offsets[0] != 0 or offsets[-1] != len(blob) or any(a > b for a, b in zip(offsets, offsets[1:])):
+        raise ValueError("index document offsets are out of order")
+    store, parse = store_names(header), DocMeta.from_row
+    return [parse(blob[a:b], store) for a, b in zip(offsets, offsets[1:])]

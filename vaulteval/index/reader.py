@@ -9,12 +9,11 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from vaulteval.errors import NotProvisioned, UsageError
-from vaulteval.index.docmeta import ROW_FORMATS, DocMeta
+from vaulteval.index.docmeta import ROW_FORMATS, DocMeta, parse_rows, store_names
 from vaulteval.index.file import BLOCK_SIZE, SMALL_SECTION, IndexCorrupt, IndexFileError, read_sections
 from vaulteval.index.location import (  # noqa: F401 - the names build, provision and doctor import from here
     INDEX_DIR, INDEX_NAME, STALE_SUFFIX, index_path, invalidate_index, open_index_file, peek_header, restore_index,
@@ -66,9 +65,7 @@ class BM25Index:
             self._analyzer = query_analyzer(self.analyzer_name, self.header)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
-        store = self.header.get("store") or []
-        # Compact rows name their segment by its place in this list (docmeta); JSON rows name it in full.
-        self._store_names: list[str] = [n if isinstance(n, str) else "" for n in store] if isinstance(store, list) else []
+        self._store_names = store_names(self.header)  # compact rows name their segment by its place in it
         self._doc_cache: dict[int, DocMeta] = {}
         self._term_cache: dict[str, int] = {}
         self._probes: dict[int, bytes] = {}
@@ -340,17 +337,7 @@ class BM25Index:
 
     def all_docs(self) -> list[DocMeta]:
         """Every document's metadata, parsed in one pass (for builds and diagnostics)."""
-        blob = bytes(self._whole("docs"))
-        if not blob:
-            return []
-        if self.header.get("row_format", 1) == 1:  # JSON lines: parsed in one call
-            rows = json.loads(b"[" + blob[:-1].replace(b"\n", b",") + b"]")
-            return [DocMeta.from_dict(d) for d in rows]
-        offsets = self.section("doc_offsets").tolist()
-        if offsets[0] != 0 or offsets[-1] != len(blob) or any(a > b for a, b in zip(offsets, offsets[1:])):
-            raise ValueError("index document offsets are out of order")
-        store, parse = self._store_names, DocMeta.from_row
-        return [parse(blob[a:b], store) for a, b in zip(offsets, offsets[1:])]
+        return parse_rows(bytes(self._whole("docs")), self.section("doc_offsets").tolist(), self.header)
 
     def stats(self) -> dict[str, Any]:
         return {
