@@ -13,8 +13,9 @@ other fields give (a ``contextualized_text`` that is exactly ``prefix``, a blank
 line and ``raw_text``; a ``chunk_id`` that is ``<page_address>:<chunk_index>``; a
 ``char_count`` that is the length of ``raw_text``; a ``body_hash`` that is the
 ``sha256:`` of ``raw_text``), each marked and rebuilt when read. A field that is
-not what the others give is stored as written (and refused where it is checked). A record is named by its segment, its block's offset and its number in
-the block; the index row that names it also holds the payload's length and
+not what the others give is stored as written (and refused where it is checked).
+A record is named by its segment, its block's offset and its number in the
+block; the index row that names it also holds the payload's length and
 CRC-32, so a truncated, bit-flipped or moved record is refused before it is
 parsed. A segment is written to a hidden temporary sibling and renamed into
 place once complete; a published segment is never changed again (new records
@@ -101,7 +102,7 @@ class Location(tuple):
     crc = property(lambda self: self[2])
 
 
-# Fields another field gives: stored once, marked, rebuilt on read (mark, field, how it is rebuilt).
+# Fields other fields give: left out of the payload, replaced by a mark, rebuilt on read.
 _DERIVED = "contextualized_text"
 _MARK = "~ctx"
 _ID_MARK, _COUNT_MARK, _HASH_MARK = "~id", "~n", "~bh"
