@@ -27,11 +27,19 @@ import re
 
 # Forms of ``vaulteval.chunks.visible``: autolink, embed, wikilink, Markdown link. Every branch starts with a
 # literal '<', '!' or '[' (no lookbehind, no anchor), so the scan skips to those characters.
-_LINK = re.compile(r"<(?P<auto>[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*)>"
-                   r"|!\[\[(?P<embed>[^\[\]\n]+?)\]\]"
-                   r"|\[\[(?P<wiki>[^\[\]\n]+?)\]\]"
-                   r"|\[(?P<label>[^\[\]\n]*)\]\(<?[^)\s>\[\]]+>?(?:[ \t]+\"[^\"\n]*\")?\)")
-_CALLOUT = re.compile(r"^(?P<quote>[ \t]*(?:>[ \t]*)+)\[!(?P<kind>[^\]\n]+)\][+-]?[ \t]*(?=(?P<title>[^\n]*))", re.MULTILINE)
+_LINK = (r"<(?P<auto>[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*)>"
+         r"|!\[\[(?P<embed>[^\[\]\n]+?)\]\]"
+         r"|\[\[(?P<wiki>[^\[\]\n]+?)\]\]"
+         r"|\[(?P<label>[^\[\]\n]*)\]\(<?[^)\s>\[\]]+>?(?:[ \t]+\"[^\"\n]*\")?\)")
+_CALLOUT = r"^(?P<quote>[ \t]*(?:>[ \t]*)+)\[!(?P<kind>[^\]\n]+)\][+-]?[ \t]*(?=(?P<title>[^\n]*))"
+_compiled: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(source: str) -> re.Pattern[str]:
+    """Compiled on first use: a CLI query whose chunks all occur as written never pays for it."""
+    if source not in _compiled:
+        _compiled[source] = re.compile(source, re.MULTILINE)
+    return _compiled[source]
 
 
 def _media() -> frozenset[str]:
@@ -74,8 +82,8 @@ def _shown_callout(m: re.Match) -> str:
 def links_shown(text: str) -> str:
     """``text`` with its links, embeds and callout markers as reading view shows them (code not told apart)."""
     if "<" in text or "[" in text:
-        text = _LINK.sub(_shown_link, text)
-    return _CALLOUT.sub(_shown_callout, text) if "[!" in text else text
+        text = _pattern(_LINK).sub(_shown_link, text)
+    return _pattern(_CALLOUT).sub(_shown_callout, text) if "[!" in text else text
 
 
 def chunk_in_note(raw: str, data: bytes) -> bool:
