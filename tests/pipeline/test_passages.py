@@ -137,3 +137,40 @@ def test_heading_path_keeps_the_enclosing_levels() -> None:
 ])
 def test_cut_keeps_whole_words(text: str, start: int, end: int, want: str) -> None:
     assert _cut(text, start, end, 12) == want
+
+
+def _sentences_line_by_line(text: str) -> list[tuple[int, int]]:
+    """The sentence split as first written: each line on its own, cut after . ! ? and whitespace or after 。！？."""
+    import re
+
+    spans = []
+    for line in re.finditer(r"[^\n]+", text):
+        start = line.start()
+        for cut in re.compile(r"(?<=[.!?])\s+|(?<=[。！？])").finditer(text, line.start(), line.end()):
+            spans.append((start, cut.start()))
+            start = cut.end()
+        spans.append((start, line.end()))
+    out = []
+    for start, end in spans:
+        piece = text[start:end]
+        lead, trail = len(piece) - len(piece.lstrip()), len(piece) - len(piece.rstrip())
+        if end - trail > start + lead:
+            out.append((start + lead, end - trail))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_one_scan_splits_sentences_as_the_line_by_line_split_did(seed: int) -> None:
+    import random
+
+    from vaulteval.pipeline.passages import _sentences
+
+    rng = random.Random(seed)
+    alphabet = "ab.!?。！？ \n\t\r\u2028\u3000"
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        assert _sentences(text) == _sentences_line_by_line(text), repr(text)
+    sample = Path(__file__).resolve().parents[2] / "vaulteval" / "data" / "sample-vault"
+    for note in (DESCALING_NOTE, LONG_NOTE, CHINESE_NOTE):
+        text = (sample / note).read_text(encoding="utf-8")
+        assert _sentences(text) == _sentences_line_by_line(text) and len(_sentences(text)) > 2
