@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 SNIPPET_CHARS = 200
 LOCATION_FIELDS = ("heading_path", "first_line", "last_line", "modified", "snippet_line", "snippet_heading_path")
 # Where sentences end: a line break, whitespace after . ! ? on the same line, or just after 。！？.
-# One scan of the whole chunk (a scan per line cost more than the sentences it found).
+# One scan of the whole chunk, not one per line.
 _CUT = re.compile(r"\n+|(?<=[.!?])[^\S\n]+|(?<=[。！？])")
 
 

@@ -128,10 +128,10 @@ def read_confined(base: Path | str, relative: str, strip: str | None = None) -> 
         # No fcntl to clear O_NONBLOCK: it has no effect on a regular file, and only regular files get here.
         want = max(st.st_size + 1, 1 << 16)
         first = os.read(fd, want)
-        if len(first) < want:  # a regular file reads short only at its end: no second read to find it
+        if len(first) == st.st_size:  # the size fstat gave, one byte short of what was asked: the end
             return st, first
         parts = [first]
-        while chunk := os.read(fd, want):  # it grew since the fstat
+        while first and (chunk := os.read(fd, want)):  # a short read, or the file grew since the fstat
             parts.append(chunk)
         return st, b"".join(parts)
     finally:
