@@ -36,19 +36,19 @@ if TYPE_CHECKING:
 
 SNIPPET_CHARS = 200
 LOCATION_FIELDS = ("heading_path", "first_line", "last_line", "modified", "snippet_line", "snippet_heading_path")
-# Where sentences end: a line break, whitespace after . ! ? on the same line, or just after 。！？.
-# One scan of the whole chunk, not one per line.
-_CUT = re.compile(r"\n+|(?<=[.!?])[^\S\n]+|(?<=[。！？])")
+_LINE = re.compile(r"[^\n]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
 def _sentences(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence, a line being at most one paragraph's sentence run; whitespace trimmed."""
     spans = []
-    start = 0
-    for cut in _CUT.finditer(text):
-        spans.append((start, cut.start()))
-        start = cut.end()
-    spans.append((start, len(text)))
+    for line in _LINE.finditer(text):
+        start = line.start()
+        for cut in _SENTENCE_END.finditer(text, line.start(), line.end()):
+            spans.append((start, cut.start()))
+            start = cut.end()
+        spans.append((start, line.end()))
     out = []
     for start, end in spans:
         piece = text[start:end]
