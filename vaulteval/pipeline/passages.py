@@ -125,8 +125,7 @@ class Passages:
                 for term in terms:
                     tid = index.term_id(term) if term not in weights else -1
                     if tid >= 0:
-                        start, end = index.posting_range(tid)
-                        df = end - start
+                        df = index.document_frequency(tid)
                         weights[term] = math.log(1.0 + (index.n_docs - df + 0.5) / (df + 0.5))
             self._weights = weights
         return self._weights
