@@ -40,8 +40,22 @@ def lengths_ok(doc_len: "Any", n_docs: int, avgdl: float) -> bool:
         lengths = np.asarray(doc_len)
         low, total = int(lengths.min()), int(lengths.sum(dtype=np.int64))
     else:
-        low, total = min(doc_len), sum(doc_len)
+        # One pass for the sum; the sign test reads bytes (min() over a memoryview is slower than sum()).
+        return no_negative(doc_len) and sum(doc_len) / n_docs == avgdl
     return low >= 0 and total / n_docs == avgdl
+
+
+_SIGNED = frozenset("bhilq")
+
+
+def no_negative(view: "Any") -> bool:
+    """``min(view) >= 0`` for a memoryview of integers, tested on their sign bits at C speed: the most
+    significant byte of every item (in native order) is below 0x80 exactly when no item is negative."""
+    if not isinstance(view, memoryview) or view.format not in _SIGNED or not view.c_contiguous:
+        return min(view, default=0) >= 0
+    size = view.itemsize
+    top = size - 1 if sys.byteorder == "little" else 0
+    return view.tobytes()[top::size].isascii()
 
 
 def postings_ok(docs: "Any", tfs: "Any", doc_len: "Any", n_docs: int) -> bool:
@@ -59,8 +73,8 @@ def postings_ok(docs: "Any", tfs: "Any", doc_len: "Any", n_docs: int) -> bool:
         if int(d.min()) < 0 or int(d.max()) >= n_docs or int(t.min()) < 1:
             return False
         return bool(np.all(t <= np.asarray(doc_len, dtype=np.int64)[d]))
-    # The same conditions, each over the whole slice in C (min, max, map) instead of a loop in Python.
-    if min(docs) < 0 or max(docs) >= n_docs or min(tfs) < 1:
+    # The same conditions, each over the whole slice in C (sign bits, max, min, map) instead of a loop in Python.
+    if not no_negative(docs) or max(docs) >= n_docs or min(tfs) < 1:
         return False
     return all(map(le, tfs, map(doc_len.__getitem__, docs)))
 
