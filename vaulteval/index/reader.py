@@ -27,7 +27,6 @@ from vaulteval.vault.metadir import MetaDir
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
     import numpy as np
@@ -43,14 +42,7 @@ class BM25Index:
     NotProvisioned (exit 10) with ``rebuild``.
     """
 
-    # Gives the command that rebuilds it (the vault's), asked only when a row turns out malformed: working it
-    # out quotes paths for the shell, which a query that finds nothing wrong need not pay for.
-    rebuild_command: "Callable[[], str] | None" = None
-
-    @property
-    def rebuild(self) -> str | None:
-        """The command that rebuilds this index, named in a malformed row's error."""
-        return None if self.rebuild_command is None else self.rebuild_command()
+    rebuild: str | None = None  # the command that rebuilds it, named when a row turns out malformed
 
     def __init__(self, path: Path, fh=None):
         self.path = path
@@ -253,12 +245,6 @@ class BM25Index:
         self._guard.postings(start, end)
         return start, end
 
-    def document_frequency(self, term_id: int) -> int:
-        """How many documents hold term ``term_id``: its two posting offsets, checked, without reading (or
-        checking again) the postings themselves, which a snippet's term weights do not need."""
-        start, end = self._range("post_offsets", self._post_off, term_id, len(self._s.raw("post_docs")))
-        return end - start
-
     def postings(self, term_id: int) -> "tuple[np.ndarray, np.ndarray]":
         """(document numbers, term frequencies) of a term as numpy arrays, every document number in range."""
         return self.postings_at(*self.posting_range(term_id))
@@ -401,7 +387,7 @@ def open_index(vault: "Vault") -> BM25Index:
         raise _not_provisioned(f"{exc} ({path})", vault.rebuild_command(), exc) from None
     except (KeyError, ValueError, TypeError, IndexError, OverflowError, RecursionError) as exc:
         raise NotProvisioned(f"index file is malformed: {exc} ({path})", rebuild=vault.rebuild_command()) from None
-    index.rebuild_command = vault.rebuild_command
+    index.rebuild = vault.rebuild_command()
     return index
 
 

@@ -127,6 +127,7 @@ class MeaningGuard:
         self.n_postings = len(raw("post_docs"))
         self.done = bytearray(-(-self.n_postings // SANE_UNIT))
         self.lengths_done = False
+        self.ranges: set[tuple[int, int]] = set()  # lists checked apart from whole units (plain Python)
 
     def lengths(self) -> None:
         if not self.lengths_done:
@@ -140,6 +141,8 @@ class MeaningGuard:
         """Check postings ``start..end-1`` before they are read. A unit is remembered as done once wholly
         checked; of a unit not done only the part asked for is checked (a one-query CLI call checks what it
         reads, in plain Python, not the whole unit around a short list)."""
+        if (start, end) in self.ranges:  # a query reads its lists twice: to score, then for snippet weights
+            return
         index, raw = self.index, self.raw
         for unit in range(start // SANE_UNIT, -(-end // SANE_UNIT)):
             if not self.done[unit]:
@@ -153,3 +156,5 @@ class MeaningGuard:
                     raise index.malformed("a term frequency is below 1 or above its document's length")
                 if b - a == min(self.n_postings, (unit + 1) * SANE_UNIT) - unit * SANE_UNIT:
                     self.done[unit] = 1
+        if len(self.ranges) < 100_000:
+            self.ranges.add((start, end))

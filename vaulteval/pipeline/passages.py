@@ -125,7 +125,8 @@ class Passages:
                 for term in terms:
                     tid = index.term_id(term) if term not in weights else -1
                     if tid >= 0:
-                        df = index.document_frequency(tid)
+                        start, end = index.posting_range(tid)
+                        df = end - start
                         weights[term] = math.log(1.0 + (index.n_docs - df + 0.5) / (df + 0.5))
             self._weights = weights
         return self._weights
