@@ -12,7 +12,9 @@ bytecode, hash seed 0). Each figure is millions of instructions (callgrind's
 ``Collected``) of one fresh process:
 
 - ``python -c pass``: the interpreter alone;
-- a cold CLI ``retrieve --no-rerank --top 5`` (``--query``), as ``benchmarks/peers.py`` starts it;
+- a cold CLI ``python -m vaulteval retrieve --no-rerank --top 5`` (``--query``), as a user starts it (the
+  process entry ``vaulteval.cli.run``; before 2026-12-02 08:00 this row called ``cli.main.main`` through
+  ``python -c``, which skips ``runpy``'s imports, as ``benchmarks/peers.py`` still does);
 - the same query through tantivy in a fresh process (``--tantivy``: an index ``peers.py`` built);
 - an open warm ``Retriever`` answering ``--queries`` queries (``pick_queries``) once, then again:
   the first pass reads and verifies every candidate for the first time, the second finds each verdict
@@ -36,7 +38,6 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CLI = "import sys\nfrom vaulteval.cli.main import main\nsys.exit(main(sys.argv[1:]))"
 TANTIVY = ("import json, re, sys, tantivy\nindex = tantivy.Index.open(sys.argv[1]); s = index.searcher()\n"
            "words = re.findall(r'\\w+', sys.argv[2])\n"
            "print([s.doc(a)['path'][0] for _, a in s.search(index.parse_query(' '.join(words), ['body']), 5).hits])")
@@ -83,7 +84,7 @@ def main() -> int:
     py = sys.executable
     runs = {
         "bare": [py, "-c", "pass"],
-        "cli": [py, "-c", CLI, "retrieve", "--vault", str(args.vault), args.query, "--no-rerank", "--top", "5"],
+        "cli": [py, "-m", "vaulteval", "retrieve", "--vault", str(args.vault), args.query, "--no-rerank", "--top", "5"],
         "setup": [py, "-c", LOOP, str(args.vault), str(qfile), "0"],
         "pass1": [py, "-c", LOOP, str(args.vault), str(qfile), "1"],
         "pass2": [py, "-c", LOOP, str(args.vault), str(qfile), "2"],
@@ -101,7 +102,7 @@ def main() -> int:
     print(f"checkout {args.checkout}, vault {args.vault}, query {args.query!r}")
     print("| measure | M instructions |\n|---|---|")
     print(f"| `python -c pass` | {got['bare']:.1f} |")
-    print(f"| cold CLI `retrieve --no-rerank --top 5` (above the bare interpreter) | {got['cli']:.1f} "
+    print(f"| cold CLI `python -m vaulteval retrieve --no-rerank --top 5` (above the bare interpreter) | {got['cli']:.1f} "
           f"({got['cli'] - got['bare']:.1f}) |")
     if "tantivy" in got:
         print(f"| cold tantivy query (above the bare interpreter) | {got['tantivy']:.1f} "
