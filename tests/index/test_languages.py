@@ -319,6 +319,8 @@ def test_auto_texts_split_with_a_helper_process_get_the_terms_of_one_process(mon
     assert analyze_all.analyze_documents_all(AUTO_ITEMS) == alone and len(split) == 1  # under HANGUL_FROM
     monkeypatch.setattr(analyze_all, "HANGUL_FROM", 0)
     assert analyze_all.analyze_documents_all(AUTO_ITEMS) == alone and len(split) == 2
+    monkeypatch.setenv("VAULTEVAL_BUILD_WORKERS", "1")
+    assert analyze_all.analyze_documents_all(AUTO_ITEMS) == alone and len(split) == 2  # serial when told
 
 
 def test_chinese_segmentation_neither_reads_nor_writes_a_cache_in_the_temp_folder(tmp_path, monkeypatch) -> None:

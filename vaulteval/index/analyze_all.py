@@ -80,12 +80,11 @@ def analyze_documents_all(items: list[tuple[str, str]], *, parallel: bool | None
     helper when ``parallel`` (None: ``parallel_pays`` and at least ``HANGUL_FROM`` characters of such notes)."""
     from vaulteval.index.langs.auto import analyze_documents
 
+    if parallel is False or (parallel is None and not parallel_pays([text for _, text in items])):
+        return analyze_documents(items)
     hangul_pages = {page for page, text in items if _HANGUL.search(text)}
     here = [i for i, (page, _) in enumerate(items) if page in hangul_pages]
-    if parallel is None:
-        parallel = (0 < len(here) < len(items) and parallel_pays([text for _, text in items])
-                    and sum(len(items[i][1]) for i in here) >= HANGUL_FROM)
-    if not parallel or not here or len(here) == len(items):
+    if not 0 < len(here) < len(items) or (parallel is None and sum(len(items[i][1]) for i in here) < HANGUL_FROM):
         return analyze_documents(items)
     chosen = set(here)
     there = [i for i in range(len(items)) if i not in chosen]
