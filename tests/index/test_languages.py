@@ -293,36 +293,6 @@ def test_korean_texts_given_to_kiwi_together_get_the_terms_each_gets_alone() -> 
     assert KoreanAnalyzer().many(texts) == alone and alone[0] == ["메모", "지우", "메모", "모를", "지웠", "웠다"]
 
 
-AUTO_ITEMS = [("ko.md", "이전 버전은 얼마나 보관되나요?\n\n`git log` 로 기록 보기"), ("ko.md", "Obsidian Sync"),
-              ("de.md", "Die Tresorverwaltung der Notizen wird geteilt"), ("en.md", "Descaling the espresso machine"),
-              ("zh.md", "如何恢复误删的笔记"), ("ko.md", "메모를 지웠다"), ("none.md", "1234 ---"),
-              ("ru.md", "Как восстановить удалённые заметки?")]
-
-
-def test_auto_texts_split_with_a_helper_process_get_the_terms_of_one_process(monkeypatch) -> None:
-    """Notes with Hangul here, the rest in the helper: the same (code, terms) for every text, in order."""
-    from vaulteval.index import analyze_all
-    from vaulteval.index.langs.auto import analyze_documents
-
-    alone = analyze_documents(AUTO_ITEMS)
-    others = [item for item in AUTO_ITEMS if item[0] != "ko.md"]
-    assert analyze_all._with_helper("auto", others, list, lambda: pytest.fail("the helper failed")) == \
-        [tuple(pair) for pair in analyze_documents(others)]  # the helper's own answer, not the fallback
-    split: list[int] = []
-    real = analyze_all._with_helper
-    monkeypatch.setattr(analyze_all, "_with_helper", lambda *a: split.append(len(a[1])) or real(*a))
-    assert analyze_all.analyze_documents_all(AUTO_ITEMS, parallel=True) == alone
-    assert split == [len(others)] and {"ko", "de", "zh", "ru"} <= {code for code, _ in alone}
-    monkeypatch.setattr(analyze_all, "PARALLEL_FROM", 0)
-    monkeypatch.setattr(analyze_all, "_cores", lambda: 2)
-    monkeypatch.setattr(analyze_all, "_idle_cores", lambda: 1.5)
-    assert analyze_all.analyze_documents_all(AUTO_ITEMS) == alone and len(split) == 1  # under HANGUL_FROM
-    monkeypatch.setattr(analyze_all, "HANGUL_FROM", 0)
-    assert analyze_all.analyze_documents_all(AUTO_ITEMS) == alone and len(split) == 2
-    monkeypatch.setenv("VAULTEVAL_BUILD_WORKERS", "1")
-    assert analyze_all.analyze_documents_all(AUTO_ITEMS) == alone and len(split) == 2  # serial when told
-
-
 def test_chinese_segmentation_neither_reads_nor_writes_a_cache_in_the_temp_folder(tmp_path, monkeypatch) -> None:
     import tempfile
 

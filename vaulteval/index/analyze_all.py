@@ -13,29 +13,19 @@ second core that is idle (the load average leaves one free) and enough text
 to outweigh starting it and sending the terms back, ``PARALLEL_FROM``
 characters (docs/benchmarks.md has the measurements);
 ``VAULTEVAL_BUILD_WORKERS=1`` stays serial.
-
-``auto`` (``analyze_documents_all``) splits by language instead of by halves: Korean takes
-Kiwi most of a build's time (docs/benchmarks.md), so the notes with Hangul are analyzed here
-(Kiwi on its own threads) while the helper identifies and analyzes the other notes. A note's
-chunks stay together on one side (they are identified together) and each text's terms depend
-on that text alone, so the joined list is the one ``analyze_documents`` gives in one process.
 """
 
 from __future__ import annotations
 
 import marshal
 import os
-import re
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from vaulteval.index.tokenize import get_analyzer
 
 PARALLEL_FROM = 4_000_000  # characters of text; below this a helper process costs more than it saves
-HANGUL_FROM = 500_000  # characters of notes with Hangul (auto): below this Kiwi is no longer the long pole
-_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")  # jamo and syllables
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -71,70 +61,30 @@ def analyze_all(analyzer: str, texts: list[str], *, parallel: bool | None = None
     if len(texts) < 2 or not (parallel_pays(texts) if parallel is None else parallel):
         return _analyze(analyzer, texts)
     half = len(texts) // 2
-    return _with_helper(analyzer, texts[half:], lambda: _analyze(analyzer, texts[:half]),
-                        lambda: _analyze(analyzer, texts[half:]))
-
-
-def analyze_documents_all(items: list[tuple[str, str]], *, parallel: bool | None = None) -> list[tuple[str, list[str]]]:
-    """``auto``'s (code, terms) of (page, text) items, in order: the notes with Hangul here, the others in a
-    helper when ``parallel`` (None: ``parallel_pays`` and at least ``HANGUL_FROM`` characters of such notes)."""
-    from vaulteval.index.langs.auto import analyze_documents
-
-    if parallel is False or (parallel is None and not parallel_pays([text for _, text in items])):
-        return analyze_documents(items)
-    hangul_pages = {page for page, text in items if _HANGUL.search(text)}
-    here = [i for i, (page, _) in enumerate(items) if page in hangul_pages]
-    if not 0 < len(here) < len(items) or (parallel is None and sum(len(items[i][1]) for i in here) < HANGUL_FROM):
-        return analyze_documents(items)
-    chosen = set(here)
-    there = [i for i in range(len(items)) if i not in chosen]
-    others = [items[i] for i in there]
-    results = _with_helper("auto", others, lambda: analyze_documents([items[i] for i in here]),
-                           lambda: analyze_documents(others))
-    out: list = [None] * len(items)
-    for i, result in zip(here + there, results):
-        out[i] = result
-    return out
-
-
-def _with_helper(analyzer: str, theirs: list, mine: Callable[[], list], instead: Callable[[], list]) -> list:
-    """``mine()`` (this process's part) + the helper's analysis of ``theirs``; ``instead()`` here if the helper fails."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
     try:
         helper = subprocess.Popen([sys.executable, "-m", "vaulteval.index.analyze_all", analyzer],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     except OSError:
-        return mine() + instead()
-    second: list | None = None
+        return _analyze(analyzer, texts)
+    second: list[list[str]] | None = None
     try:
-        try:
-            helper.stdin.write(marshal.dumps(theirs))
-            helper.stdin.close()
-        except (OSError, ValueError):  # the helper is gone: its part is analyzed here
-            pass
-        first = mine()
-        try:
-            data = helper.stdout.read()
-            if helper.wait() == 0:
-                second = marshal.loads(data)
-        except (OSError, ValueError, EOFError, TypeError):
-            pass
+        helper.stdin.write(marshal.dumps(texts[half:]))
+        helper.stdin.close()
+        first = _analyze(analyzer, texts[:half])
+        data = helper.stdout.read()
+        if helper.wait() == 0:
+            second = marshal.loads(data)
+    except (OSError, ValueError, EOFError, TypeError):
+        first = _analyze(analyzer, texts[:half])
     finally:
         if helper.poll() is None:
             helper.kill()
             helper.wait()
-    if not isinstance(second, list) or len(second) != len(theirs):
-        second = instead()
+    if not isinstance(second, list) or len(second) != len(texts) - half:
+        second = _analyze(analyzer, texts[half:])
     return first + second
 
 
-def _helper_main(analyzer: str, payload: list) -> list:
-    if analyzer == "auto":  # (page, text) pairs -> (code, terms) pairs
-        from vaulteval.index.langs.auto import analyze_documents
-
-        return analyze_documents([(page, text) for page, text in payload])
-    return _analyze(analyzer, payload)
-
-
 if __name__ == "__main__":  # the helper: texts in on stdin, their terms out on stdout (marshal)
-    sys.stdout.buffer.write(marshal.dumps(_helper_main(sys.argv[1], marshal.loads(sys.stdin.buffer.read()))))
+    sys.stdout.buffer.write(marshal.dumps(_analyze(sys.argv[1], marshal.loads(sys.stdin.buffer.read()))))

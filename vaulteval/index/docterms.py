@@ -66,10 +66,11 @@ def fixed_language(analyzer: str) -> str:
 
 def document_terms(analyzer: str, items: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
     """(page, text) pairs -> (language code, terms) pairs, in the same order."""
-    from vaulteval.index.analyze_all import analyze_all, analyze_documents_all  # a helper process may take part
-
     if analyzer == "auto":
-        return analyze_documents_all(items)
+        from vaulteval.index.langs.auto import analyze_documents
+
+        return analyze_documents(items)
+    from vaulteval.index.analyze_all import analyze_all  # the default analyzer's build path (a helper process)
 
     code = fixed_language(analyzer)
     return [(code, terms) for terms in analyze_all(analyzer, [text for _, text in items])]
