@@ -12,11 +12,15 @@ bytecode, hash seed 0). Each figure is millions of instructions (callgrind's
 ``Collected``) of one fresh process:
 
 - ``python -c pass``: the interpreter alone;
-- a cold CLI ``retrieve --no-rerank --top 5`` (``--query``), as ``benchmarks/peers.py`` starts it;
+- a cold CLI ``python -m vaulteval retrieve --no-rerank --top 5`` (``--query``), as a user starts it (the
+  process entry ``vaulteval.cli.run``; before 2026-12-02 08:00 this row called ``cli.main.main`` through
+  ``python -c``, which skips ``runpy``'s imports, as ``benchmarks/peers.py`` still does);
 - the same query through tantivy in a fresh process (``--tantivy``: an index ``peers.py`` built);
 - an open warm ``Retriever`` answering ``--queries`` queries (``pick_queries``) once, then again:
   the first pass reads and verifies every candidate for the first time, the second finds each verdict
-  remembered by stat signature. Reported per query, with the set-up (imports, opening) subtracted.
+  remembered by stat signature. Reported per query, with the set-up (imports, opening) subtracted;
+- with ``--json``, the same two passes turning each answer into the JSON an MCP ``search`` returns
+  (``RetrievalResult.to_dict``: snippets, matched terms, lines and headings of each served chunk).
 
 Needs valgrind on the PATH; runs several minutes (valgrind is about 50x slower than the program).
 """
@@ -34,13 +38,15 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CLI = "import sys\nfrom vaulteval.cli.main import main\nsys.exit(main(sys.argv[1:]))"
 TANTIVY = ("import json, re, sys, tantivy\nindex = tantivy.Index.open(sys.argv[1]); s = index.searcher()\n"
            "words = re.findall(r'\\w+', sys.argv[2])\n"
            "print([s.doc(a)['path'][0] for _, a in s.search(index.parse_query(' '.join(words), ['body']), 5).hits])")
 LOOP = ("import json, sys\nfrom vaulteval.pipeline.retrieve import Retriever\nfrom vaulteval.vault.vault import Vault\n"
         "qs = json.load(open(sys.argv[2])); r = Retriever(Vault(sys.argv[1])); r.retrieve('warm up', top=5)\n"
         "for _ in range(int(sys.argv[3])):\n    for q in qs: r.retrieve(q, top=5)\n")
+# The same, each answer turned into the JSON an MCP ``search`` returns (snippets, matched terms, lines, headings).
+LOOP_JSON = LOOP.replace("r.retrieve('warm up', top=5)", "json.dumps(r.retrieve('warm up', top=5).to_dict())").replace(
+    "for q in qs: r.retrieve(q, top=5)", "for q in qs: json.dumps(r.retrieve(q, top=5).to_dict())")
 
 
 def instructions(argv: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -61,6 +67,7 @@ def main() -> int:
     ap.add_argument("--tantivy", type=Path, help="a tantivy index of the same pages (benchmarks/peers.py builds one)")
     ap.add_argument("--query", default="list docker containers")
     ap.add_argument("--queries", type=int, default=200, help="queries in the in-process passes")
+    ap.add_argument("--json", action="store_true", help="also the passes that build each answer's served JSON")
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
         ap.error("valgrind is not on the PATH")
@@ -77,14 +84,17 @@ def main() -> int:
     py = sys.executable
     runs = {
         "bare": [py, "-c", "pass"],
-        "cli": [py, "-c", CLI, "retrieve", "--vault", str(args.vault), args.query, "--no-rerank", "--top", "5"],
+        "cli": [py, "-m", "vaulteval", "retrieve", "--vault", str(args.vault), args.query, "--no-rerank", "--top", "5"],
         "setup": [py, "-c", LOOP, str(args.vault), str(qfile), "0"],
         "pass1": [py, "-c", LOOP, str(args.vault), str(qfile), "1"],
         "pass2": [py, "-c", LOOP, str(args.vault), str(qfile), "2"],
     }
+    if args.json:
+        runs.update({f"json-{name}": [py, "-c", LOOP_JSON, str(args.vault), str(qfile), passes]
+                     for name, passes in (("setup", "0"), ("pass1", "1"), ("pass2", "2"))})
     if args.tantivy:
         runs["tantivy"] = [py, "-c", TANTIVY, str(args.tantivy), args.query]
-    for name in ("cli", "setup", "tantivy"):  # compile and cache every module first, outside the counts
+    for name in ("cli", "setup", "json-setup", "tantivy"):  # compile and cache every module first, uncounted
         if name in runs:
             subprocess.run(runs[name], env=env, capture_output=True, check=True, cwd=work)
     got = {name: instructions(argv, env, work) for name, argv in runs.items()}
@@ -92,7 +102,7 @@ def main() -> int:
     print(f"checkout {args.checkout}, vault {args.vault}, query {args.query!r}")
     print("| measure | M instructions |\n|---|---|")
     print(f"| `python -c pass` | {got['bare']:.1f} |")
-    print(f"| cold CLI `retrieve --no-rerank --top 5` (above the bare interpreter) | {got['cli']:.1f} "
+    print(f"| cold CLI `python -m vaulteval retrieve --no-rerank --top 5` (above the bare interpreter) | {got['cli']:.1f} "
           f"({got['cli'] - got['bare']:.1f}) |")
     if "tantivy" in got:
         print(f"| cold tantivy query (above the bare interpreter) | {got['tantivy']:.1f} "
@@ -100,6 +110,11 @@ def main() -> int:
         print(f"| ratio vaulteval / tantivy, whole process | {got['cli'] / got['tantivy']:.2f}x |")
     print(f"| in-process, first pass over {n} new queries, per query | {(got['pass1'] - got['setup']) / n:.2f} |")
     print(f"| in-process, the same {n} queries again, per query | {(got['pass2'] - got['pass1']) / n:.2f} |")
+    if args.json:
+        print(f"| with the served JSON, first pass over {n} new queries, per query | "
+              f"{(got['json-pass1'] - got['json-setup']) / n:.2f} |")
+        print(f"| with the served JSON, the same {n} queries again, per query | "
+              f"{(got['json-pass2'] - got['json-pass1']) / n:.2f} |")
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -145,12 +145,15 @@ def chunk_records(root: Path) -> list[dict]:
 
 
 def record_frame(root: Path, chunk_id: str) -> tuple[Path, int, int]:
-    """(segment file, frame offset, frame size) of a chunk's record, to damage it in a test."""
+    """(segment file, offset, byte length) of the compressed block that holds a chunk's record, to damage it."""
+    from vaulteval.chunks.blocks import ENTRY, HEAD
     from vaulteval.chunks.segments import parse_location
 
-    where, size, _crc, _ = next(loc for loc in chunk_locations(root) if loc[3] == chunk_id)
-    name, offset = parse_location(where)
-    return Path(root) / META_REL / "store" / name, offset, size
+    where, _size, _crc, _ = next(loc for loc in chunk_locations(root) if loc[3] == chunk_id)
+    name, (offset, _number) = parse_location(where)
+    path = Path(root) / META_REL / "store" / name
+    n, c, _u, _ = HEAD.unpack_from(path.read_bytes(), offset)
+    return path, offset, HEAD.size + n * ENTRY + c
 
 
 def to_loose_layout(root: Path) -> int:
@@ -177,6 +180,39 @@ def to_loose_layout(root: Path) -> int:
     catalog["schema"] = LEGACY_SCHEMA
     (meta / CATALOG_NAME).write_text(json.dumps(catalog), encoding="utf-8")
     shutil.rmtree(meta / "store")
+    (meta / "bm25" / "index.vti").unlink()
+    build(Vault(root))
+    return len(records)
+
+
+def to_segment_format_1(root: Path) -> int:
+    """Turn a provisioned vault's packed store into segment format 1 (one uncompressed frame per record, only the
+    ``~ctx`` mark), as vaulteval wrote it before compressed blocks, and build its index. Returns the record count."""
+    import struct
+    import zlib
+
+    from vaulteval.chunks.catalog import CATALOG_NAME
+    from vaulteval.chunks.segments import MAGIC_V1
+    from vaulteval.pipeline.provision import build
+
+    meta = Path(root) / META_REL
+    catalog = json.loads((meta / CATALOG_NAME).read_bytes())
+    records = dict(zip((loc[3] for loc in chunk_locations(root)), chunk_records(root)))
+    name = "seg-00000000000f0001.vcs"
+    data = bytearray(MAGIC_V1)
+    for info in sorted(catalog["pages"].values(), key=lambda i: i["address"]):
+        for idx in range(info["chunks"]):
+            rec = dict(records[f"{info['address']}:{idx}"])
+            if rec["contextualized_text"] == f"{rec['prefix']}\n\n{rec['raw_text']}":
+                del rec["contextualized_text"]
+                rec["~ctx"] = 1
+            payload = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            info["records"][idx] = [f"store/{name}@{len(data)}", len(payload) + 8, zlib.crc32(payload)]
+            data += struct.pack("<II", len(payload), zlib.crc32(payload)) + payload
+    for old in (meta / "store").iterdir():
+        old.unlink()
+    (meta / "store" / name).write_bytes(bytes(data))
+    (meta / CATALOG_NAME).write_text(json.dumps(catalog), encoding="utf-8")
     (meta / "bm25" / "index.vti").unlink()
     build(Vault(root))
     return len(records)
@@ -230,21 +266,33 @@ def put_payload(root: Path, address: str, payload: bytes, page_hash: str | None 
 
 
 def forge_record(root: Path, chunk_id: str, edit) -> dict:
-    """Rewrite a chunk's record in place with ``edit(record)`` applied and a right CRC (same byte length required)."""
-    import struct
+    """Rewrite a chunk's record in place with ``edit(record)`` applied and right CRCs (record and block; the
+    record must keep its byte length, and the block its length, its stream padded with zeros when shorter)."""
     import zlib
 
-    from vaulteval.chunks.segments import decode_frame, encode
+    from vaulteval.chunks.blocks import ENTRY, HEAD, block_payloads
+    from vaulteval.chunks.segments import decode_payload, encode, parse_location
 
-    path, offset, size = record_frame(root, chunk_id)
+    where, _size, _crc, _ = next(loc for loc in chunk_locations(root) if loc[3] == chunk_id)
+    _name, (offset, number) = parse_location(where)
+    path, offset, length = record_frame(root, chunk_id)
     data = bytearray(path.read_bytes())
-    header = struct.unpack_from("<II", data, offset)
-    rec = decode_frame(bytes(data[offset:offset + size]), size, header[1])
+    payloads = block_payloads(data, offset)
+    rec = decode_payload(payloads[number])
     edit(rec)
     payload = encode(rec)
-    assert len(payload) == size - 8, "the forged record must keep its length"
-    struct.pack_into("<II", data, offset, len(payload), zlib.crc32(payload))
-    data[offset + 8:offset + size] = payload
+    assert len(payload) == len(payloads[number]), "the forged record must keep its length"
+    payloads[number] = payload
+    n = len(payloads)
+    for level in range(9, -1, -1):
+        comp = zlib.compressobj(level, zlib.DEFLATED, -15)
+        stream = comp.compress(b"".join(payloads)) + comp.flush()
+        if HEAD.size + n * ENTRY + len(stream) <= length:
+            break
+    stream += b"\x00" * (length - HEAD.size - n * ENTRY - len(stream))
+    table = b"".join(len(p).to_bytes(4, "little") + zlib.crc32(p).to_bytes(4, "little") for p in payloads)
+    head = HEAD.pack(n, len(stream), sum(map(len, payloads)), zlib.crc32(table + stream))
+    data[offset:offset + length] = head + table + stream
     path.write_bytes(bytes(data))
     return rec
 

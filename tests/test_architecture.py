@@ -163,8 +163,10 @@ def test_modules_stay_under_400_lines() -> None:
     assert long == {}
 
 
-def _imported_modules(code: str) -> set[str]:
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
+def _imported_modules(code: str, *argv: str) -> set[str]:
+    """What ``python -X importtime -c code`` imports; with ``argv``, ``code`` is ``-m`` and argv its arguments."""
+    command = ["-m", code, *argv] if argv else ["-c", code]
+    proc = subprocess.run([sys.executable, "-X", "importtime", *command], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     names = set()
@@ -203,3 +205,26 @@ def test_a_served_cli_query_imports_nothing_heavy(provisioned_sample: Path) -> N
     # typing costs ~13 ms; the standard modules the path uses do not load it (on this Python), so neither may we.
     stdlib = _imported_modules("import argparse, hashlib, heapq, json, mmap, pathlib, zlib, array, collections.abc")
     assert "typing" in stdlib or "typing" not in imported
+
+
+# The cold CLI query's import budget, in modules beyond a bare ``python -c pass`` (counts, not times: a
+# timing would be flaky on a shared machine). Lower it when a change imports less; raising it needs a
+# reason in docs/benchmarks.md (the cold query section).
+CLI_MODULE_BUDGET = 107  # all modules, the standard library's included (CPython 3.11)
+CLI_VAULTEVAL_MODULE_BUDGET = 46
+# Standard modules the served query does not need: each cost a measurable share of a cold call.
+CLI_NOT_IMPORTED = ("typing", "dataclasses", "logging", "hashlib", "_hashlib", "numpy", "shutil",
+                    "tempfile", "subprocess", "threading", "inspect", "textwrap", "datetime", "uuid", "random",
+                    "vaulteval.pipeline.stages.registry", "vaulteval.pipeline.stages.base",
+                    "vaulteval.chunks.chunking", "vaulteval.index.bm25", "vaulteval.index.fields")
+
+
+def test_the_cli_process_stays_within_its_import_budget(provisioned_sample: Path) -> None:
+    """``python -m vaulteval retrieve`` as a user runs it: what it imports beyond the bare interpreter."""
+    imported = _imported_modules("vaulteval", "retrieve", "--vault", str(provisioned_sample), "espresso descaling",
+                                 "--no-rerank")
+    extra = imported - _imported_modules("pass")
+    assert sorted(m for m in CLI_NOT_IMPORTED if m in imported) == []
+    ours = sorted(m for m in extra if m == "vaulteval" or m.startswith("vaulteval."))
+    assert len(ours) <= CLI_VAULTEVAL_MODULE_BUDGET, ours
+    assert len(extra) <= CLI_MODULE_BUDGET, sorted(extra)

@@ -31,4 +31,4 @@ def test_the_wheel_holds_every_module_notebook_and_sample_note(tmp_path: Path) -
     assert sorted(wanted - names) == []
     assert (package / "py.typed").is_file() and "vaulteval/py.typed" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "vaulteval = vaulteval.cli.main:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "vaulteval = vaulteval.cli:run" in zipfile.ZipFile(wheel).read(entry).decode()

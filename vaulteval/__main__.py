@@ -1,5 +1,5 @@
 """Usage: ``python -m vaulteval retrieve --vault V "query"``."""
 
-from vaulteval.cli.main import main
+from vaulteval.cli import run
 
-raise SystemExit(main())
+run()

@@ -209,13 +209,16 @@ def test_peek_writes_nothing(fresh_vault: Path, unprovisioned_vault: Path) -> No
 
 
 def test_provision_restores_a_damaged_chunk_record(fresh_vault: Path) -> None:
-    """A record whose frame no longer checks (a flipped bit) is not "unchanged": the next full run writes it again."""
+    """A record whose block no longer checks (a flipped bit) is not "unchanged": the next full run writes it again."""
     text = records_for(fresh_vault, LONG_NOTE)[2]["raw_text"]
+    where = next(loc[0] for loc in chunk_locations(fresh_vault) if loc[3] == "c-000115:2")
     path, offset, size = record_frame(fresh_vault, "c-000115:2")
     data = bytearray(path.read_bytes())
     data[offset + size // 2] ^= 0x20
     path.write_bytes(bytes(data))
-    assert chunk_records(fresh_vault).count(None) == 1  # refused by its CRC
+    block = where.partition("#")[0] + "#"  # every record of the flipped block is refused by the block's CRC
+    refused = [loc[0] for loc, rec in zip(chunk_locations(fresh_vault), chunk_records(fresh_vault)) if rec is None]
+    assert where in refused and all(r.startswith(block) for r in refused)
     report = run_json("provision", "--vault", fresh_vault)
     assert report["prefix"]["chunks_written"] >= 1 and report["index"]["rejected"] == {}
     assert records_for(fresh_vault, LONG_NOTE)[2]["raw_text"] == text

@@ -11,11 +11,16 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
+
+import pytest
 
 from vaulteval.vault.metadir import META_REL
 
 from pipeline_fixtures import (  # noqa: F401
+    assert_one_line_error,
+    record_frame,
     DESCALING_NOTE,
     LONG_NOTE,
     chunk_locations,
@@ -28,6 +33,7 @@ from pipeline_fixtures import (  # noqa: F401
     run_json,
     snapshot,
     to_loose_layout,
+    to_segment_format_1,
 )
 
 STORE = Path(META_REL) / "store"
@@ -68,6 +74,36 @@ def test_the_one_file_per_record_layout_migrates_with_one_provision(fresh_vault:
     assert after[0]["page_path"] == DESCALING_NOTE
     again = run_cli("provision", "--vault", root)
     assert again.returncode == 0 and again.stderr == ""
+
+
+def test_a_store_of_segment_format_1_is_converted_with_one_provision(fresh_vault: Path) -> None:
+    """The uncompressed store of the previous format is served until the next provision, which copies every
+    record into compressed blocks, says so in one line and leaves the notes and the rankings as they were."""
+    root = fresh_vault
+    before = chunk_records(root)
+    assert to_segment_format_1(root) == 54
+    (old,) = _segments(root)
+    assert chunk_records(root) == before
+    query = "descaling citric acid"
+    served = retrieve_json(root, query)["candidates"]  # format 1 is still read
+    assert served[0]["page_path"] == DESCALING_NOTE
+    notes = snapshot(root / "wiki")
+
+    proc = run_cli("provision", "--vault", root)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "vaulteval: converted the packed chunk store to compressed blocks (segment format 2): carried over 54 "
+        "record(s)"]
+    assert json.loads(proc.stdout)["converted_store"] == {"records": 54}
+    assert all("#" in loc[0] and old not in loc[0] for loc in chunk_locations(root))
+    assert chunk_records(root) == before  # every record carried over as it was (LLM prefixes included)
+    assert snapshot(root / "wiki") == notes
+    after = retrieve_json(root, query)["candidates"]
+    assert [(c["chunk_id"], c["score"]) for c in after] == [(c["chunk_id"], c["score"]) for c in served]
+    again = run_cli("provision", "--vault", root)
+    assert again.returncode == 0 and again.stderr == ""
+    assert old not in _segments(root)  # removed once no generation reads it
+    assert (root / STORE / next(iter(_segments(root)))).read_bytes()[:8] == b"VEVCHS\x00\x02"
 
 
 def test_compaction_when_most_of_the_store_is_dead(fresh_vault: Path) -> None:
@@ -153,5 +189,52 @@ def test_kill_during_a_compaction_keeps_the_previous_generation(fresh_vault: Pat
     report = run_json("provision", "--vault", root)
     assert report["prefix"]["chunks_compacted"] > 0 and report["store"]["temporary"] >= 1
     assert not list((root / META_REL).rglob("*.tmp"))
+    assert retrieve_json(root, query)["candidates"][0]["page_path"] == DESCALING_NOTE
+    assert snapshot(root / "wiki") == notes
+
+
+def _damage_block(path: Path, offset: int, length: int, how: str) -> None:
+    """A flipped bit, a cut, or a stream that inflates past its block behind the right table and CRCs."""
+    from vaulteval.chunks.blocks import ENTRY, HEAD
+
+    data = bytearray(path.read_bytes())
+    if how == "flip":
+        data[offset + length - 3] ^= 0x10
+    elif how == "cut":
+        data = data[:offset + length // 2]
+    else:
+        n, c, u, _ = HEAD.unpack_from(data, offset)
+        table = bytes(data[offset + HEAD.size:offset + HEAD.size + n * ENTRY])
+        bomb = zlib.compressobj(9, zlib.DEFLATED, -15)
+        stream = bomb.compress(b"\0" * (64 * u)) + bomb.flush()
+        assert len(stream) <= c
+        stream += b"\0" * (c - len(stream))
+        data[offset:offset + length] = HEAD.pack(n, c, u, zlib.crc32(table + stream)) + table + stream
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["flip", "cut", "forged-stream"])
+def test_a_damaged_block_is_dropped_named_and_repaired(fresh_vault: Path, how: str) -> None:
+    """A block that is bit-flipped, cut, or whose stream was replaced with right CRCs (a bomb that inflates past
+    its table): its records are not served, index verify and doctor --deep name it, and provision writes them
+    again (the notes untouched)."""
+    root = fresh_vault
+    query = "descaling citric acid"
+    assert retrieve_json(root, query)["candidates"][0]["page_path"] == DESCALING_NOTE
+    path, offset, length = record_frame(root, "c-000103:0")
+    _damage_block(path, offset, length, how)
+    notes = snapshot(root / "wiki")
+    result = retrieve_json(root, query)
+    assert DESCALING_NOTE not in [c["page_path"] for c in result["candidates"]]
+    assert result["explain"]["stale_candidates_skipped"] >= 1
+    line = assert_one_line_error(run_cli("index", "verify", "--vault", root), 10)
+    assert "chunk store" in line and "provision" in line
+    doctor = run_cli("doctor", "--json", "--deep", "--vault", root)
+    assert doctor.returncode == 1 and any(f"block at byte {offset}" in p or "truncated" in p
+                                          for p in json.loads(doctor.stdout)["problems"]), doctor.stdout
+    report = run_json("provision", "--vault", root)
+    assert report["prefix"]["chunks_written"] >= 1 and report["index"]["rejected"] == {}
+    assert all(r is not None for r in chunk_records(root)) and len(chunk_records(root)) == 54
+    assert run_cli("index", "verify", "--vault", root).returncode == 0
     assert retrieve_json(root, query)["candidates"][0]["page_path"] == DESCALING_NOTE
     assert snapshot(root / "wiki") == notes

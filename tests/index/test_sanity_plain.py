@@ -77,3 +77,16 @@ def test_the_plain_guard_checks_what_a_query_reads_and_remembers_only_whole_unit
         guard.postings(2, 8)  # the forged tf, read later, is still refused
     with pytest.raises(ValueError, match="term frequency"):
         sanity.MeaningGuard(index, index.raw).postings(0, 16)
+
+
+@pytest.mark.parametrize("fmt", ["b", "h", "i", "l", "q", "I"])
+def test_the_sign_bit_test_agrees_with_min(fmt: str) -> None:
+    from vaulteval.index.sanity import no_negative
+
+    top = 2 ** (8 * array(fmt).itemsize - (1 if fmt.islower() else 0)) - 1
+    low = -top - 1 if fmt.islower() else 0
+    for values in ([], [0], [1, 2, 3], [top, 0], [low], [5, low, 7], [1, -1], [top, -2, top]):
+        values = [v for v in values if low <= v <= top]
+        view = memoryview(array(fmt, values))
+        assert no_negative(view) == (min(values, default=0) >= 0), values
+        assert no_negative(view[::2]) == (min(values[::2], default=0) >= 0), values  # not contiguous

@@ -236,7 +236,10 @@ INDEX_SHAPES = {
     "term-offsets-scrambled": _body_edit("term_offsets", _numbers("<i8", lambda a: a.__setitem__(slice(None), a[::-1]))),
     "doc-offsets-beyond": _body_edit("doc_offsets", _numbers("<i8", lambda a: a.__setitem__(-1, 10**9))),
     "doc-rows-garbage": _body_edit("docs", lambda d: b"x" * len(d)),
-    "doc-row-types": _body_edit("docs", lambda d: d.replace(b'"ci":0', b'"ci":"0"', 1).ljust(len(d))[:len(d)]),
+    "doc-row-kind-unknown": _body_edit("docs", lambda d: b"\x02" + d[1:]),
+    "doc-row-segment-beyond": _body_edit("docs", lambda d: d[:1] + b"\xff\xff" + d[3:]),
+    "doc-row-json-types": _body_edit("docs", lambda d: (b'{"id":"c-000103:0","ci":"0"}\n' + d)[:len(d)]),
+    "row-format-unknown": _header_edit(row_format=3),
     "terms-not-utf8": _body_edit("terms", lambda d: b"\xff" * len(d)),
 }
 

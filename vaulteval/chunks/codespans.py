@@ -22,10 +22,26 @@ from collections.abc import Callable
 _RUN = re.compile(r"`+")
 
 
+# The last text asked about and its spans: a note's layout asks twice about the same body (its visible text
+# and its headings, when it has no fence). Replaced whole, so a reader in another thread sees a matching pair.
+_last: tuple[str, list[tuple[int, int]]] = ("", [])
+
+
 def inline_code_spans(text: str) -> list[tuple[int, int]]:
-    """Usage: ``inline_code_spans("a `b` c")`` -> ``[(2, 5)]``."""
+    """Usage: ``inline_code_spans("a `b` c")`` -> ``[(2, 5)]`` (a list shared with the next caller of the same
+    text: read it, never change it)."""
+    global _last
     if "`" not in text:
         return []
+    last = _last
+    if last[0] == text:
+        return last[1]
+    spans = _spans(text)
+    _last = (text, spans)
+    return spans
+
+
+def _spans(text: str) -> list[tuple[int, int]]:
     runs = [(m.start(), m.end()) for m in _RUN.finditer(text)]
     by_length: dict[int, list[int]] = {}
     for index, (start, end) in enumerate(runs):

@@ -4,25 +4,102 @@ Usage: ``chunk_in_note(raw_text, note_bytes)`` -> bool.
 
 A chunk is paragraphs of the note's visible text (and the tail of the chunk
 before it), joined by blank lines, so with every whitespace run collapsed to
-one space it occurs in the visible text collapsed the same way. Most chunks
-occur in the note as written; for the others the note goes through the
-chunker's own ``visible_text`` (imported only then: this runs on the query
-path, which must stay lean).
+one space it occurs in the visible text collapsed the same way. Three tries,
+cheapest first, each accepting only text the note holds:
+
+1. the note as written (a chunk of a note without markup);
+2. the note with its links and callout markers shown as reading view shows
+   them, the rewrite most notes need (``<https://...>`` autolinks as their
+   address, ``[[target|label]]`` wikilinks and note embeds as the label or the
+   note's name, ``[label](url)`` as the label, a media embed ``![[x.png]]`` as
+   nothing, ``> [!tip] Title`` as ``> Title``), done by one pattern without
+   telling code from prose: a link's text inside code is still text of the
+   note, and nothing is added that the note does not hold;
+3. the chunker's own ``visible_text`` (imported only then: this runs on the
+   query path, which must stay lean).
+
+A chunk found by none of them is not text of the note.
 """
 
 from __future__ import annotations
+
+import re
+
+# Forms of ``vaulteval.chunks.visible``: autolink, embed, wikilink, Markdown link. Every branch starts with a
+# literal '<', '!' or '[' (no lookbehind, no anchor), so the scan skips to those characters.
+_LINK = (r"<(?P<auto>[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*)>"
+         r"|!\[\[(?P<embed>[^\[\]\n]+?)\]\]"
+         r"|\[\[(?P<wiki>[^\[\]\n]+?)\]\]"
+         r"|\[(?P<label>[^\[\]\n]*)\]\(<?[^)\s>\[\]]+>?(?:[ \t]+\"[^\"\n]*\")?\)")
+_CALLOUT = r"^(?P<quote>[ \t]*(?:>[ \t]*)+)\[!(?P<kind>[^\]\n]+)\][+-]?[ \t]*(?=(?P<title>[^\n]*))"
+_compiled: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(source: str) -> re.Pattern[str]:
+    """Compiled on first use: a CLI query whose chunks all occur as written never pays for it."""
+    if source not in _compiled:
+        _compiled[source] = re.compile(source, re.MULTILINE)
+    return _compiled[source]
+
+
+def _media() -> frozenset[str]:
+    from vaulteval.chunks.visible import MEDIA_EXTENSIONS
+
+    return MEDIA_EXTENSIONS
+
 
 def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
+def _shown_link(m: re.Match) -> str:
+    """What reading view shows of one link: every character of it comes from the link as written."""
+    if m.group("auto") is not None:
+        return m.group("auto")
+    if m.group("label") is not None:
+        return m.group("label")
+    inner = m.group("wiki")
+    if inner is None:
+        inner = m.group("embed")
+        if "|" in inner:
+            return m.group()  # an embed's label may be a size or a file name: left to the visible-text pass
+        name = inner.partition("#")[0].strip()
+        if "." in name and name.rsplit(".", 1)[-1].lower() in _media():
+            return ""
+    target, _, label = inner.partition("|")
+    if label.strip():
+        return label.strip()
+    page, _, sub = target.partition("#")
+    page = page.strip().rsplit("/", 1)[-1].removesuffix(".md")
+    sub = sub.strip().replace("#", " ") if not sub.startswith("^") else ""
+    return f"{page} {sub}".strip() if sub else page
+
+
+def _shown_callout(m: re.Match) -> str:
+    return m.group("quote") if m.group("title").strip() else m.group("quote") + m.group("kind").strip().capitalize()
+
+
+def links_shown(text: str) -> str:
+    """``text`` with its links, embeds and callout markers as reading view shows them (code not told apart)."""
+    if "<" in text or "[" in text:
+        text = _pattern(_LINK).sub(_shown_link, text)
+    return _pattern(_CALLOUT).sub(_shown_callout, text) if "[!" in text else text
+
+
 def chunk_in_note(raw: str, data: bytes) -> bool:
-    needle = _collapse(raw)
-    if not needle:
+    if not raw or raw.isspace():
         return False
     # The chunker's decoding (vaulteval.chunks.chunking.decode_page); line endings and a BOM collapse away.
     text = data.decode("utf-8", errors="replace")
+    # Each try first looks for the chunk as it is (most are; what occurs as is occurs collapsed too), then
+    # with whitespace collapsed on both sides.
+    if raw in text:
+        return True
+    needle = _collapse(raw)
     if needle in _collapse(text):
+        return True
+    linked = links_shown(text)
+    if linked is not text and (raw in linked or needle in _collapse(linked)):
         return True
     from vaulteval.chunks.obsidian import visible_text
 

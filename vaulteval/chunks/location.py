@@ -93,6 +93,10 @@ def _find(haystack: str, needle: str, squeezed: "_Squeezed | None" = None) -> tu
         start = haystack.find(pieces[0], start + 1)
     # A cut inside a run with no space (a long CJK paragraph) joined two pieces with "\n\n": any whitespace
     # between words is allowed, found in the text with its whitespace taken out (no pattern per chunk).
+    # Each word must then lie whole in the text: a word it lacks (a chunk of the raw body looked up in the
+    # visible text) answers without squeezing the text.
+    if any(word not in haystack for word in needle.split()):
+        return None
     return (squeezed or _Squeezed(haystack)).find(needle)
 
 

@@ -23,15 +23,16 @@ from __future__ import annotations
 import logging
 import mmap
 import os
-import stat
+import zlib
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from vaulteval.chunks import chunking, obsidian
 from vaulteval.chunks.catalog import CATALOG_NAME, CATALOG_SCHEMA, LEGACY_SCHEMA, ChunkParams, chunk_file_name, \
     load_catalog, prefix_key, written_ns
-from vaulteval.chunks.segments import FRAME, MAGIC, STORE_DIR, SegmentWriter, decode_payload, parse_location, \
-    scan_segment
+from vaulteval.chunks.blocks import block_payloads
+from vaulteval.chunks.segments import FRAME, MAGIC, STORE_DIR, SegmentWriter, decode_payload, encode, \
+    parse_location, scan_segment
 from vaulteval.chunks.store import PrefixReport, _duplicate, _record_intact, build_records, note_signature, \
     progress_bar, read_note
 from vaulteval.errors import PageMissing
@@ -50,12 +51,14 @@ LEGACY_DIR = "chunks"
 
 
 class Segments:
-    """The segments a catalog names, mapped read-only and scanned once: which frames are whole and check."""
+    """The segments a catalog names, mapped read-only and scanned once: which records are whole and check."""
 
     def __init__(self, meta: "MetaDir | None", names: set[str]):
         self.maps: dict[str, mmap.mmap | None] = {name: None for name in names}
-        self.frames: dict[str, set[tuple[int, int, int]]] = {}
+        self.frames: dict[str, set[tuple]] = {}
         self.damaged: set[str] = set(names)
+        self.old_format: set[str] = set()  # segments of format 1, converted by the next compaction
+        self._block: tuple[tuple[str, int], list[bytes] | None] | None = None
         if meta is None or not meta.is_dir(STORE_DIR):
             return
         with meta.sub(STORE_DIR) as folder:
@@ -68,22 +71,33 @@ class Segments:
                     continue
                 if mm is None:
                     continue
+                # Every block inflated and every record's CRC checked: a stream forged behind a right table
+                # is found here, so its pages are chunked again instead of reused.
                 found, problem = scan_segment(mm)
                 self.maps[name], self.frames[name] = mm, set(found)
+                if mm[:len(MAGIC)] != MAGIC:
+                    self.old_format.add(name)
                 if problem is None:
                     self.damaged.discard(name)
 
     def holds(self, where: str, size: int, crc: int) -> bool:
-        """Whether a whole frame with this size and CRC starts at ``where``."""
+        """Whether a whole record with this size and CRC is at ``where``."""
         parsed = parse_location(where)
         return parsed is not None and (parsed[1], size, crc) in self.frames.get(parsed[0], ())
 
     def payload(self, where: str, size: int, crc: int) -> bytes | None:
-        """The payload at ``where`` when a whole frame with this size and CRC starts there."""
+        """The payload at ``where`` when a whole record with this size and CRC is there."""
         parsed = parse_location(where)
         if parsed is None or (parsed[1], size, crc) not in self.frames.get(parsed[0], ()):
             return None
-        return self.maps[parsed[0]][parsed[1] + FRAME.size: parsed[1] + size]
+        name, key = parsed
+        if not isinstance(key, tuple):  # format 1: the frame's bytes after its header
+            return self.maps[name][key + FRAME.size: key + size]
+        if self._block is None or self._block[0] != (name, key[0]):  # records of one block are asked in a row
+            self._block = ((name, key[0]), block_payloads(self.maps[name], key[0]))
+        payloads = self._block[1]
+        payload = payloads[key[1]] if payloads is not None and key[1] < len(payloads) else None
+        return payload if payload is not None and zlib.crc32(payload) == crc else None
 
 
 def _segments_of(entries) -> set[str]:
@@ -188,7 +202,7 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
         _write_pages(plans, catalog, stored, new_catalog, report, writer, maps, params, prefixer, rebuild)
         if peek:
             return report
-        report.chunks_compacted = _maybe_compact(meta, new_catalog, writer, maps)
+        report.chunks_compacted, report.store_converted = _maybe_compact(meta, new_catalog, writer, maps)
         if writer.publish() is not None:
             report.written = writer.written
     except BaseException:
@@ -319,8 +333,9 @@ def _stored_records(info: dict, maps: Segments) -> dict[int, tuple[dict, list]]:
     return out
 
 
-def _maybe_compact(meta: "MetaDir", catalog: dict, writer: SegmentWriter, maps: Segments) -> int:
-    """Copy every live record out of old segments when too much of them is dead; returns the records copied."""
+def _maybe_compact(meta: "MetaDir", catalog: dict, writer: SegmentWriter, maps: Segments) -> tuple[int, int]:
+    """Copy every live record out of old segments when too much of them is dead (or they are of format 1);
+    returns the records copied and, of those, the ones converted from format 1."""
     own = f"{STORE_DIR}/{writer.name}@"
     live: dict[str, int] = {}
     for info in catalog.values():
@@ -329,18 +344,16 @@ def _maybe_compact(meta: "MetaDir", catalog: dict, writer: SegmentWriter, maps: 
                 name = parse_location(where)[0]
                 live[name] = live.get(name, 0) + size
     if not live:
-        return 0
-    total = 0
-    with meta.sub(STORE_DIR) as folder:
-        for name in live:
-            st = folder.lstat(name)
-            total += st.st_size - len(MAGIC) if st is not None and stat.S_ISREG(st.st_mode) else 0
+        return 0, 0
+    # Record bytes (format 2: before compression), as the scan found them: live and dead are counted alike.
+    total = sum(size for name in live for _, size, _ in maps.frames.get(name, ()))
     dead_share = 1 - sum(live.values()) / total if total else 0.0
-    # A segment damaged outside the live records (a cut tail, a flipped bit in a dead one) is copied out too.
-    damaged = bool(maps.damaged & set(live))
+    # A segment damaged outside the live records (a cut tail, a flipped bit in a dead one) is copied out too,
+    # and so is one of format 1 (the migration to compressed blocks).
+    damaged = bool((maps.damaged | maps.old_format) & set(live))
     if dead_share <= COMPACT_DEAD_SHARE and len(live) + 1 <= MAX_SEGMENTS and not damaged:
-        return 0
-    copied = 0
+        return 0, 0
+    copied = converted = 0
     for info in catalog.values():
         moved = []
         for where, size, crc in info["records"]:
@@ -348,9 +361,15 @@ def _maybe_compact(meta: "MetaDir", catalog: dict, writer: SegmentWriter, maps: 
                 payload = maps.payload(where, size, crc)
                 if payload is None:  # checked when planned; a segment changed under the lock is not copied
                     raise OSError(f"chunk record {where} changed while compacting")
-                where, size, crc = writer.append_payload(bytes(payload), crc)
+                payload = bytes(payload)
+                if parse_location(where)[0] in maps.old_format:  # format 1: stored again without derived fields
+                    rec = decode_payload(payload)
+                    payload = encode(rec) if rec is not None else payload
+                    crc = zlib.crc32(payload)
+                    converted += 1
+                where, size, crc = writer.append_payload(payload, crc)
                 copied += 1
                 pause_point("record-compacted")
             moved.append([where, size, crc])
         info["records"] = moved
-    return copied
+    return copied, converted

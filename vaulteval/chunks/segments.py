@@ -1,22 +1,28 @@
-"""The packed chunk store: chunk records framed in a few immutable segment files under ``<meta>/store/``.
+"""The packed chunk store: chunk records in compressed blocks of a few immutable segment files under ``<meta>/store/``.
 
 Usage::
 
     with SegmentWriter(meta) as seg:                   # a writer, under the vault lock
-        where = seg.append(record)                     # Location("store/seg-….vcs@16", size, crc)
+        where = seg.append(record)                     # Location("store/seg-….vcs@8#0", size, crc)
     reader = StoreReader(vault.meta_dir)               # queries: one pinned descriptor per segment
-    rec = reader.record("store/seg-….vcs@16", size, crc)    # the record (a dict), or None
+    rec = reader.record("store/seg-….vcs@8#0", size, crc)   # the record (a dict), or None
 
-A segment is ``MAGIC`` then frames: payload length (u32 LE), CRC-32 of the
-payload (u32 LE), payload (the record as compact UTF-8 JSON; a ``contextualized_text`` that is
-exactly ``prefix``, a blank line and ``raw_text`` is left out and marked
-``"~ctx": 1``, and rebuilt when read). A record is
-named by its segment and the frame's offset; the index row that names it also
-holds the frame's size and CRC, so a truncated, bit-flipped or moved frame is
-refused before it is parsed. A segment is written to a hidden temporary
-sibling and renamed into place once complete; a published segment is never
-changed again (new records go to a new segment), which is what lets a reader
-keep the generation it opened while a writer publishes the next one.
+A segment (format 2) is ``MAGIC`` then blocks of records (``vaulteval.chunks.blocks``):
+each record's payload is the record as compact UTF-8 JSON without the fields its
+other fields give (a ``contextualized_text`` that is exactly ``prefix``, a blank
+line and ``raw_text``; a ``chunk_id`` that is ``<page_address>:<chunk_index>``; a
+``char_count`` that is the length of ``raw_text``; a ``body_hash`` that is the
+``sha256:`` of ``raw_text``), each marked and rebuilt when read. A field that is
+not what the others give is stored as written (and refused where it is checked).
+A record is named by its segment, its block's offset and its number in the
+block; the index row that names it also holds the payload's length and
+CRC-32, so a truncated, bit-flipped or moved record is refused before it is
+parsed. A segment is written to a hidden temporary sibling and renamed into
+place once complete; a published segment is never changed again (new records
+go to a new segment), which is what lets a reader keep the generation it opened
+while a writer publishes the next one. Segments of format 1 (one uncompressed
+frame per record, ``store/<segment>@<offset>``) are still read, until the next
+``provision`` copies their records into a segment of format 2.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ import stat
 import struct
 import zlib
 
+from vaulteval.chunks.blocks import BLOCK_TARGET, MAX_BLOCK_RECORDS, MAX_RECORD_BYTES, pack_block, read_record, \
+    scan_blocks
 from vaulteval.vault.metadir import MetaDir, NotRegularFile, read_flags
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
@@ -35,23 +43,23 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 STORE_DIR = "store"
-MAGIC = b"VEVCHS\x00\x01"
-FRAME = struct.Struct("<II")
-MAX_RECORD_BYTES = 1 << 24  # a record holds at most 7,000 characters of chunk and 1,000 of prefix
+MAGIC = b"VEVCHS\x00\x02"
+MAGIC_V1 = b"VEVCHS\x00\x01"  # one uncompressed frame per record: read until the next provision converts it
+FRAME = struct.Struct("<II")  # format 1: payload length, CRC-32
 SEGMENT_RE = re.compile(r"^seg-[0-9a-f]{16}\.vcs$")
-_LOCATION_RE = re.compile(r"^store/(seg-[0-9a-f]{16}\.vcs)@([0-9]{1,15})$")
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
-_PARSED: dict[str, tuple[str, int] | None] = {}
 # Every location seen, parsed: a provision asks about each record's location several times (catalog check,
 # segment scan, segment lists, index header). Bounded: emptied when it grows past this many.
-_LOCATIONS: dict[str, tuple[str, int] | None] = {}
+_LOCATIONS: dict[str, "tuple[str, int | tuple[int, int]] | None"] = {}
 _LOCATIONS_MAX = 1 << 19
 
 
-def parse_location(location: str) -> tuple[str, int] | None:
-    """(segment file name, frame offset) of ``store/seg-<16 hex>.vcs@OFFSET``; None for anything else."""
+def parse_location(location: str) -> "tuple[str, int | tuple[int, int]] | None":
+    """(segment file name, key) of a record's location; None for anything else. The key is (block offset,
+    record number) for ``store/seg-<16 hex>.vcs@OFFSET#N`` (format 2), the frame offset for ``...@OFFSET``
+    (format 1)."""
     try:
         return _LOCATIONS[location]
     except KeyError:
@@ -64,16 +72,16 @@ def parse_location(location: str) -> tuple[str, int] | None:
     return parsed
 
 
-def _parse_location(location: str) -> tuple[str, int] | None:
-    head, at, tail = location.partition("@")
-    if len(head) == 30 and at and 0 < len(tail) <= 15 and tail.isdigit() and tail.isascii():
-        name = head[6:]
-        known = _PARSED.get(name)
-        if known is None:  # a segment name is checked once; offsets are plain digits
-            known = _PARSED[name] = (name, 0) if _LOCATION_RE.match(f"{head}@0") else None
-        if known is not None and int(tail) >= len(MAGIC):
-            return name, int(tail)
-    return None
+_ANY_LOCATION = re.compile(r"store/(seg-[0-9a-f]{16}\.vcs)@([0-9]{1,15})(?:#([0-9]{1,4}))?")
+
+
+def _parse_location(location: str) -> "tuple[str, int | tuple[int, int]] | None":
+    match = _ANY_LOCATION.fullmatch(location)
+    if match is None or int(match[2]) < len(MAGIC):
+        return None
+    if match[3] is None:
+        return match[1], int(match[2])
+    return (match[1], (int(match[2]), int(match[3]))) if int(match[3]) < MAX_BLOCK_RECORDS else None
 
 
 def segment_of(location: str) -> str | None:
@@ -82,7 +90,7 @@ def segment_of(location: str) -> str | None:
 
 
 class Location(tuple):
-    """Where one record lives: (``store/<segment>@<offset>``, frame size in bytes, CRC-32 of the payload)."""
+    """Where one record lives: (``store/<segment>@<block>#<n>``, payload length, CRC-32 of the payload)."""
 
     __slots__ = ()
 
@@ -94,37 +102,73 @@ class Location(tuple):
     crc = property(lambda self: self[2])
 
 
-# A record's contextualized text is its prefix, a blank line and its chunk text: stored once, rebuilt on read.
+# Fields other fields give: left out of the payload, replaced by a mark, rebuilt on read.
 _DERIVED = "contextualized_text"
 _MARK = "~ctx"
+_ID_MARK, _COUNT_MARK, _HASH_MARK = "~id", "~n", "~bh"
+_MARKS = (_MARK, _ID_MARK, _COUNT_MARK, _HASH_MARK)
+
+
+def _body_hash(raw: str) -> str:
+    from vaulteval.vault.digest import sha256  # CPython's builtin SHA-256: a CLI query does not load OpenSSL
+
+    return "sha256:" + sha256(raw.encode("utf-8")).hexdigest()
 
 
 def encode(record: dict) -> bytes:
-    """The payload of one record: compact JSON, without a contextualized text that its other fields give."""
+    """The payload of one record: compact JSON, without the fields its other fields give."""
     import json
 
     prefix, raw = record.get("prefix"), record.get("raw_text")
-    if (isinstance(prefix, str) and prefix and isinstance(raw, str) and _MARK not in record
-            and record.get(_DERIVED) == f"{prefix}\n\n{raw}"):
-        record = {k: v for k, v in record.items() if k != _DERIVED}
-        record[_MARK] = 1
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    address, idx = record.get("page_address"), record.get("chunk_index")
+    out = dict(record)
+    if not (set(_MARKS) & set(record)):
+        if isinstance(prefix, str) and prefix and isinstance(raw, str) and record.get(_DERIVED) == f"{prefix}\n\n{raw}":
+            del out[_DERIVED]
+            out[_MARK] = 1
+        if (isinstance(address, str) and type(idx) is int and "chunk_id" in record
+                and record["chunk_id"] == f"{address}:{idx}"):
+            del out["chunk_id"]
+            out[_ID_MARK] = 1
+        if isinstance(raw, str) and "char_count" in record and type(record["char_count"]) is int \
+                and record["char_count"] == len(raw):
+            del out["char_count"]
+            out[_COUNT_MARK] = 1
+        if isinstance(raw, str) and "body_hash" in record and record["body_hash"] == _body_hash(raw):
+            del out["body_hash"]
+            out[_HASH_MARK] = 1
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _rebuilt(record: dict) -> dict | None:
-    if record.pop(_MARK, None) != 1:
+    marks = tuple(record.pop(mark, None) for mark in _MARKS)
+    if marks == (None, None, None, None):
         return record
-    prefix, raw = record.get("prefix"), record.get("raw_text")
-    if _DERIVED in record or not isinstance(prefix, str) or not isinstance(raw, str):
+    if any(m not in (None, 1) for m in marks):
         return None
-    record[_DERIVED] = f"{prefix}\n\n{raw}"
+    prefix, raw = record.get("prefix"), record.get("raw_text")
+    if marks[0] is not None:
+        if _DERIVED in record or not isinstance(prefix, str) or not isinstance(raw, str):
+            return None
+        record[_DERIVED] = f"{prefix}\n\n{raw}"
+    if marks[1] is not None:
+        address, idx = record.get("page_address"), record.get("chunk_index")
+        if "chunk_id" in record or not isinstance(address, str) or type(idx) is not int:
+            return None
+        record["chunk_id"] = f"{address}:{idx}"
+    if marks[2] is not None:
+        if "char_count" in record or not isinstance(raw, str):
+            return None
+        record["char_count"] = len(raw)
+    if marks[3] is not None:
+        if "body_hash" in record or not isinstance(raw, str):
+            return None
+        record["body_hash"] = _body_hash(raw)
     return record
 
 
 def decode_frame(frame: bytes, size: int, crc: int) -> dict | None:
-    """The record in one frame read at its location, when its length and CRC are the ones expected."""
-    import json
-
+    """The record in one format-1 frame read at its location, when its length and CRC are the ones expected."""
     if len(frame) != size or size < FRAME.size or size - FRAME.size > MAX_RECORD_BYTES:
         return None
     length, stored = FRAME.unpack_from(frame)
@@ -135,7 +179,7 @@ def decode_frame(frame: bytes, size: int, crc: int) -> dict | None:
 
 
 def decode_payload(payload: bytes) -> dict | None:
-    """The record a payload holds (its derived text rebuilt), or None when it is not one."""
+    """The record a payload holds (its derived fields rebuilt), or None when it is not one."""
     import json
 
     try:
@@ -157,9 +201,11 @@ class SegmentWriter:
         self._fd = -1
         self._parts: list[bytes] = [MAGIC]
         self._buffered = len(MAGIC)
-        self.offset = len(MAGIC)
+        self.offset = len(MAGIC)  # where the block being filled will start
+        self._block: list[bytes] = []
+        self._block_raw = 0
         self.count = 0
-        # Each record appended (not compaction's copied payloads), by location: (frame size, CRC, record).
+        # Each record appended (not compaction's copied payloads), by location: (payload length, CRC, record).
         self.written: dict[str, tuple[int, int, dict]] = {}
 
     def __enter__(self) -> "SegmentWriter":
@@ -172,16 +218,27 @@ class SegmentWriter:
         return where
 
     def append_payload(self, payload: bytes, crc: int) -> Location:
-        """A payload already framed elsewhere (compaction copies frames it has checked)."""
-        frame = FRAME.pack(len(payload), crc) + payload
-        where = Location(f"{STORE_DIR}/{self.name}@{self.offset}", len(frame), crc)
-        self._parts.append(frame)
-        self._buffered += len(frame)
-        self.offset += len(frame)
+        """A payload already checked elsewhere (compaction copies records it has checked)."""
+        if len(payload) > MAX_RECORD_BYTES:
+            raise ValueError(f"a chunk record of {len(payload)} bytes is over the store's limit")
+        where = Location(f"{STORE_DIR}/{self.name}@{self.offset}#{len(self._block)}", len(payload), crc)
+        self._block.append(payload)
+        self._block_raw += len(payload)
         self.count += 1
+        if self._block_raw >= BLOCK_TARGET or len(self._block) >= MAX_BLOCK_RECORDS:
+            self._end_block()
+        return where
+
+    def _end_block(self) -> None:
+        if not self._block:
+            return
+        block = pack_block(self._block)
+        self._parts.append(block)
+        self._buffered += len(block)
+        self.offset += len(block)
+        self._block, self._block_raw = [], 0
         if self._buffered >= 1 << 20:
             self._flush()
-        return where
 
     def _flush(self) -> None:
         if self._fd < 0:
@@ -199,6 +256,7 @@ class SegmentWriter:
         if self.count == 0:
             self.abort()
             return None
+        self._end_block()
         self._flush()
         os.fsync(self._fd)
         os.close(self._fd)
@@ -242,6 +300,7 @@ class StoreReader:
         self.meta_dir = str(meta_dir)
         self._fds: dict[str, int] = {}
         self._keys: dict[str, tuple] = {}
+        self._formats: dict[str, int] = {}
 
     def open_segment(self, name: str) -> int:
         fd = self._fds.get(name)
@@ -254,11 +313,13 @@ class StoreReader:
         finally:
             os.close(dir_fd)
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or os.pread(fd, len(MAGIC), 0) != MAGIC:
+        magic = os.pread(fd, len(MAGIC), 0) if stat.S_ISREG(st.st_mode) else b""
+        if magic not in (MAGIC, MAGIC_V1):
             os.close(fd)
             raise NotRegularFile(errno.EINVAL, "not a chunk segment", name)
         self._fds[name] = fd
         self._keys[name] = (st.st_dev, st.st_ino)
+        self._formats[name] = magic[-1]
         return fd
 
     def pin(self, names: list[str]) -> None:
@@ -267,20 +328,32 @@ class StoreReader:
             if SEGMENT_RE.match(name):
                 self.open_segment(name)
 
-    def frame(self, location: str, size: int) -> bytes | None:
-        """The bytes of the frame at ``location``, or None when the location or its segment is unusable."""
+    def payload(self, location: str, size: int, crc: int) -> bytes | None:
+        """The payload at ``location`` when it has the expected length and CRC, else None (the location, its
+        segment or its block is unusable)."""
         parsed = parse_location(location)
-        if parsed is None or not 0 < size <= MAX_RECORD_BYTES + FRAME.size:
+        if parsed is None:
             return None
+        name, key = parsed
         try:
-            return os.pread(self.open_segment(parsed[0]), size, parsed[1])
+            fd = self.open_segment(name)
+            if isinstance(key, tuple):
+                if self._formats[name] != 2 or not 0 <= size <= MAX_RECORD_BYTES:
+                    return None
+                return read_record(fd, key[0], key[1], size, crc)
+            if self._formats[name] != 1 or not FRAME.size <= size <= MAX_RECORD_BYTES + FRAME.size:
+                return None
+            frame = os.pread(fd, size, key)
         except OSError:
             return None
+        length, stored = FRAME.unpack_from(frame) if len(frame) == size else (-1, -1)
+        payload = frame[FRAME.size:]
+        return payload if length == len(payload) and stored == crc and zlib.crc32(payload) == crc else None
 
     def record(self, location: str, size: int, crc: int) -> dict | None:
-        """The record stored at ``location`` when its frame has the expected size and CRC, else None."""
-        frame = self.frame(location, size)
-        return None if frame is None else decode_frame(frame, size, crc)
+        """The record stored at ``location`` when its payload has the expected length and CRC, else None."""
+        payload = self.payload(location, size, crc)
+        return None if payload is None else decode_payload(payload)
 
     def close(self) -> None:
         for fd in self._fds.values():
@@ -294,12 +367,14 @@ class StoreReader:
             pass
 
 
-def scan_segment(data: bytes) -> tuple[list[tuple[int, int, int]], str | None]:
-    """Every frame of a whole segment as (offset, size, crc), and what is wrong with the rest (None when sound).
-
-    Used by ``index verify`` / ``doctor --deep``: a truncated tail or a flipped bit is named here.
+def scan_segment(data: bytes, *, deep: bool = True) -> tuple[list, str | None]:
+    """Every record of a whole segment as (key, size, crc) (the key as ``parse_location`` gives it), and what is
+    wrong with the rest (None when sound). ``deep`` (``index verify`` / ``doctor --deep``) also inflates every
+    block of format 2 and checks each record's CRC; a truncated tail or a flipped bit is named here.
     """
-    if data[: len(MAGIC)] != MAGIC:
+    if data[: len(MAGIC)] == MAGIC:
+        return scan_blocks(data, len(MAGIC), deep=deep)
+    if data[: len(MAGIC)] != MAGIC_V1:
         return [], "not a vaulteval chunk segment (bad magic)"
     out, pos = [], len(MAGIC)
     while pos < len(data):

@@ -1,6 +1,22 @@
 """The command line: thin layers that parse, call one API function and map errors to exit codes.
 
-- ``main``: ``vaulteval`` entry point, the pipeline commands and exit-code mapping.
+- ``run``: the process entry of ``vaulteval`` and ``python -m vaulteval`` (start-up and exit, below).
+- ``main``: parsing, the command groups and exit-code mapping (``main(argv)`` returns the exit code).
 - ``eval``: ``queryset``, ``eval``, ``import`` and ``notebooks`` commands.
 - ``demo``, ``sample``: the demo and the bundled sample vault.
 """
+
+
+def run() -> None:
+    """Run one ``vaulteval`` command as the whole process and exit with its code.
+
+    Start-up (imports, the parser) makes no cyclic garbage, so the cyclic collector is off until the
+    command's own work begins (``main`` then freezes what start-up made and turns it back on). A
+    ``retrieve`` whose output is flushed ends without tearing the interpreter down (``main.finish``).
+    """
+    import gc
+
+    gc.disable()
+    from vaulteval.cli.main import finish, main
+
+    finish(main(process=True))

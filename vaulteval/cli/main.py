@@ -72,10 +72,17 @@ def _one_blas_thread() -> None:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, process: bool = False) -> int:
+    """Run one command; the exit code. ``process``: this call is the whole process (``vaulteval.cli.run``,
+    which turned the cyclic collector off for start-up)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_first_command(argv))
     args = parser.parse_args(argv)
+    if process:
+        import gc
+
+        gc.freeze()  # what start-up made lives until exit: later collections need not walk it
+        gc.enable()
     # A BM25-only retrieve logs nothing, so it skips importing logging (a lean start).
     if args.verbose or not (args.command == "retrieve" and args.no_rerank):
         _setup_logging(args.verbose)
@@ -100,6 +107,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"vaulteval: internal error: {type(exc).__name__}: {_printable(str(exc))} "
                          "(rerun with -v for details)\n")
         return EXIT_FAILED
+
+
+def finish(code: int) -> None:
+    """Exit the process with ``code``. A ``retrieve`` ends right away once its output is flushed: its
+    process holds nothing that tearing the interpreter down would write or release (the work is a share of
+    a cold query). Anything else, or a retrieve that left an exit handler or a thread, exits normally."""
+    if _first_command(sys.argv[1:]) == "retrieve" and _nothing_left_to_run():
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass  # a closed or broken stream: the normal exit reports it as it always has
+        else:
+            os._exit(code)
+    raise SystemExit(code)
+
+
+def _nothing_left_to_run() -> bool:
+    """True when no exit handler is registered and no other thread runs (an embedding client or a model
+    library may start them); both would be skipped by ending the process at once."""
+    import atexit
+
+    pending = getattr(atexit, "_ncallbacks", None)  # CPython's count of registered handlers
+    if pending is None or pending():
+        return False
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() == 1
 
 
 def _printable(message: str) -> str:

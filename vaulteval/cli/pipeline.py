@@ -137,6 +137,9 @@ def cmd_provision(args: argparse.Namespace) -> int:
         sys.stderr.write(f"vaulteval: migrated the chunk records to the packed store (.vault-meta/vaulteval/store/): "
                          f"carried over {moved['records']}, removed {moved['removed']} loose record file(s) of "
                          "the old layout\n")
+    if "converted_store" in report:
+        sys.stderr.write(f"vaulteval: converted the packed chunk store to compressed blocks (segment format 2): "
+                         f"carried over {report['converted_store']['records']} record(s)\n")
     failure = report.pop("embeddings_not_refreshed", None) or why_not
     if failure is not None:
         sys.stderr.write(f"vaulteval: warning: stored embeddings not refreshed ({failure}); dense and hybrid skip "

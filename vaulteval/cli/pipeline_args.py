@@ -127,7 +127,7 @@ def _parse_provision(sub: Any, _add_vault: "AddVault") -> None:
 
 @_parser("retrieve")
 def _parse_retrieve(sub: Any, _add_vault: "AddVault") -> None:
-    from vaulteval.pipeline.stages.registry import FIRST_STAGE_MODULES  # names only: no stage is imported
+    from vaulteval.pipeline.stages import FIRST_STAGE_MODULES  # names only: neither a stage nor the registry
 
     p = sub.add_parser("retrieve", help="read-only retrieval; prints JSON")
     p.add_argument("query")

@@ -24,6 +24,7 @@ from vaulteval.chunks import chunking
 from vaulteval.chunks.store import progress_bar
 from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
+from vaulteval.index.docmeta import ROW_COMPACT, ROW_FORMAT
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
 from vaulteval.index.postings import Postings
@@ -131,6 +132,27 @@ def validate_record(vault: "Vault", address: str, name: str, rec: dict,
     if not isinstance(text, str):
         text = raw
     return page_path, idx, text, page_hash
+
+
+def _reused_rows(old: BM25Index, old_docs: list[DocMeta], docs: list[DocMeta], pairs: list[tuple[int, int]],
+                 positions: dict[str, int]) -> dict[int, bytes]:
+    """The previous index's rows of unmoved records (verified with it), their segment's place set to the new one:
+    the bytes ``to_row`` would write, without encoding them again."""
+    blob, offsets = bytes(old.section("docs")), old.section("doc_offsets").tolist()
+    old_store = old.header.get("store") or []
+    place = {i: positions[name].to_bytes(2, "little") for i, name in enumerate(old_store) if name in positions}
+    out = {}
+    for prev, new in pairs:
+        if old_docs[prev].chunk_file != docs[new].chunk_file:
+            continue
+        row = blob[offsets[prev]:offsets[prev + 1]]
+        if row[:1] == ROW_COMPACT:
+            seg = place.get(int.from_bytes(row[1:3], "little"))
+            if seg is None:
+                continue
+            row = row[:1] + seg + row[3:]
+        out[new] = row
+    return out
 
 
 def build_index(
@@ -281,12 +303,12 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     encoded = [w.encode("utf-8") + b"\n" for w in words]
     term_off = np.zeros(len(words) + 1, dtype=np.int64)
     np.cumsum([len(e) for e in encoded], out=term_off[1:])
-    reused_line: dict[int, bytes] = {}
-    if old is not None and reuse_pairs:  # sliced from the whole rows section (verified by _previous)
-        blob, offsets = bytes(old.section("docs")), old.section("doc_offsets").tolist()
-        reused_line = {new: blob[offsets[prev]:offsets[prev + 1]] for prev, new in reuse_pairs
-                       if old_docs_meta[prev].chunk_file == docs[new].chunk_file}
-    doc_lines = [reused_line.get(i) or d.to_json() for i, d in enumerate(docs)]
+    store = sorted({name for d in docs if (name := segment_of(d.chunk_file)) is not None})
+    positions = {name: i for i, name in enumerate(store)}
+    reused_row: dict[int, bytes] = {}
+    if old is not None and reuse_pairs and old.header.get("row_format") == ROW_FORMAT:
+        reused_row = _reused_rows(old, old_docs_meta, docs, reuse_pairs, positions)
+    doc_lines = [reused_row.get(i) or d.to_row(positions) for i, d in enumerate(docs)]
     doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
     np.cumsum([len(line) for line in doc_lines], out=doc_off[1:])
     doc_len = np.array(lengths, dtype=np.int32)
@@ -304,7 +326,8 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "chunk_params": chunk_params,
         "exclusions": list(vault.ignore.filters),  # Obsidian's filters in force: doctor compares them
         # The segments this index reads: a writer keeps them while this index (or the one before it) is served.
-        "store": sorted({name for d in docs if (name := segment_of(d.chunk_file)) is not None}),
+        "store": store,
+        "row_format": ROW_FORMAT,
         # Records of the old layout (one file each under chunks/) this index reads: they stay while it is served.
         "loose_records": sum(1 for d in docs if d.chunk_file.startswith("chunks/")),
     }

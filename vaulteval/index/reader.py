@@ -9,12 +9,11 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from vaulteval.errors import NotProvisioned, UsageError
-from vaulteval.index.docmeta import DocMeta
+from vaulteval.index.docmeta import ROW_FORMATS, DocMeta, parse_rows, store_names
 from vaulteval.index.file import BLOCK_SIZE, SMALL_SECTION, IndexCorrupt, IndexFileError, read_sections
 from vaulteval.index.location import (  # noqa: F401 - the names build, provision and doctor import from here
     INDEX_DIR, INDEX_NAME, STALE_SUFFIX, index_path, invalidate_index, open_index_file, peek_header, restore_index,
@@ -66,6 +65,7 @@ class BM25Index:
             self._analyzer = query_analyzer(self.analyzer_name, self.header)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
+        self._store_names = store_names(self.header)  # compact rows name their segment by its place in it
         self._doc_cache: dict[int, DocMeta] = {}
         self._term_cache: dict[str, int] = {}
         self._probes: dict[int, bytes] = {}
@@ -96,6 +96,7 @@ class BM25Index:
             len(self._post_off) != t + 1, len(raw("doc_len")) != n, len(self._doc_off) != n + 1,
             len(raw("post_docs")) != len(raw("post_tfs")), n < 0,
             not math.isfinite(self.avgdl) or self.avgdl < 0,
+            self.header.get("row_format", 1) not in ROW_FORMATS,
         ]
         if not any(problems):
             ends = [(name, arr) for name, arr in (("term_offsets", self._term_off), ("post_offsets", self._post_off),
@@ -324,7 +325,7 @@ class BM25Index:
         if meta is None:
             raw = self.doc_line(i)
             try:
-                meta = self._doc_cache[i] = DocMeta.from_json(raw)
+                meta = self._doc_cache[i] = DocMeta.from_row(raw, self._store_names)
             except (ValueError, RecursionError) as exc:
                 raise NotProvisioned(f"index file is malformed: {exc} ({self.path})",
                                      rebuild=self.rebuild) from None
@@ -336,11 +337,7 @@ class BM25Index:
 
     def all_docs(self) -> list[DocMeta]:
         """Every document's metadata, parsed in one pass (for builds and diagnostics)."""
-        blob = bytes(self._whole("docs"))
-        if not blob:
-            return []
-        rows = json.loads(b"[" + blob[:-1].replace(b"\n", b",") + b"]")
-        return [DocMeta.from_dict(d) for d in rows]
+        return parse_rows(bytes(self._whole("docs")), self.section("doc_offsets").tolist(), self.header)
 
     def stats(self) -> dict[str, Any]:
         return {

@@ -40,8 +40,22 @@ def lengths_ok(doc_len: "Any", n_docs: int, avgdl: float) -> bool:
         lengths = np.asarray(doc_len)
         low, total = int(lengths.min()), int(lengths.sum(dtype=np.int64))
     else:
-        low, total = min(doc_len), sum(doc_len)
+        # One pass for the sum; the sign test reads bytes (min() over a memoryview is slower than sum()).
+        return no_negative(doc_len) and sum(doc_len) / n_docs == avgdl
     return low >= 0 and total / n_docs == avgdl
+
+
+_SIGNED = frozenset("bhilq")
+
+
+def no_negative(view: "Any") -> bool:
+    """``min(view) >= 0`` for a memoryview of integers, tested on their sign bits at C speed: the most
+    significant byte of every item (in native order) is below 0x80 exactly when no item is negative."""
+    if not isinstance(view, memoryview) or view.format not in _SIGNED or not view.c_contiguous:
+        return min(view, default=0) >= 0
+    size = view.itemsize
+    top = size - 1 if sys.byteorder == "little" else 0
+    return view.tobytes()[top::size].isascii()
 
 
 def postings_ok(docs: "Any", tfs: "Any", doc_len: "Any", n_docs: int) -> bool:
@@ -59,8 +73,8 @@ def postings_ok(docs: "Any", tfs: "Any", doc_len: "Any", n_docs: int) -> bool:
         if int(d.min()) < 0 or int(d.max()) >= n_docs or int(t.min()) < 1:
             return False
         return bool(np.all(t <= np.asarray(doc_len, dtype=np.int64)[d]))
-    # The same conditions, each over the whole slice in C (min, max, map) instead of a loop in Python.
-    if min(docs) < 0 or max(docs) >= n_docs or min(tfs) < 1:
+    # The same conditions, each over the whole slice in C (sign bits, max, min, map) instead of a loop in Python.
+    if not no_negative(docs) or max(docs) >= n_docs or min(tfs) < 1:
         return False
     return all(map(le, tfs, map(doc_len.__getitem__, docs)))
 
@@ -113,6 +127,7 @@ class MeaningGuard:
         self.n_postings = len(raw("post_docs"))
         self.done = bytearray(-(-self.n_postings // SANE_UNIT))
         self.lengths_done = False
+        self.ranges: set[tuple[int, int]] = set()  # lists checked apart from whole units (plain Python)
 
     def lengths(self) -> None:
         if not self.lengths_done:
@@ -126,6 +141,8 @@ class MeaningGuard:
         """Check postings ``start..end-1`` before they are read. A unit is remembered as done once wholly
         checked; of a unit not done only the part asked for is checked (a one-query CLI call checks what it
         reads, in plain Python, not the whole unit around a short list)."""
+        if (start, end) in self.ranges:  # a query reads its lists twice: to score, then for snippet weights
+            return
         index, raw = self.index, self.raw
         for unit in range(start // SANE_UNIT, -(-end // SANE_UNIT)):
             if not self.done[unit]:
@@ -139,3 +156,5 @@ class MeaningGuard:
                     raise index.malformed("a term frequency is below 1 or above its document's length")
                 if b - a == min(self.n_postings, (unit + 1) * SANE_UNIT) - unit * SANE_UNIT:
                     self.done[unit] = 1
+        if len(self.ranges) < 100_000:
+            self.ranges.add((start, end))

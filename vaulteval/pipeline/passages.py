@@ -134,8 +134,9 @@ class Passages:
     def _score(self, text: str) -> float:
         weights = self.weights()
         terms = self._memo.terms(self.index.analyzer_name, self._analyze, text)
-        # fsum: the same sum in any set order, so ties between sentences break the same way in every process.
-        return math.fsum(weights.get(term, 0.0) for term in set(terms))
+        # fsum: the same sum in any set order, so ties between sentences break the same way in every process;
+        # being exact, it sums only the terms that have a weight (a term without one adds 0.0).
+        return math.fsum([weights[term] for term in weights.keys() & terms])
 
     def snippet(self, text: str, limit: int = SNIPPET_CHARS) -> str:
         """The passage of ``text`` (a chunk's raw text) around its best-matching sentence."""

@@ -223,6 +223,8 @@ def provision(
         out["migrated"] = migration.to_dict()
     if collected["loose_records"]:
         out["migrated_store"] = {"records": prefix_report.migrated_records, "removed": collected["loose_records"]}
+    elif prefix_report.store_converted:
+        out["converted_store"] = {"records": prefix_report.store_converted}
     out["store"] = collected
     return out
 

@@ -125,11 +125,15 @@ def read_confined(base: Path | str, relative: str, strip: str | None = None) -> 
         real = os.readlink(f"{_PROC_FD}/{fd}") if _HAVE_PROC else os.path.realpath(candidate)
         if not _under(real, _real_base(str(base))):
             raise PathEscape(f"path {relative!r} resolves outside {Path(base).name}/ (symlink escape)")
-        os.set_blocking(fd, True)
-        parts = []
-        while chunk := os.read(fd, max(st.st_size + 1, 1 << 16)):
+        # No fcntl to clear O_NONBLOCK: it has no effect on a regular file, and only regular files get here.
+        want = max(st.st_size + 1, 1 << 16)
+        first = os.read(fd, want)
+        if len(first) == st.st_size:  # the size fstat gave, one byte short of what was asked: the end
+            return st, first
+        parts = [first]
+        while first and (chunk := os.read(fd, want)):  # a short read, or the file grew since the fstat
             parts.append(chunk)
-        return st, b"".join(parts) if len(parts) != 1 else parts[0]
+        return st, b"".join(parts)
     finally:
         os.close(fd)
 

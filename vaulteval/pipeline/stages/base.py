@@ -9,7 +9,7 @@ Usage::
         def run(self, retriever, query, depth, cache_path): ...
 
 Each stage is one class in one module of this folder, listed in
-``registry.FIRST_STAGE_MODULES`` or ``registry.RERANKER_MODULES``; ``register``
+``FIRST_STAGE_MODULES`` or ``RERANKER_MODULES`` (``vaulteval.pipeline.stages``); ``register``
 adds it under its name. A stage names
 itself (``name``), says what it needs (``needs``: ``"bm25"`` for the index,
 ``"dense"`` for the stored embeddings), proposes settings for ``tune``

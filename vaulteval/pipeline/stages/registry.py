@@ -9,31 +9,20 @@ Usage::
     registry.stage("rerank").params                              # the reranker's keys
 
 The stages are classes (``vaulteval.pipeline.stages.base``), one per module;
-``FIRST_STAGE_MODULES`` and ``RERANKER_MODULES`` list those modules (explicit
-lists, so the import graph sees every edge), and each registers its class when
-imported.
+``FIRST_STAGE_MODULES`` and ``RERANKER_MODULES`` (in the package, ``vaulteval.pipeline.stages``)
+list those modules, and each registers its class when imported.
 """
 
 from __future__ import annotations
 
 from vaulteval.errors import UsageError
+from vaulteval.pipeline.stages import FIRST_STAGE_MODULES, RERANKER_MODULES  # noqa: F401  (listed there)
 from vaulteval.pipeline.stages.base import STAGES, FirstStage, Reranker, Stage  # noqa: F401  (the stage API)
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: retrieve --strategy reads this module on its lean start
 if TYPE_CHECKING:
     from typing import Any
 
-# How each stage is written in a strategy string, and the module of its class. ``retrieve --help``
-# reads the first-stage names from here without importing the stages (they load numpy).
-FIRST_STAGE_MODULES = {
-    "bm25": "vaulteval.pipeline.stages.bm25",
-    "dense": "vaulteval.pipeline.stages.dense",
-    "hybrid": "vaulteval.pipeline.stages.hybrid",
-    "bm25:prf=K": "vaulteval.pipeline.stages.prf",
-}
-RERANKER_MODULES = {
-    "rerank": "vaulteval.pipeline.stages.embedding_rerank",
-}
 _LOADED = [False]
 
 
