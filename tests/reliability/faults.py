@@ -175,7 +175,7 @@ def check_index(root: Path, *, require: bool = False) -> str | None:
 
 def leftovers(root: Path, *, segments: bool) -> list[str]:
     """Temporary files, and (``segments``) segments named by neither the index in service nor the catalog."""
-    from vaulteval.chunks.catalog import read_catalog, segments_named
+    from vaulteval.chunks.catalog import segments_named
     from vaulteval.pipeline.storegc import segments_in_service
     from vaulteval.vault.metadir import MetaDir
     from vaulteval.vault.vault import Vault
@@ -183,7 +183,7 @@ def leftovers(root: Path, *, segments: bool) -> list[str]:
     meta_path = root / META_REL
     out = [str(p.relative_to(meta_path)) for p in meta_path.rglob("*.tmp")]
     with MetaDir.open(Vault(root)) as meta:
-        named = segments_in_service(meta) | segments_named(read_catalog(meta))
+        named = segments_in_service(meta) | segments_named(meta)
     if segments:
         out += [p.name for p in (meta_path / "store").glob("seg-*.vcs") if p.name not in named]
     return out

@@ -39,7 +39,8 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 # Folders and files of derived state (relative to vaulteval's namespace) that must never be symlinks
 # (checked before any change).
 KNOWN_DIRS = ("chunks", "bm25", "store")
-KNOWN_FILES = (".lock", "chunk-catalog.json", "embeddings.sqlite", "embeddings.sqlite-wal", "embeddings.sqlite-shm",
+KNOWN_FILES = (".lock", "chunk-catalog.vcc", "chunk-catalog.json", "embeddings.sqlite", "embeddings.sqlite-wal",
+               "embeddings.sqlite-shm",
                "bm25/index.vti", "bm25/index.vti.stale")
 
 
