@@ -70,7 +70,8 @@ def _legacy_records(meta: "MetaDir", rel: str, info: dict, page_hash: str) -> li
 
 
 def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek, params: ChunkParams,
-                 prefix_settings, page_bytes, pages, distrust: frozenset[str] = frozenset()) -> PrefixReport:
+                 prefix_settings, page_bytes, pages, distrust: frozenset[str] = frozenset(),
+                 signatures: dict | None = None) -> PrefixReport:
     prefixer = None
     report = PrefixReport(peek=peek)
     if prefix_settings is not None and prefix_settings.tier != "synthetic":
@@ -102,7 +103,9 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
         i = index.get(entry.rel)
         if i is not None and (not sound[i] or entry.rel in distrust):
             i = None
-        sig = note_signature(entry)
+        sig = signatures.get(entry.abspath) if signatures else None
+        if sig is None:
+            sig = note_signature(entry)
         if i is not None and sig is not None and stored.stats[i] == sig and sig[1] < since - RACY_NS \
                 and stored.hashes[i]:
             plan = (entry.rel, None, stored.addresses[i], stored.hashes[i], sig, i)
@@ -183,6 +186,7 @@ def run_prefix(
     pages: list["Page"] | None = None,
     meta: MetaDir | None = None,
     distrust: frozenset[str] = frozenset(),
+    signatures: dict[str, tuple[int, int, int]] | None = None,
 ) -> PrefixReport:
     """Chunk pages into records of the packed store under the meta dir; the caller holds the vault lock unless ``peek``.
 
@@ -191,6 +195,7 @@ def run_prefix(
     index in service keeps reading the records it was built from. ``meta`` is
     the opened meta folder (``vault_lock`` yields it); every change goes through it.
     ``distrust`` names pages whose stored records the index build refused: they are re-chunked.
+    ``signatures``: each note's (size, mtime_ns, inode) by absolute path, as the walk that listed ``pages`` saw it.
     """
     own = None
     if meta is None:
@@ -202,7 +207,8 @@ def run_prefix(
             meta = None
     try:
         return prefix_pages(vault, meta, page=page, rebuild=rebuild, peek=peek, params=params,
-                            prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages, distrust=distrust)
+                            prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages, distrust=distrust,
+                            signatures=signatures)
     finally:
         if own is not None:
             own.close()

@@ -290,9 +290,9 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         lists.reuse(old, reuse_pairs)
     words, post_off, doc_ids, tfs = lists.finish(len(docs))
     # Newline-terminated terms: binary search by offsets, bulk decode by split.
-    encoded = [w.encode("utf-8") + b"\n" for w in words]
+    terms_blob = "".join([w + "\n" for w in words]).encode("utf-8")  # no term holds a newline: it ends each one
     term_off = np.zeros(len(words) + 1, dtype=np.int64)
-    np.cumsum([len(e) for e in encoded], out=term_off[1:])
+    term_off[1:] = np.flatnonzero(np.frombuffer(terms_blob, dtype=np.uint8) == 10) + 1
     reused_line: dict[int, bytes] = {}
     if old is not None and reuse_pairs:  # sliced from the whole rows section (verified by _previous)
         blob, offsets = bytes(old.section("docs")), old.section("doc_offsets").tolist()
@@ -316,7 +316,8 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "chunk_params": chunk_params,
         "exclusions": list(vault.ignore.filters),  # Obsidian's filters in force: doctor compares them
         # The segments this index reads: a writer keeps them while this index (or the one before it) is served.
-        "store": sorted({name for d in docs if (name := segment_of(d.chunk_file)) is not None}),
+        "store": sorted({name for where in {d.chunk_file.partition("@")[0] + "@8" for d in docs}
+                         if (name := segment_of(where)) is not None}),
         # Records of the old layout (one file each under chunks/) this index reads: they stay while it is served.
         "loose_records": sum(1 for d in docs if d.chunk_file.startswith("chunks/")),
     }
@@ -326,7 +327,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     if analyzer == "auto":
         header["languages"] = dict(sorted(Counter(code for code in doc_langs).items()))
     sections = {
-        "terms": b"".join(encoded),
+        "terms": terms_blob,
         "term_offsets": term_off,
         "post_offsets": post_off,
         "post_docs": doc_ids.astype(np.int32),

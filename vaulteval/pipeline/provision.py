@@ -169,9 +169,10 @@ def provision(
         t0 = time.perf_counter()
         before = segments_in_service(meta)
         migration = migrate_old_layout(meta.shared) if meta.shared is not None else None
-        pages = list(vault.iter_pages())
+        signatures: dict[str, tuple[int, int, int]] = {}  # each note's stat, taken by the walk
+        pages = list(vault.iter_pages(signatures))
         prefix_report = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
-                                   pages=pages, meta=meta)
+                                   pages=pages, meta=meta, signatures=signatures)
         t1 = time.perf_counter()
         # The field index takes its terms in the build's pass, titles and aliases from the bytes just read.
         fields = FieldCollector(vault, analyzer, prefix_report.page_bytes, prefix_report.parsed)
@@ -185,7 +186,7 @@ def provision(
                     and rel in prefix_report.page_hashes}
         if refused:  # records the build could not use (damaged or malformed in place): chunk those pages again
             again = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
-                               pages=pages, meta=meta, distrust=frozenset(refused))
+                               pages=pages, meta=meta, distrust=frozenset(refused), signatures=signatures)
             prefix_report.chunks_written += again.chunks_written
             prefix_report.segments = again.segments
             fields = FieldCollector(vault, analyzer, again.page_bytes, again.parsed)
