@@ -210,6 +210,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     lists = Postings()
     pending: list[tuple[int, str, str]] = []  # (document number, page, text) of every chunk to analyze
     old_by_id = {d.chunk_id: i for i, d in enumerate(old_docs_meta)}
+    old_lengths = old.doc_len.tolist() if old is not None else []  # once: the property checks them on each call
     store = StoreReader(meta.fd_path())
     for rel_file, size, mtime_ns, chunk_id in progress_bar(listing, len(listing), "index", "chunk"):
         prev = old_by_file.get(rel_file)
@@ -226,7 +227,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
                     continue
                 reuse_pairs.append((prev, len(docs)))
                 docs.append(pm if pm.chunk_file == rel_file else pm._replace(chunk_file=rel_file))
-                lengths.append(int(old.doc_len[prev]))
+                lengths.append(old_lengths[prev])
                 continue
         address = chunk_id.partition(":")[0] if chunk_id is not None else rel_file.split("/")[1]
         try:
