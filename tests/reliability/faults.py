@@ -191,18 +191,18 @@ def leftovers(root: Path, *, segments: bool) -> list[str]:
 
 # -- crash consistency ----------------------------------------------------------------
 
-PROVISION_POINTS = ("locked", "chunk-written#1", "segment-written", "catalog-written", "build-started",
-                    "index-serialised", "index-published")
+PROVISION_POINTS = ("locked", "chunk-written#1", "segment-written", "catalog-staged", "catalog-written",
+                    "build-started", "index-serialised", "index-published")
 
 
 def crash_points(n: int) -> list[tuple[str, str]]:
     """``n`` (command, pause point) pairs spread over every phase of provision and index build."""
     fixed = [("provision", p) for p in PROVISION_POINTS]
     fixed += [("index", p) for p in ("locked", "build-started", "index-serialised", "index-published")]
-    if n <= 6:
-        return [("provision", "locked"), ("provision", "segment-written"), ("provision", "catalog-written"),
-                ("provision", "index-serialised"), ("provision", "index-published"),
-                ("index", "index-published")][:n]
+    if n <= 7:
+        return [("provision", "locked"), ("provision", "segment-written"), ("provision", "catalog-staged"),
+                ("provision", "catalog-written"), ("provision", "index-serialised"),
+                ("provision", "index-published"), ("index", "index-published")][:n]
     writes = n - len(fixed)
     # About 45 chunk records change in the scenario below; spread the kills across them.
     spread = sorted({2 + round(i * 42 / max(writes - 1, 1)) for i in range(writes)})

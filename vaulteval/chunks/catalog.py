@@ -153,7 +153,7 @@ def load_table(meta: "MetaDir | None", params: "ChunkParams", key: dict | None =
 def write_catalog(meta: "MetaDir", settings: dict, rows: list[tuple], sums: dict) -> Table:
     """Publish a new catalog (atomically) and remove the JSON one of an earlier version; returns its table."""
     data, table = catalogfile.encode(settings, rows, sums)
-    meta.write_bytes(CATALOG_NAME, data)
+    meta.write_bytes(CATALOG_NAME, data, staged="catalog-staged")  # a kill there leaves the old catalog
     meta.unlink(JSON_NAME)
     return table
 
