@@ -367,3 +367,38 @@ def test_a_description_nested_as_deep_as_json_reads_is_a_damaged_export(tmp_path
             hi = mid
     problem, seen = check_files(tmp_path, json.loads(description(lo)))
     assert problem is not None and EXPORT_FILE in problem and seen == {}
+
+
+def test_doctor_reports_the_export_and_a_damaged_one_until_provision_writes_it(embedded: tuple[Path, dict],
+                                                                             tmp_path: Path) -> None:
+    from vaulteval.pipeline.doctor import doctor
+
+    root = Path(shutil.copytree(embedded[0], tmp_path / "vault", symlinks=True))
+    healthy = doctor(Vault(root))
+    assert healthy.state == "verified" and healthy.embeddings["onnx"]["state"] == "current", healthy.problems
+    _damage_flip_keep_mtime(Vault(root).meta_dir / ONNX_DIR / WEIGHTS_FILE)
+    notes = snapshot(root / "wiki")
+    damaged = doctor(Vault(root))
+    assert damaged.embeddings["onnx"]["state"] == "damaged" and "model.data" in damaged.embeddings["onnx"]["problem"]
+    assert damaged.state == "configured" and damaged.rebuild == Vault(root).rebuild_command()
+    assert [p for p in damaged.problems if "ONNX export" in p and "model.data" in p]
+    assert snapshot(root / "wiki") == notes
+    # What the line says to run: without --embed, the CLI keeps the existing store current and writes the export.
+    proc = run_cli("provision", "--vault", root, env=cli_env(HF_HUB_OFFLINE="1"), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    again = doctor(Vault(root))
+    assert again.state == "verified" and again.embeddings["onnx"]["state"] == "current", again.problems
+
+
+def test_doctor_tells_an_absent_or_outdated_export_from_a_damaged_one(embedded: tuple[Path, dict],
+                                                                     tmp_path: Path) -> None:
+    from vaulteval.rerank.onnxfiles import export_state
+
+    folder = Path(shutil.copytree(Vault(embedded[0]).meta_dir / ONNX_DIR, tmp_path / "onnx"))
+    model = str(resolve(ST).model)
+    assert export_state(folder, model)["state"] == "current"
+    assert export_state(folder, str(tmp_path))["state"] == "outdated"  # made from another model
+    (folder / EXPORT_FILE).write_text("{not json")
+    assert export_state(folder, model)["state"] == "damaged"
+    (folder / EXPORT_FILE).unlink()
+    assert export_state(folder, model)["state"] == "absent"

@@ -123,3 +123,29 @@ def test_cache_builds_are_made_from_the_current_notes(vault: Path, tmp_path: Pat
     manifest = json.loads((tmp_path / "runs" / "r" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["vault"]["stale_pages"] == 0 and manifest["strategies"][0]["index"]["source"] == "cache"
     assert "STALE" not in capsys.readouterr().out
+
+
+def _tune(root: Path, out: Path, *extra: str) -> int:
+    return main(["tune", "--vault", str(root), "--queryset", str(QUERYSET), "--grid", "bm25;bm25:k1=0.9,b=0.4",
+                 "--out", str(out), "--id", "t", *extra])
+
+
+def test_tune_refuses_a_stale_index_before_any_search_unless_allowed(vault: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture) -> None:
+    _edit(vault)
+    before = snapshot(vault)
+    assert _tune(vault, tmp_path / "runs") == EXIT_NOT_PROVISIONED
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and captured.out == "" and not (tmp_path / "runs").exists()
+    assert "so tune would measure old text" in lines[0] and "--allow-stale" in lines[0] and "2 page(s)" in lines[0]
+    assert snapshot(vault) == before
+    assert _tune(vault, tmp_path / "runs", "--allow-stale") == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("vaulteval: warning: STALE INDEX: 2 page(s)")
+    tuned = json.loads((tmp_path / "runs" / "t" / "tune.json").read_text(encoding="utf-8"))
+    assert tuned["params"]["stale_pages"] == 2 and tuned["params"]["allow_stale"] is True
+    assert tuned["decision"]["stale"].startswith("STALE INDEX")
+    manifest = json.loads((tmp_path / "runs" / "t" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["parameters"]["allow_stale"] is True and manifest["vault"]["stale_pages"] == 2
+    assert snapshot(vault) == before

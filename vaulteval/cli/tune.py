@@ -3,7 +3,7 @@
 Usage::
 
     vaulteval tune --vault V --queryset Q [--test-queryset Q2] [--grid "bm25;hybrid:rrf"] [--write [--force]]
-                   [--scheduler local:2|tcp://HOST:PORT]
+                   [--scheduler local:2|tcp://HOST:PORT] [--allow-stale]
 
 Prints the search (tune split), the held-out confirmation (test split) and the
 decision as JSON, and the verdict (adopt, keep or inconclusive) as one line on
@@ -49,10 +49,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     result = tune(vault, qs, test_queryset=test_qs, grid=grid, measure=args.measure,
                   test_fraction=args.test_fraction, seed=args.seed, out=args.out, cache_dir=args.cache,
                   run_id=args.id, scheduler=args.scheduler, allow_remote_workers=args.allow_remote_workers,
-                  progress=bool(args.scheduler) or sys.stderr.isatty())
+                  progress=bool(args.scheduler) or sys.stderr.isatty(), allow_stale=args.allow_stale)
     out: dict[str, Any] = result.to_dict()
     out.pop("params", None)
     decision = result.decision
+    if decision.get("stale"):
+        sys.stderr.write(f"vaulteval: warning: {decision['stale']}\n")
     sys.stderr.write(f"vaulteval: {verdict_line(decision, result.best, result.baseline)}\n")
     if decision.get("warning"):
         sys.stderr.write(f"vaulteval: warning: {decision['warning']}\n")
@@ -103,6 +105,8 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
                         "runs exactly it)")
     p.add_argument("--force", action="store_true",
                    help="with --write: store the best strategy even when the verdict is keep or inconclusive")
+    p.add_argument("--allow-stale", action="store_true",
+                   help="tune on the vault's index even when notes changed since it was built (exit 10 otherwise)")
     add_scheduler_args(p)
     add_vault(p)
     p.set_defaults(handler=cmd_tune)

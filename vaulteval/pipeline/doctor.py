@@ -199,16 +199,34 @@ def _embeddings(vault: "Vault", retriever: Retriever, report: DoctorReport) -> b
         report.embeddings = {"state": "unusable", "path": str(path), "error": str(exc)}
         report.problems.append(f"stored embeddings are unusable: {exc}")
         return True
+    onnx = _onnx_export(vault, store)
+    if onnx is not None and onnx["state"] == "damaged":
+        report.problems.append(f"the ONNX export of the embedding model is damaged ({onnx['problem']}); queries "
+                               "embed with sentence-transformers until provision writes it again")
     served = sum(1 for doc in retriever.store_docs() if doc >= 0)
     missing = len({*range(retriever.index().n_docs)} - set(retriever.store_docs()))
     report.embeddings = {"state": "current" if not missing and served == len(store) else "partial",
                          **store.describe(), "rows_served": served, "rows_stale": len(store) - served,
-                         "chunks_without_vector": missing}
+                         "chunks_without_vector": missing, "onnx": onnx}
     if missing or served != len(store):
         report.problems.append(f"{missing} chunk(s) have no stored vector and {len(store) - served} stored "
                                "vector(s) are stale (dense and hybrid skip them)")
         return True
     return False
+
+
+def _onnx_export(vault: "Vault", store) -> dict[str, Any] | None:
+    """The state of the ONNX export a sentence-transformers store's queries use (None for other backends)."""
+    from vaulteval.rerank.config import RerankConfig, RerankConfigError, resolve
+    from vaulteval.rerank.onnxfiles import ONNX_DIR, export_state
+
+    if store.backend != "sentence-transformers":
+        return None
+    try:
+        model = str(resolve(RerankConfig(backend=store.backend, model=store.model)).model)
+    except RerankConfigError as exc:
+        return {"state": "unknown", "problem": str(exc)}
+    return export_state(vault.meta_dir / ONNX_DIR, model)
 
 
 def _degraded(report: DoctorReport, vault: "Vault", problem: str, section: str | None = None,

@@ -144,3 +144,34 @@ def unchanged(folder: Path, seen: dict[str, list[int]]) -> bool:
         return all(file_signature(os.lstat(Path(folder) / name)) == sig for name, sig in seen.items())
     except OSError:
         return False
+
+
+def export_state(folder: Path, model: str) -> dict[str, Any]:
+    """What ``doctor`` says of the export for ``model``: ``{"state": ...}`` with one of
+
+    - ``current``: the files provisioning wrote, made from the model as it is now;
+    - ``absent``: no export (queries embed with sentence-transformers, which loads torch);
+    - ``outdated``: made from another model or an older copy of it (passed over; provision replaces it);
+    - ``damaged``, with ``problem``: a file is missing, changed or unreadable (provision writes it again).
+    """
+    import importlib.util
+
+    runtime = importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("tokenizers") is not None
+    out: dict[str, Any] = {"path": str(folder), "runtime_installed": runtime}
+    info = read_export(folder)
+    if info is None:
+        if not os.path.lexists(Path(folder) / EXPORT_FILE):
+            return {**out, "state": "absent"}
+        return {**out, "state": "damaged",
+                "problem": f"{EXPORT_FILE} is unreadable or of a version this code does not read"}
+    problem = check_files(folder, info)[0]  # first: a flipped byte in the recorded model name is damage
+    if problem is None and not export_matches(info, model):
+        return {**out, "state": "outdated", "version": info.get("version")}
+    if problem is None:
+        try:
+            int(info["max_seq_length"])
+        except (KeyError, TypeError, ValueError, OverflowError):
+            problem = f"{EXPORT_FILE} has no valid max_seq_length"
+    if problem is not None:
+        return {**out, "state": "damaged", "problem": problem}
+    return {**out, "state": "current", "version": info.get("version")}

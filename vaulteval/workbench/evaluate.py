@@ -164,12 +164,7 @@ def evaluate(vault: "Vault | QuerySet", queryset: "QuerySet | list[Strategy | st
     with (nullcontext(executor) if executor is not None
           else make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress)) as ex:
         ws = Workspace(vault, cache_dir, use_vault_index=use_vault_index)
-        stale = index_staleness(ws, parsed, queryset)
-        if stale.pages and not allow_stale:
-            raise StaleIndex(f"the vault's index is stale: {stale.pages} page(s) changed, were added or deleted "
-                             f"since it was built ({stale.judged} judged by the query set), so the evaluation "
-                             "would measure old text; run provision, or pass --allow-stale to measure it anyway",
-                             rebuild=vault.rebuild_command())
+        stale = require_current(ws, parsed, queryset, allow_stale=allow_stale)
         made = run(queryset, parsed, vault=vault, workspace=ws, allow_remote_ollama=allow_remote_ollama,
                    shards=shards, executor=ex)
     runs, executor = list(made), made.executor
@@ -200,6 +195,19 @@ def evaluate(vault: "Vault | QuerySet", queryset: "QuerySet | list[Strategy | st
                    params={"k": k, "measures": ms, "baseline": report.baseline, "seed": seed,
                            "use_vault_index": use_vault_index, "condensed": condensed, "allow_stale": allow_stale},
                    executor=executor, stale=stale)
+
+
+def require_current(ws: "Workspace", strategies: "list[Strategy]", queryset: "QuerySet", *,
+                    allow_stale: bool = False, what: str = "the evaluation") -> StaleCount:
+    """``index_staleness``, raising :class:`StaleIndex` (exit 10, one line naming provision and
+    ``--allow-stale``) when the vault's own index is stale and ``allow_stale`` is not given."""
+    stale = index_staleness(ws, strategies, queryset)
+    if stale.pages and not allow_stale:
+        raise StaleIndex(f"the vault's index is stale: {stale.pages} page(s) changed, were added or deleted "
+                         f"since it was built ({stale.judged} judged by the query set), so {what} "
+                         "would measure old text; run provision, or pass --allow-stale to measure it anyway",
+                         rebuild=ws.vault.rebuild_command())
+    return stale
 
 
 def index_staleness(ws: "Workspace", strategies: "list[Strategy]", queryset: "QuerySet") -> StaleCount:

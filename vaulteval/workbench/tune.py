@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,8 +63,6 @@ def search_scores(vault: "Vault", queryset: "QuerySet", strategies: "list[Strate
 
 def subset(qs: "QuerySet", ids: Iterable[str], label: str) -> "QuerySet":
     """The same query set restricted to ``ids`` (in the set's own order)."""
-    from dataclasses import replace
-
     wanted = set(ids)
     return replace(qs, name=f"{qs.name}-{label}", queries=[q for q in qs.queries if q.query_id in wanted])
 
@@ -121,14 +119,18 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
          grid: list[str] | None = None, measure: str = "nDCG@10", test_fraction: float = 0.5, seed: int = 0,
          out: str | os.PathLike[str] = "runs", cache_dir: str | os.PathLike[str] | None = None,
          run_id: str | None = None, scheduler: str | None = None, allow_remote_workers: bool = False,
-         progress: bool = False) -> TuneResult:
+         progress: bool = False, allow_stale: bool = False) -> TuneResult:
     """Search the grid on the tune split, confirm the best against the current default on the test split.
+
+    Like ``evaluate``, it first checks that the vault's own index (where a strategy runs on it) holds the
+    notes as they are now: :class:`StaleIndex` before any search otherwise, unless ``allow_stale``.
 
     ``scheduler`` (``"local:2"``, ``"tcp://HOST:PORT"``) runs the search and the confirmation as Dask
     tasks; the decision is the same as a serial run's.
     """
-    from vaulteval.workbench.evaluate import evaluate
+    from vaulteval.workbench.evaluate import evaluate, require_current
     from vaulteval.workbench.executor import make_executor
+    from vaulteval.workbench.workspace import Workspace
 
     baseline = current_default(vault)
     grid, parsed = _unique_grid([baseline, *(grid or default_grid(vault, baseline))])  # usage errors first
@@ -145,6 +147,9 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
                            "ids": tune_ids}, "method": "two query sets"}
     if not tune_ids or not test_qs.positive:
         raise UsageError("the tune and the test split each need at least one query with relevant pages")
+    # The pages either split judges (one set split in two, or two sets).
+    judged = queryset if test_queryset is None else replace(queryset, queries=[*queryset.queries, *test_qs.queries])
+    stale = require_current(Workspace(vault, cache_dir), parsed, judged, allow_stale=allow_stale, what="tune")
     slices, high = verdict_slices(test_qs)
     # One executor (one Dask cluster) for the search and the held-out confirmation.
     with make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress) as ex:
@@ -163,7 +168,7 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
             names[rival] = "rival"
             chosen.append(by_text[rival].with_name("rival"))
         ev = evaluate(vault, test_qs, chosen, measures=[measure, "R@100"], k=10, baseline="default",
-                      cache_dir=cache_dir, seed=seed, executor=ex)
+                      cache_dir=cache_dir, seed=seed, executor=ex, allow_stale=allow_stale)
     decision = decide(ev.per_query, measure, best != baseline, seed, slices=slices, high_overlap=high,
                       semantic=semantic)
     chosen_strategy = by_text[best if decision["adopt"] else baseline]
@@ -174,7 +179,9 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
                     best_index=by_text[best].index_settings())
     params = {"measure": measure, "seed": seed, "grid": grid, "splits": splits, "names": names,
               "test_slices": slices, "high_overlap": sorted(high) if high is not None else None,
-              "semantic": semantic}
+              "semantic": semantic, "allow_stale": allow_stale, "stale_pages": stale.pages}
+    if stale.pages:
+        decision["stale"] = stale.note()
     run_dir = ev.save(out, run_id=run_id)
     result = TuneResult(search, baseline, best, decision, run_dir, params)
     (run_dir / TUNE_FILE).write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n",
