@@ -161,11 +161,14 @@ def to_loose_layout(root: Path) -> int:
     ``chunks/<address>/``, a schema-2 catalog and an index built from those files. Returns the record count."""
     import shutil
 
-    from vaulteval.chunks.catalog import CATALOG_NAME, LEGACY_SCHEMA
+    from vaulteval.chunks.catalog import CATALOG_NAME, JSON_NAME, LEGACY_SCHEMA, read_entries
+    from vaulteval.vault.metadir import MetaDir
     from vaulteval.pipeline.provision import build
 
     meta = Path(root) / META_REL
-    catalog = json.loads((meta / CATALOG_NAME).read_bytes())
+    with MetaDir.open(Vault(root)) as folder:
+        settings, pages = read_entries(folder)
+    catalog = {**settings, "pages": pages}
     records = dict(zip((loc[3] for loc in chunk_locations(root)), chunk_records(root)))
     for info in catalog["pages"].values():
         files = []
@@ -178,7 +181,8 @@ def to_loose_layout(root: Path) -> int:
         info["files"] = files
         del info["records"], info["stat"]
     catalog["schema"] = LEGACY_SCHEMA
-    (meta / CATALOG_NAME).write_text(json.dumps(catalog), encoding="utf-8")
+    (meta / JSON_NAME).write_text(json.dumps(catalog), encoding="utf-8")
+    (meta / CATALOG_NAME).unlink()
     shutil.rmtree(meta / "store")
     (meta / "bm25" / "index.vti").unlink()
     build(Vault(root))
@@ -187,16 +191,20 @@ def to_loose_layout(root: Path) -> int:
 
 def to_segment_format_1(root: Path) -> int:
     """Turn a provisioned vault's packed store into segment format 1 (one uncompressed frame per record, only the
-    ``~ctx`` mark), as vaulteval wrote it before compressed blocks, and build its index. Returns the record count."""
+    ``~ctx`` mark) named by a JSON catalog of schema 3, as vaulteval wrote both before compressed blocks and the
+    binary catalog, and build its index. Returns the record count."""
     import struct
     import zlib
 
-    from vaulteval.chunks.catalog import CATALOG_NAME
+    from vaulteval.chunks.catalog import CATALOG_NAME, JSON_NAME, JSON_SCHEMA, read_entries
     from vaulteval.chunks.segments import MAGIC_V1
     from vaulteval.pipeline.provision import build
+    from vaulteval.vault.metadir import MetaDir
 
     meta = Path(root) / META_REL
-    catalog = json.loads((meta / CATALOG_NAME).read_bytes())
+    with MetaDir.open(Vault(root)) as folder:
+        settings, pages = read_entries(folder)
+    catalog = {**settings, "schema": JSON_SCHEMA, "pages": pages}
     records = dict(zip((loc[3] for loc in chunk_locations(root)), chunk_records(root)))
     name = "seg-00000000000f0001.vcs"
     data = bytearray(MAGIC_V1)
@@ -212,7 +220,8 @@ def to_segment_format_1(root: Path) -> int:
     for old in (meta / "store").iterdir():
         old.unlink()
     (meta / "store" / name).write_bytes(bytes(data))
-    (meta / CATALOG_NAME).write_text(json.dumps(catalog), encoding="utf-8")
+    (meta / JSON_NAME).write_text(json.dumps(catalog), encoding="utf-8")
+    (meta / CATALOG_NAME).unlink()
     (meta / "bm25" / "index.vti").unlink()
     build(Vault(root))
     return len(records)
@@ -223,7 +232,7 @@ def replace_record(root: Path, chunk_id: str, payload: bytes) -> str:
     as a damaged or hand-edited store would. Returns the new location."""
     import zlib
 
-    from vaulteval.chunks.catalog import CATALOG_NAME
+    from vaulteval.chunks.catalog import read_entries, write_entries
     from vaulteval.chunks.segments import SegmentWriter
     from vaulteval.vault.metadir import MetaDir
 
@@ -231,10 +240,10 @@ def replace_record(root: Path, chunk_id: str, payload: bytes) -> str:
     with MetaDir.open(Vault(root)) as meta:
         with SegmentWriter(meta) as seg:
             where = seg.append_payload(payload, zlib.crc32(payload))
-        catalog = json.loads(meta.read_bytes(CATALOG_NAME))
-        info = next(i for i in catalog["pages"].values() if i["address"] == address)
+        settings, pages = read_entries(meta)
+        info = next(i for i in pages.values() if i["address"] == address)
         info["records"][int(idx)] = list(where)
-        meta.write_bytes(CATALOG_NAME, json.dumps(catalog).encode("utf-8"))
+        write_entries(meta, settings, pages)
     return where[0]
 
 
@@ -250,18 +259,17 @@ def put_payload(root: Path, address: str, payload: bytes, page_hash: str | None 
     """Any bytes as one record of the packed store (right CRC), named by a catalog entry for ``address``."""
     import zlib
 
-    from vaulteval.chunks.catalog import CATALOG_NAME
+    from vaulteval.chunks.catalog import read_entries, write_entries
     from vaulteval.chunks.segments import SegmentWriter
     from vaulteval.vault.metadir import MetaDir
 
     with MetaDir.open(Vault(root), create=True) as meta:
         with SegmentWriter(meta) as seg:
             where = seg.append_payload(payload, zlib.crc32(payload))
-        catalog = json.loads(meta.read_bytes(CATALOG_NAME))
-        catalog["pages"][key or f"{address}.md"] = {"hash": page_hash if isinstance(page_hash, str) else "sha256:",
-                                                    "address": address, "chunks": 1, "stat": None,
-                                                    "records": [list(where)]}
-        meta.write_bytes(CATALOG_NAME, json.dumps(catalog).encode("utf-8"))
+        settings, pages = read_entries(meta)
+        pages[key or f"{address}.md"] = {"hash": page_hash if isinstance(page_hash, str) else "sha256:",
+                                         "address": address, "chunks": 1, "stat": None, "records": [list(where)]}
+        write_entries(meta, settings, pages)
     return where[0]
 
 

@@ -98,6 +98,8 @@ def test_a_store_of_segment_format_1_is_converted_with_one_provision(fresh_vault
     assert all("#" in loc[0] and old not in loc[0] for loc in chunk_locations(root))
     assert chunk_records(root) == before  # every record carried over as it was (LLM prefixes included)
     assert snapshot(root / "wiki") == notes
+    # The same provision migrated the JSON catalog of that time (schema 3) to the binary one.
+    assert not (root / META_REL / "chunk-catalog.json").exists() and (root / META_REL / "chunk-catalog.vcc").is_file()
     after = retrieve_json(root, query)["candidates"]
     assert [(c["chunk_id"], c["score"]) for c in after] == [(c["chunk_id"], c["score"]) for c in served]
     again = run_cli("provision", "--vault", root)

@@ -103,26 +103,51 @@ def test_chunk_records_through_index_build_and_retrieve(tmp_path: Path, records:
         assert snapshot(root / "wiki") == notes
 
 
-catalog_bytes = st.one_of(
-    st.builds(lambda pages: json.dumps({"schema": 1, "params": {"target": 2000, "overlap": 200, "hard_max": 4000},
+json_catalogs = st.one_of(  # the JSON catalog of an earlier version, read to migrate when no binary one exists
+    st.builds(lambda pages: json.dumps({"schema": 3, "params": {"target": 2000, "overlap": 200, "hard_max": 4000},
                                         "pages": pages}).encode(),
               st.one_of(json_values, st.dictionaries(st.sampled_from(["wiki/espresso.md", "wiki/bread.md", "x"]),
                                                      json_values, max_size=2))),
     json_values.map(lambda v: json.dumps(v).encode()),
-    st.binary(max_size=200),
+)
+# The binary catalog: any bytes, or the real file cut short, with a flipped bit or a byte overwritten.
+catalog_damage = st.one_of(
+    st.tuples(st.just("bytes"), st.binary(max_size=200)),
+    st.tuples(st.just("cut"), st.integers(min_value=0, max_value=4000)),
+    st.tuples(st.just("flip"), st.integers(min_value=0, max_value=4000), st.integers(min_value=0, max_value=7)),
+    st.tuples(st.just("poke"), st.integers(min_value=0, max_value=4000), st.integers(min_value=0, max_value=255)),
+    st.tuples(st.just("json"), json_catalogs),
 )
 
 
+def _damaged(data: bytes, damage: tuple) -> bytes:
+    kind = damage[0]
+    if kind == "bytes":
+        return damage[1]
+    if kind == "cut":
+        return data[:damage[1] % (len(data) + 1)]
+    at = damage[1] % len(data)
+    byte = data[at] ^ (1 << damage[2]) if kind == "flip" else damage[2]
+    return data[:at] + bytes([byte]) + data[at + 1:]
+
+
 @fuzz_settings()
-@given(catalog_bytes)
-def test_catalog_through_provision(tmp_path: Path, catalog: bytes) -> None:
+@given(catalog_damage)
+def test_catalog_through_provision(tmp_path: Path, damage: tuple) -> None:
     with Scratch(tmp_path) as scratch:
         root = _small_vault(scratch / "v")
         cli_ok("provision", "--vault", root, codes={0})
-        (root / META_REL / "chunk-catalog.json").write_bytes(catalog)
+        binary = root / META_REL / "chunk-catalog.vcc"
+        if damage[0] == "json":
+            binary.unlink()
+            (root / META_REL / "chunk-catalog.json").write_bytes(damage[1])
+        else:
+            binary.write_bytes(_damaged(binary.read_bytes(), damage))
         count("catalog")
         notes = snapshot(root / "wiki")
-        cli_ok("provision", "--vault", root, codes={0})
+        _, _, err = cli_ok("provision", "--vault", root, codes={0})
+        assert len([line for line in err.splitlines() if "chunk catalog" in line]) <= 1, err
         cli_ok("retrieve", "--vault", root, "--no-rerank", "descale espresso", codes={0})
         cli_ok("prefix", "--vault", root, "wiki/espresso.md", codes={0})
         assert snapshot(root / "wiki") == notes
+        assert not (root / META_REL / "chunk-catalog.json").exists()

@@ -175,7 +175,7 @@ def check_index(root: Path, *, require: bool = False) -> str | None:
 
 def leftovers(root: Path, *, segments: bool) -> list[str]:
     """Temporary files, and (``segments``) segments named by neither the index in service nor the catalog."""
-    from vaulteval.chunks.catalog import read_catalog, segments_named
+    from vaulteval.chunks.catalog import segments_named
     from vaulteval.pipeline.storegc import segments_in_service
     from vaulteval.vault.metadir import MetaDir
     from vaulteval.vault.vault import Vault
@@ -183,7 +183,7 @@ def leftovers(root: Path, *, segments: bool) -> list[str]:
     meta_path = root / META_REL
     out = [str(p.relative_to(meta_path)) for p in meta_path.rglob("*.tmp")]
     with MetaDir.open(Vault(root)) as meta:
-        named = segments_in_service(meta) | segments_named(read_catalog(meta))
+        named = segments_in_service(meta) | segments_named(meta)
     if segments:
         out += [p.name for p in (meta_path / "store").glob("seg-*.vcs") if p.name not in named]
     return out
@@ -191,18 +191,18 @@ def leftovers(root: Path, *, segments: bool) -> list[str]:
 
 # -- crash consistency ----------------------------------------------------------------
 
-PROVISION_POINTS = ("locked", "chunk-written#1", "segment-written", "catalog-written", "build-started",
-                    "index-serialised", "index-published")
+PROVISION_POINTS = ("locked", "chunk-written#1", "segment-written", "catalog-staged", "catalog-written",
+                    "build-started", "index-serialised", "index-published")
 
 
 def crash_points(n: int) -> list[tuple[str, str]]:
     """``n`` (command, pause point) pairs spread over every phase of provision and index build."""
     fixed = [("provision", p) for p in PROVISION_POINTS]
     fixed += [("index", p) for p in ("locked", "build-started", "index-serialised", "index-published")]
-    if n <= 6:
-        return [("provision", "locked"), ("provision", "segment-written"), ("provision", "catalog-written"),
-                ("provision", "index-serialised"), ("provision", "index-published"),
-                ("index", "index-published")][:n]
+    if n <= 7:
+        return [("provision", "locked"), ("provision", "segment-written"), ("provision", "catalog-staged"),
+                ("provision", "catalog-written"), ("provision", "index-serialised"),
+                ("provision", "index-published"), ("index", "index-published")][:n]
     writes = n - len(fixed)
     # About 45 chunk records change in the scenario below; spread the kills across them.
     spread = sorted({2 + round(i * 42 / max(writes - 1, 1)) for i in range(writes)})

@@ -88,7 +88,8 @@ def test_a_symlinked_meta_folder_is_refused_before_anything_changes(fresh_vault:
         assert snapshot(fresh_vault / META) == before_meta, ".vault-meta changed before the refusal"
 
 
-@pytest.mark.parametrize("name", [".lock", "chunk-catalog.json", "bm25/index.vti", "embeddings.sqlite"])
+@pytest.mark.parametrize("name", [".lock", "chunk-catalog.vcc", "chunk-catalog.json", "bm25/index.vti",
+                                  "embeddings.sqlite"])
 def test_a_symlinked_meta_file_is_refused(fresh_vault: Path, outside: Path, name: str) -> None:
     _swap_for_link(fresh_vault / META / name, outside / "notes.txt")
     before = snapshot(outside)
@@ -216,7 +217,7 @@ def test_a_segment_replaced_by_a_fifo_does_not_block_retrieve(fresh_vault: Path)
     assert not segment.exists()  # ...and removed by the writer after
 
 
-@pytest.mark.parametrize("name", ["bm25/index.vti", "chunk-catalog.json"])
+@pytest.mark.parametrize("name", ["bm25/index.vti", "chunk-catalog.vcc"])
 def test_derived_files_replaced_by_a_fifo_never_hang(fresh_vault: Path, name: str) -> None:
     path = fresh_vault / META / name
     path.unlink()

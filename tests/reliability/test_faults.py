@@ -21,7 +21,7 @@ def test_crash_points_cover_every_phase() -> None:
     points = crash_points(50)
     assert len(points) == len(set(points)) == 50
     names = {p.split("#")[0] for _, p in points}
-    assert {"locked", "chunk-written", "segment-written", "catalog-written", "build-started",
+    assert {"locked", "chunk-written", "segment-written", "catalog-staged", "catalog-written", "build-started",
             "index-serialised", "index-published"} <= names
     assert {c for c, _ in points} == {"provision", "index"}
 
@@ -29,7 +29,7 @@ def test_crash_points_cover_every_phase() -> None:
 def test_killed_provisioning_never_serves_a_mixed_index(tmp_path: Path) -> None:
     """SIGKILL at named points: retrieve serves a complete, consistent index or exits 10; the next
     provision completes; notes and everything outside the vault are byte-identical."""
-    stats = crash_suite(tmp_path, 50 if FULL else 6)
+    stats = crash_suite(tmp_path, 50 if FULL else 7)
     _show("crash", stats)
     assert stats["failures"] == [] and stats["survived"] == stats["points"]
     assert stats["bytes_notes"] == 0 and stats["bytes_outside"] == 0

@@ -28,7 +28,7 @@ from pipeline_fixtures import (  # noqa: F401
 from vaulteval.vault.metadir import META_REL
 
 META = META_REL
-CATALOG = "chunk-catalog.json"
+CATALOG = "chunk-catalog.vcc"
 QUERY = "descaling citric acid espresso"
 
 
@@ -44,58 +44,104 @@ def _clean(code: int, err: str, allowed: tuple[int, ...]) -> None:
 
 # -- the chunk catalog ----------------------------------------------------------
 
-ENTRY_SHAPES = {
-    "list": [1, 2], "string": "entry", "int": 7, "null": None, "bool": True, "empty": {},
-    "hash-int": {"hash": 1, "address": "c-000103", "chunks": 1},
-    "address-escape": {"hash": "sha256:x", "address": "../../outside", "chunks": 1},
-    "address-list": {"hash": "sha256:x", "address": ["c"], "chunks": 1},
-    "chunks-str": {"hash": "sha256:x", "address": "c-000103", "chunks": "1"},
-    "chunks-negative": {"hash": "sha256:x", "address": "c-000103", "chunks": -4},
-    "chunks-huge": {"hash": "sha256:x", "address": "c-000103", "chunks": 10**12},
-    "files-str": {"hash": "sha256:x", "address": "c-000103", "chunks": 1, "files": "x"},
-    "files-short": {"hash": "sha256:x", "address": "c-000103", "chunks": 2, "files": [[1, 2]]},
-    "files-inner-str": {"hash": "sha256:x", "address": "c-000103", "chunks": 1, "files": ["ab"]},
-    "files-floats": {"hash": "sha256:x", "address": "c-000103", "chunks": 1, "files": [[1.5, 2.5]]},
+def _forged(root: Path, edit) -> None:
+    """Rewrite the catalog with ``edit(entry)`` applied to the descaling note's entry, with a right checksum."""
+    from vaulteval import Vault
+    from vaulteval.chunks.catalog import read_entries, write_entries
+    from vaulteval.vault.metadir import MetaDir
+
+    with MetaDir.open(Vault(root)) as meta:
+        settings, pages = read_entries(meta)
+        edit(pages[DESCALING_NOTE])
+        write_entries(meta, settings, pages)
+
+
+def _moved(entry: dict, by: int) -> None:
+    where, _, at = entry["records"][0][0].partition("@")
+    block, _, number = at.partition("#")
+    entry["records"][0][0] = f"{where}@{int(block) + by}#{number}"
+
+
+# A catalog with a right checksum may still say anything: each is refused whole or its page rescanned.
+FORGED = {
+    "address-escape": lambda e: e.update(address="../../outside"),
+    "address-other": lambda e: e.update(address="c-000999"),
+    "hash-other": lambda e: e.update(hash="sha256:" + "0" * 63 + "1"),
+    "hash-not-sha256": lambda e: e.update(hash="md5:x"),
+    "stat-other": lambda e: e.update(stat=[1, 2, 3]),
+    "stat-none": lambda e: e.update(stat=None),
+    "chunks-more": lambda e: e.update(chunks=e["chunks"] + 1),
+    "record-moved": lambda e: _moved(e, 1),
+    "record-past-the-end": lambda e: _moved(e, 1 << 40),
+    "record-size": lambda e: e["records"][0].__setitem__(1, e["records"][0][1] + 1),
+    "record-crc": lambda e: e["records"][0].__setitem__(2, e["records"][0][2] ^ 1),
+    "record-other-segment": lambda e: e["records"][0].__setitem__(0, "store/seg-0000000000000000.vcs@8#0"),
+    "no-records": lambda e: e.update(chunks=0, records=[]),
 }
 
 
-def _catalog_with(root: Path, shape) -> None:
-    path = root / META / CATALOG
-    data = json.loads(path.read_text())
-    data["pages"][DESCALING_NOTE] = shape
-    path.write_text(json.dumps(data))
+def _catalog_address(root: Path) -> str:
+    from vaulteval import Vault
+    from vaulteval.chunks.catalog import read_entries
+    from vaulteval.vault.metadir import MetaDir
+
+    with MetaDir.open(Vault(root)) as meta:
+        return read_entries(meta)[1][DESCALING_NOTE]["address"]
 
 
-WHOLE_CATALOG = {"list": "[]", "string": '"x"', "null": "null", "pages-list": None, "garbage": "{not json",
-                 "binary": b"\x00\xff\xfe", "empty": ""}
-
-
-@pytest.mark.parametrize("shape", sorted(ENTRY_SHAPES))
-def test_a_malformed_catalog_entry_is_rescanned(fresh_vault: Path, shape: str) -> None:
+@pytest.mark.parametrize("shape", sorted(FORGED))
+def test_a_forged_catalog_entry_is_refused_or_rescanned(fresh_vault: Path, shape: str) -> None:
     before = {(r["page_path"], r["chunk_index"]): r["body_hash"] for r in chunk_records(fresh_vault)}
-    _catalog_with(fresh_vault, ENTRY_SHAPES[shape])
+    _forged(fresh_vault, FORGED[shape])
     code, out, err = run_main("provision", "--vault", fresh_vault)
     _clean(code, err, (0,))
     after = {(r["page_path"], r["chunk_index"]): r["body_hash"] for r in chunk_records(fresh_vault)}
     assert after == before
     assert json.loads(out)["index"]["docs"] == 54
+    assert _catalog_address(fresh_vault) == "c-000103"
     assert list((fresh_vault / "..").resolve().glob("outside*")) == []
+    assert _retrieve(fresh_vault)[0] == 0
+
+
+def _cut(data: bytes, at: int) -> bytes:
+    return data[:at]
+
+
+def _flip(data: bytes, at: int) -> bytes:
+    at %= len(data)
+    return data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1:]
+
+
+WHOLE_CATALOG = {
+    "empty": lambda d: b"", "garbage": lambda d: b"{not json", "binary": lambda d: b"\x00\xff\xfe",
+    "cut-in-magic": lambda d: _cut(d, 5), "cut-in-header": lambda d: _cut(d, 40),
+    "cut-in-body": lambda d: _cut(d, len(d) // 2),
+    "cut-last-byte": lambda d: _cut(d, len(d) - 1), "longer": lambda d: d + b"\x00",
+    "flip-magic": lambda d: _flip(d, 2), "flip-format": lambda d: _flip(d, 7), "flip-length": lambda d: _flip(d, 9),
+    "flip-crc": lambda d: _flip(d, 13), "flip-header": lambda d: _flip(d, 30),
+    "flip-body": lambda d: _flip(d, len(d) // 2),
+    "flip-last": lambda d: _flip(d, len(d) - 1),
+}
 
 
 @pytest.mark.parametrize("shape", sorted(WHOLE_CATALOG))
-def test_a_malformed_catalog_file_is_rescanned(fresh_vault: Path, shape: str) -> None:
+def test_a_damaged_catalog_file_is_refused_in_one_line_and_rewritten(fresh_vault: Path, shape: str, caplog) -> None:
+    import logging
+
     path = fresh_vault / META / CATALOG
-    value = WHOLE_CATALOG[shape]
-    if value is None:
-        data = json.loads(path.read_text())
-        data["pages"] = list(data["pages"])
-        path.write_text(json.dumps(data))
-    else:
-        path.write_bytes(value if isinstance(value, bytes) else value.encode())
-    code, out, err = run_main("provision", "--vault", fresh_vault)
+    before = {(r["page_path"], r["chunk_index"]): r["body_hash"] for r in chunk_records(fresh_vault)}
+    path.write_bytes(WHOLE_CATALOG[shape](path.read_bytes()))
+    with caplog.at_level(logging.WARNING):
+        code, out, err = run_main("provision", "--vault", fresh_vault)
     _clean(code, err, (0,))
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1 and "chunk catalog" in said[0] and "unusable" in said[0] and "\n" not in said[0], said
     assert json.loads(out)["index"]["docs"] == 54
-    assert json.loads(path.read_text())["pages"][DESCALING_NOTE]["address"] == "c-000103"
+    assert _catalog_address(fresh_vault) == "c-000103"
+    assert {(r["page_path"], r["chunk_index"]): r["body_hash"] for r in chunk_records(fresh_vault)} == before
+    quiet = run_main("provision", "--vault", fresh_vault)
+    assert quiet[0] == 0 and quiet[2].strip() == ""
+    assert json.loads(quiet[1])["prefix"]["pages_changed"] == 0
 
 
 # -- chunk records -----------------------------------------------------------------

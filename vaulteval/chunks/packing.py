@@ -21,18 +21,16 @@ Usage::
 from __future__ import annotations
 
 import logging
-import mmap
-import os
 import zlib
-from dataclasses import asdict
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from vaulteval.chunks import chunking, obsidian
-from vaulteval.chunks.catalog import CATALOG_NAME, CATALOG_SCHEMA, LEGACY_SCHEMA, ChunkParams, chunk_file_name, \
-    load_catalog, prefix_key, written_ns
-from vaulteval.chunks.blocks import block_payloads
-from vaulteval.chunks.segments import FRAME, MAGIC, STORE_DIR, SegmentWriter, decode_payload, encode, \
-    parse_location, scan_segment
+from vaulteval.chunks.catalog import LEGACY_SCHEMA, ChunkParams, chunk_file_name, load_catalog, load_table, \
+    prefix_key, settings_of, write_catalog, written_ns
+from vaulteval.chunks.catalogfile import Table
+from vaulteval.chunks.segcheck import Segments
+from vaulteval.chunks.segments import STORE_DIR, SegmentWriter, decode_payload, encode, parse_location
 from vaulteval.chunks.store import PrefixReport, _duplicate, _record_intact, build_records, note_signature, \
     progress_bar, read_note
 from vaulteval.errors import PageMissing
@@ -48,60 +46,6 @@ RACY_NS = 2_000_000_000  # a note modified this close to the catalog's writing i
 COMPACT_DEAD_SHARE = 0.3
 MAX_SEGMENTS = 8
 LEGACY_DIR = "chunks"
-
-
-class Segments:
-    """The segments a catalog names, mapped read-only and scanned once: which records are whole and check."""
-
-    def __init__(self, meta: "MetaDir | None", names: set[str]):
-        self.maps: dict[str, mmap.mmap | None] = {name: None for name in names}
-        self.frames: dict[str, set[tuple]] = {}
-        self.damaged: set[str] = set(names)
-        self.old_format: set[str] = set()  # segments of format 1, converted by the next compaction
-        self._block: tuple[tuple[str, int], list[bytes] | None] | None = None
-        if meta is None or not meta.is_dir(STORE_DIR):
-            return
-        with meta.sub(STORE_DIR) as folder:
-            for name in names:
-                try:
-                    with folder.open_read(name) as fh:
-                        size = os.fstat(fh.fileno()).st_size
-                        mm = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) if size else None
-                except (OSError, ValueError):
-                    continue
-                if mm is None:
-                    continue
-                # Every block inflated and every record's CRC checked: a stream forged behind a right table
-                # is found here, so its pages are chunked again instead of reused.
-                found, problem = scan_segment(mm)
-                self.maps[name], self.frames[name] = mm, set(found)
-                if mm[:len(MAGIC)] != MAGIC:
-                    self.old_format.add(name)
-                if problem is None:
-                    self.damaged.discard(name)
-
-    def holds(self, where: str, size: int, crc: int) -> bool:
-        """Whether a whole record with this size and CRC is at ``where``."""
-        parsed = parse_location(where)
-        return parsed is not None and (parsed[1], size, crc) in self.frames.get(parsed[0], ())
-
-    def payload(self, where: str, size: int, crc: int) -> bytes | None:
-        """The payload at ``where`` when a whole record with this size and CRC is there."""
-        parsed = parse_location(where)
-        if parsed is None or (parsed[1], size, crc) not in self.frames.get(parsed[0], ()):
-            return None
-        name, key = parsed
-        if not isinstance(key, tuple):  # format 1: the frame's bytes after its header
-            return self.maps[name][key + FRAME.size: key + size]
-        if self._block is None or self._block[0] != (name, key[0]):  # records of one block are asked in a row
-            self._block = ((name, key[0]), block_payloads(self.maps[name], key[0]))
-        payloads = self._block[1]
-        payload = payloads[key[1]] if payloads is not None and key[1] < len(payloads) else None
-        return payload if payload is not None and zlib.crc32(payload) == crc else None
-
-
-def _segments_of(entries) -> set[str]:
-    return {parse_location(r[0])[0] for info in entries for r in info["records"]}
 
 
 def _legacy_records(meta: "MetaDir", rel: str, info: dict, page_hash: str) -> list[dict] | None:
@@ -126,7 +70,8 @@ def _legacy_records(meta: "MetaDir", rel: str, info: dict, page_hash: str) -> li
 
 
 def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek, params: ChunkParams,
-                 prefix_settings, page_bytes, pages, distrust: frozenset[str] = frozenset()) -> PrefixReport:
+                 prefix_settings, page_bytes, pages, distrust: frozenset[str] = frozenset(),
+                 signatures: dict | None = None) -> PrefixReport:
     prefixer = None
     report = PrefixReport(peek=peek)
     if prefix_settings is not None and prefix_settings.tier != "synthetic":
@@ -141,28 +86,29 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
     all_pages = list(pages) if pages is not None else list(vault.iter_pages())
     selected = _select(vault, all_pages, page)
     key = prefix_key(report.tier, prefix_settings)
-    stored = load_catalog(meta, params, key)
+    stored = load_table(meta, params, key)
     legacy = {}
-    if meta is not None and not stored and meta.is_dir(LEGACY_DIR) and not rebuild:
+    if meta is not None and not len(stored) and meta.is_dir(LEGACY_DIR) and not rebuild:
         legacy = load_catalog(meta, params, key, schema=LEGACY_SCHEMA)
-    catalog = {} if rebuild else stored
-    maps = Segments(meta, _segments_of(stored.values()))
-    sound = {rel for rel, info in catalog.items()
-             if rel not in distrust and all(maps.holds(*r) for r in info["records"])}
+    maps = Segments(meta, stored.segments)
     since = written_ns(meta)
-    # A single-page run keeps every other page's entry; a full run rebuilds the catalog.
-    new_catalog = dict(stored) if page is not None else {}
+    index = {} if rebuild else stored.index
 
     # Plan every page first so a conflict aborts before anything is written.
-    plans: list[tuple[str, object, str, str, list | None]] = []
+    plans: list[tuple[str, object, str, str, list | None, int | None]] = []
     owner: dict[str, str] = {}
     note_limit = chunking.max_note_bytes()
+    sound = maps.sound_pages(stored)
     for entry in progress_bar(selected, len(selected), "scan"):
-        cached = catalog.get(entry.rel) if entry.rel in sound else None
-        sig = note_signature(entry)
-        sig_list = list(sig) if sig is not None else None
-        if cached is not None and sig_list is not None and cached.get("stat") == sig_list and sig[1] < since - RACY_NS:
-            plan = (entry.rel, None, cached["address"], cached["hash"], sig_list)
+        i = index.get(entry.rel)
+        if i is not None and (not sound[i] or entry.rel in distrust):
+            i = None
+        sig = signatures.get(entry.abspath) if signatures else None
+        if sig is None:
+            sig = note_signature(entry)
+        if i is not None and sig is not None and stored.stats[i] == sig and sig[1] < since - RACY_NS \
+                and stored.hashes[i]:
+            plan = (entry.rel, None, stored.addresses[i], stored.hashes[i], sig, i)
         else:
             raw = page_bytes.get(entry.rel) if page_bytes is not None else read_note(entry, sig)
             if raw is None:
@@ -170,39 +116,44 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
             report.page_bytes[entry.rel] = raw
             page_hash = chunking.sha256_bytes(raw)  # of every byte, so doctor's check of the whole note holds
             old = legacy.get(entry.rel)
-            if cached is not None and cached.get("hash") == page_hash:
-                plan = (entry.rel, None, cached["address"], page_hash, sig_list)
+            if i is not None and stored.hashes[i] == page_hash:
+                plan = (entry.rel, None, stored.addresses[i], page_hash, sig, i)
             elif old is not None and (moved := _legacy_records(meta, entry.rel, old, page_hash)) is not None:
-                plan = (entry.rel, moved, old["address"], page_hash, sig_list)
+                plan = (entry.rel, moved, old["address"], page_hash, sig, None)
             else:
                 parsed = chunking.parse_page(chunking.indexable_bytes(raw, entry.rel, note_limit), entry.rel)
                 if len(raw) <= note_limit:  # the whole note: what the field index would parse again
                     report.parsed[entry.rel] = parsed
                 plan = (entry.rel, parsed, parsed.address or chunking.synthetic_address(entry.rel), page_hash,
-                        sig_list)
+                        sig, None)
         address = plan[2]
         if address in owner:
             raise _duplicate(address, owner[address], entry.rel)
         owner[address] = entry.rel
         plans.append(plan)
         report.page_hashes[entry.rel] = plan[3]
+    kept: list[tuple] = []  # a single-page run keeps every other page's entry; a full run rebuilds the catalog
     if page is not None:
-        # A single-page run must still not collide with pages already in the catalog.
-        for rel, info in new_catalog.items():
-            if rel != page and info.get("address") in owner and owner[info["address"]] != rel:
-                raise _duplicate(info["address"], rel, owner[info["address"]])
+        for i, rel in enumerate(stored.rels):
+            if rel == page:
+                continue
+            # A single-page run must still not collide with pages already in the catalog.
+            if stored.addresses[i] in owner and owner[stored.addresses[i]] != rel:
+                raise _duplicate(stored.addresses[i], rel, owner[stored.addresses[i]])
+            kept.append((rel, stored.addresses[i], stored.hashes[i], stored.stats[i], stored.chunks[i], (stored, i)))
 
     report.pages_seen = len(plans)
     if page is None:
-        gone = [rel for rel in stored if rel not in report.page_hashes]
+        gone = [i for i, rel in enumerate(stored.rels) if rel not in report.page_hashes]
         report.pages_removed = len(gone)
-        report.chunks_removed += sum(stored[rel]["chunks"] for rel in gone)
+        report.chunks_removed += sum(stored.chunks[i] for i in gone)
     writer = None if peek or meta is None else SegmentWriter(meta)
     try:
-        _write_pages(plans, catalog, stored, new_catalog, report, writer, maps, params, prefixer, rebuild)
+        rows = kept + _write_pages(plans, stored, report, writer, maps, params, prefixer, rebuild)
+        rows.sort(key=itemgetter(1))  # by address: the catalog's order, and the index's document order
         if peek:
             return report
-        report.chunks_compacted, report.store_converted = _maybe_compact(meta, new_catalog, writer, maps)
+        rows, report.chunks_compacted, report.store_converted = _maybe_compact(rows, writer, maps)
         if writer.publish() is not None:
             report.written = writer.written
     except BaseException:
@@ -212,18 +163,12 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
     finally:
         if writer is not None:
             writer.close()
-    report.addresses = {info["address"]: rel for rel, info in new_catalog.items()}
-    report.segments = _segments_of(new_catalog.values())
-    if page is None:
-        report.chunk_listing = [(*r, f"{info['address']}:{i}")
-                                for info in sorted(new_catalog.values(), key=lambda x: x["address"])
-                                for i, r in enumerate(info["records"])]
-    payload = {"schema": CATALOG_SCHEMA, "params": asdict(params), "prefix": key,
-               "chunker": obsidian.CHUNKER_VERSION, "pages": new_catalog}
-    import json
-
-    meta.write_bytes(CATALOG_NAME, json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    written = write_catalog(meta, settings_of(params, key), rows)  # the table a reader of the file gets
     pause_point("catalog-written")
+    report.addresses = dict(zip(written.addresses, written.rels))
+    report.segments = set(written.segments)
+    if page is None:
+        report.chunk_listing = written.listing()
     return report
 
 
@@ -239,6 +184,7 @@ def run_prefix(
     pages: list["Page"] | None = None,
     meta: MetaDir | None = None,
     distrust: frozenset[str] = frozenset(),
+    signatures: dict[str, tuple[int, int, int]] | None = None,
 ) -> PrefixReport:
     """Chunk pages into records of the packed store under the meta dir; the caller holds the vault lock unless ``peek``.
 
@@ -247,6 +193,7 @@ def run_prefix(
     index in service keeps reading the records it was built from. ``meta`` is
     the opened meta folder (``vault_lock`` yields it); every change goes through it.
     ``distrust`` names pages whose stored records the index build refused: they are re-chunked.
+    ``signatures``: each note's (size, mtime_ns, inode) by absolute path, as the walk that listed ``pages`` saw it.
     """
     own = None
     if meta is None:
@@ -258,7 +205,8 @@ def run_prefix(
             meta = None
     try:
         return prefix_pages(vault, meta, page=page, rebuild=rebuild, peek=peek, params=params,
-                            prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages, distrust=distrust)
+                            prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages, distrust=distrust,
+                            signatures=signatures)
     finally:
         if own is not None:
             own.close()
@@ -277,21 +225,21 @@ def _select(vault: "Vault", all_pages: list["Page"], page: str | None) -> list["
     return selected
 
 
-def _write_pages(plans, catalog, stored, new_catalog, report, writer, maps, params, prefixer, rebuild) -> None:
+def _write_pages(plans, stored: Table, report, writer, maps, params, prefixer, rebuild) -> list[tuple]:
+    """The new catalog's rows of the planned pages; new and changed records appended to ``writer``."""
     work = [p for p in plans if p[1] is not None]
     report.pages_skipped = len(plans) - len(work)
-    for rel, parsed, address, page_hash, sig in plans:
-        if parsed is None:
-            new_catalog[rel] = {**catalog[rel], "hash": page_hash, "stat": sig}
-    for rel, parsed, address, page_hash, sig in progress_bar(work, len(work), "prefix"):
+    rows = [(rel, address, page_hash, sig, stored.chunks[i], (stored, i))
+            for rel, parsed, address, page_hash, sig, i in plans if parsed is None]
+    for rel, parsed, address, page_hash, sig, _ in progress_bar(work, len(work), "prefix"):
         if isinstance(parsed, list):  # records carried over from the one-file-per-record layout
             records = parsed
             report.migrated_records += len(records)
             locations = [writer.append(rec) if writer is not None else None for rec in records]
         else:
             records = build_records(parsed, address, page_hash, params, prefixer)
-            old = stored.get(rel) if not rebuild else None
-            existing = _stored_records(old, maps) if old is not None else {}
+            old = stored.index.get(rel) if not rebuild else None
+            existing = _stored_records(stored, old, maps) if old is not None else {}
             locations = []
             changed = 0
             for rec in records:
@@ -305,7 +253,8 @@ def _write_pages(plans, catalog, stored, new_catalog, report, writer, maps, para
                 pause_point("chunk-written")
             extra = len(set(existing) - {r["chunk_index"] for r in records})
             report.chunks_written += changed
-            report.chunks_removed += extra + (len(existing) if old is not None and old["address"] != address else 0)
+            report.chunks_removed += extra + (
+                len(existing) if old is not None and stored.addresses[old] != address else 0)
             if changed or extra:
                 report.pages_changed += 1
                 report.changed_pages.append(rel)
@@ -313,8 +262,9 @@ def _write_pages(plans, catalog, stored, new_catalog, report, writer, maps, para
             report.pages_empty += 1
         for rec in records:
             report.prefix_sources[rec["prefix_source"]] = report.prefix_sources.get(rec["prefix_source"], 0) + 1
-        new_catalog[rel] = {"hash": page_hash, "address": address, "chunks": len(records), "stat": sig,
-                            "records": [list(loc) if loc is not None else None for loc in locations]}
+        if writer is not None:
+            rows.append((rel, address, page_hash, sig, len(records), [list(loc) for loc in locations]))
+    return rows
 
 
 def _same(old: dict, new: dict) -> bool:
@@ -322,9 +272,9 @@ def _same(old: dict, new: dict) -> bool:
             and _record_intact(old))
 
 
-def _stored_records(info: dict, maps: Segments) -> dict[int, tuple[dict, list]]:
+def _stored_records(stored: Table, i: int, maps: Segments) -> dict[int, tuple[dict, list]]:
     out = {}
-    for where, size, crc in info["records"]:
+    for where, size, crc in stored.records(i):
         payload = maps.payload(where, size, crc)
         rec = decode_payload(payload) if payload is not None else None
         idx = rec.get("chunk_index") if isinstance(rec, dict) else None
@@ -333,18 +283,27 @@ def _stored_records(info: dict, maps: Segments) -> dict[int, tuple[dict, list]]:
     return out
 
 
-def _maybe_compact(meta: "MetaDir", catalog: dict, writer: SegmentWriter, maps: Segments) -> tuple[int, int]:
+def _maybe_compact(rows: list[tuple], writer: SegmentWriter, maps: Segments) -> tuple[list[tuple], int, int]:
     """Copy every live record out of old segments when too much of them is dead (or they are of format 1);
-    returns the records copied and, of those, the ones converted from format 1."""
+    returns the rows (their records moved when copied), the records copied and, of those, the ones converted
+    from format 1."""
     own = f"{STORE_DIR}/{writer.name}@"
     live: dict[str, int] = {}
-    for info in catalog.values():
-        for where, size, _ in info["records"]:
+    for row in rows:
+        records = row[5]
+        if isinstance(records, tuple):  # a page copied from the catalog: its numbers, no location text
+            table, i = records
+            k = table.first[i]
+            for j in range(k, k + row[4]):
+                name = table.segments[table.seg[j]]
+                live[name] = live.get(name, 0) + table.size[j]
+            continue
+        for where, size, _ in records:
             if not where.startswith(own):
                 name = parse_location(where)[0]
                 live[name] = live.get(name, 0) + size
     if not live:
-        return 0, 0
+        return rows, 0, 0
     # Record bytes (format 2: before compression), as the scan found them: live and dead are counted alike.
     total = sum(size for name in live for _, size, _ in maps.frames.get(name, ()))
     dead_share = 1 - sum(live.values()) / total if total else 0.0
@@ -352,11 +311,14 @@ def _maybe_compact(meta: "MetaDir", catalog: dict, writer: SegmentWriter, maps: 
     # and so is one of format 1 (the migration to compressed blocks).
     damaged = bool((maps.damaged | maps.old_format) & set(live))
     if dead_share <= COMPACT_DEAD_SHARE and len(live) + 1 <= MAX_SEGMENTS and not damaged:
-        return 0, 0
+        return rows, 0, 0
     copied = converted = 0
-    for info in catalog.values():
+    out = []
+    for rel, address, page_hash, sig, count, records in rows:
+        if isinstance(records, tuple):
+            records = records[0].records(records[1])
         moved = []
-        for where, size, crc in info["records"]:
+        for where, size, crc in records:
             if not where.startswith(own):
                 payload = maps.payload(where, size, crc)
                 if payload is None:  # checked when planned; a segment changed under the lock is not copied
@@ -371,5 +333,5 @@ def _maybe_compact(meta: "MetaDir", catalog: dict, writer: SegmentWriter, maps: 
                 copied += 1
                 pause_point("record-compacted")
             moved.append([where, size, crc])
-        info["records"] = moved
-    return copied, converted
+        out.append((rel, address, page_hash, sig, count, moved))
+    return out, copied, converted

@@ -7,7 +7,7 @@ Usage::
 
 Records have claude-obsidian's chunk schema and live packed in segment files
 under ``<meta>/store/`` (``vaulteval.chunks.segments``); ``vaulteval.chunks.packing``
-plans and writes them. A catalog (``chunk-catalog.json``) remembers each page's
+plans and writes them. A catalog (``chunk-catalog.vcc``) remembers each page's
 hash, stat signature and record locations, so an unchanged page is skipped
 without being read.
 """

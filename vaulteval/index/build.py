@@ -62,9 +62,12 @@ class BuildReport:
     doc_rows: list[DocMeta] | None = field(default=None, repr=False)
     # Chunk ids of the packed records refused (provision re-chunks their pages; not reported).
     rejected_ids: list[str] = field(default_factory=list, repr=False)
+    # Pages with records left out as stale (provision re-reads those it skipped by the catalog's word).
+    stale_pages: set[str] = field(default_factory=set, repr=False)
 
     def to_dict(self) -> dict:
-        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name not in ("doc_rows", "rejected_ids")}
+        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self)
+                if f.name not in ("doc_rows", "rejected_ids", "stale_pages")}
 
 
 def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocMeta]]:
@@ -229,9 +232,12 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     lists = Postings()
     pending: list[tuple[int, str, str]] = []  # (document number, page, text) of every chunk to analyze
     old_by_id = {d.chunk_id: i for i, d in enumerate(old_docs_meta)}
+    old_lengths = old.doc_len.tolist() if old is not None else []  # once: the property checks them on each call
     store = StoreReader(meta.fd_path())
     for rel_file, size, mtime_ns, chunk_id in progress_bar(listing, len(listing), "index", "chunk"):
         prev = old_by_file.get(rel_file)
+        if prev is not None and chunk_id is not None and old_docs_meta[prev].chunk_id != chunk_id:
+            prev = None  # the catalog names this record under another chunk: read it (its address must agree)
         if prev is None and chunk_id is not None:
             prev = old_by_id.get(chunk_id)  # the same record moved to another segment by compaction
         if prev is not None:
@@ -239,10 +245,11 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
             if pm.size == size and pm.mtime_ns == mtime_ns:
                 if current_page_hash(pm.page_path) != pm.page_body_hash:
                     report.stale_skipped += 1
+                    report.stale_pages.add(pm.page_path)
                     continue
                 reuse_pairs.append((prev, len(docs)))
                 docs.append(pm if pm.chunk_file == rel_file else pm._replace(chunk_file=rel_file))
-                lengths.append(int(old.doc_len[prev]))
+                lengths.append(old_lengths[prev])
                 continue
         address = chunk_id.partition(":")[0] if chunk_id is not None else rel_file.split("/")[1]
         try:
@@ -270,6 +277,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
             continue
         if current_page_hash(page_path) != page_hash:
             report.stale_skipped += 1
+            report.stale_pages.add(page_path)
             continue
         if over_limit(text) is not None:
             report.oversized.append(f"{address}:{idx}")
@@ -283,6 +291,11 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         lengths.append(0)  # set once the text is analyzed, below
         report.tokenized += 1
     store.close()
+    if walked and old_docs_meta:
+        # A current record of a walked page that the listing no longer names (a catalog that lost it): read the page.
+        indexed = {d.page_path for d in docs}
+        report.stale_pages.update(pm.page_path for pm in old_docs_meta if pm.page_path not in indexed
+                                  and pm.page_path in walked and current_page_hash(pm.page_path) == pm.page_body_hash)
     report.reused = len(reuse_pairs)
     doc_langs = [""] * len(docs)
     if old is not None and reuse_pairs and old.has_section(LANGS_SECTION):
@@ -300,10 +313,12 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         lists.reuse(old, reuse_pairs)
     words, post_off, doc_ids, tfs = lists.finish(len(docs))
     # Newline-terminated terms: binary search by offsets, bulk decode by split.
-    encoded = [w.encode("utf-8") + b"\n" for w in words]
+    terms_blob = "".join([w + "\n" for w in words]).encode("utf-8")  # no term holds a newline: it ends each one
     term_off = np.zeros(len(words) + 1, dtype=np.int64)
-    np.cumsum([len(e) for e in encoded], out=term_off[1:])
-    store = sorted({name for d in docs if (name := segment_of(d.chunk_file)) is not None})
+    term_off[1:] = np.flatnonzero(np.frombuffer(terms_blob, dtype=np.uint8) == 10) + 1
+    # The segments this index reads, named from their records' distinct prefixes (not one parse per record).
+    store = sorted({name for where in {d.chunk_file.partition("@")[0] + "@8" for d in docs}
+                    if (name := segment_of(where)) is not None})
     positions = {name: i for i, name in enumerate(store)}
     reused_row: dict[int, bytes] = {}
     if old is not None and reuse_pairs and old.header.get("row_format") == ROW_FORMAT:
@@ -337,7 +352,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     if analyzer == "auto":
         header["languages"] = dict(sorted(Counter(code for code in doc_langs).items()))
     sections = {
-        "terms": b"".join(encoded),
+        "terms": terms_blob,
         "term_offsets": term_off,
         "post_offsets": post_off,
         "post_docs": doc_ids.astype(np.int32),

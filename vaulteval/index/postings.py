@@ -67,16 +67,17 @@ class Postings:
         term_ids = np.fromiter(map(ids.__getitem__, self._flat), dtype=np.int64, count=len(self._flat))
         doc_ids = np.repeat(np.array(self._docs, dtype=np.int64), np.array(self._lengths, dtype=np.int64))
         keys, tfs = np.unique(term_ids * width + doc_ids, return_counts=True)
+        terms, docs = keys // width, keys % width
         if self._old is not None:
             _, term_of, old_docs, old_tfs = self._old
             lut = np.fromiter(map(ids.get, old_words, [-1] * len(old_words)), dtype=np.int64, count=len(old_words))
+            old_terms = lut[term_of]
             # Both parts are sorted runs of distinct keys (a document is fresh or reused, never both; renumbering
             # keeps the old order), so a stable sort is one merge; any order would still sort correctly.
-            keys = np.concatenate([keys, lut[term_of] * width + old_docs])
-            tfs = np.concatenate([tfs, old_tfs])
-            order = np.argsort(keys, kind="stable")
-            keys, tfs = keys[order], tfs[order]
-        terms, docs = keys // width, keys % width
+            order = np.argsort(np.concatenate([keys, old_terms * width + old_docs]), kind="stable")
+            terms = np.concatenate([terms, old_terms])[order]
+            docs = np.concatenate([docs, old_docs])[order]
+            tfs = np.concatenate([tfs, old_tfs])[order]
         df = np.bincount(terms, minlength=len(words)) if words else np.zeros(0, np.int64)
         post_off = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum(df, out=post_off[1:])

@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from vaulteval.pipeline.bulk import bulk_work
 from vaulteval.index import bm25
-from vaulteval.chunks.catalog import ChunkParams, read_catalog, segments_named
+from vaulteval.chunks.catalog import ChunkParams, segments_named
 from vaulteval.chunks.packing import run_prefix
 from vaulteval.index.params import check_bm25_params, check_chunk_params
 from vaulteval.index.reader import restore_index
@@ -81,7 +81,7 @@ def _collect(meta: Any, before: set[str], cataloged: set[str] | None = None) -> 
     (``cataloged``: the segments the catalog just written names). Loose records of the old layout stay only
     while the index in service reads them."""
     if cataloged is None:
-        cataloged = segments_named(read_catalog(meta))
+        cataloged = segments_named(meta)
     keep = (before - {LEGACY}) | segments_in_service(meta) | cataloged
     return collect(meta, keep)
 
@@ -169,9 +169,10 @@ def provision(
         t0 = time.perf_counter()
         before = segments_in_service(meta)
         migration = migrate_old_layout(meta.shared) if meta.shared is not None else None
-        pages = list(vault.iter_pages())
+        signatures: dict[str, tuple[int, int, int]] = {}  # each note's stat, taken by the walk
+        pages = list(vault.iter_pages(signatures))
         prefix_report = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
-                                   pages=pages, meta=meta)
+                                   pages=pages, meta=meta, signatures=signatures)
         t1 = time.perf_counter()
         # The field index takes its terms in the build's pass, titles and aliases from the bytes just read.
         fields = FieldCollector(vault, analyzer, prefix_report.page_bytes, prefix_report.parsed)
@@ -179,9 +180,13 @@ def provision(
                                    chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
                                    fields=fields, written=prefix_report.written)
         refused = {prefix_report.addresses.get(cid.partition(":")[0]) for cid in index_report.rejected_ids} - {None}
+        # A page skipped on the catalog's word (its stat unchanged, not read) whose records turn out stale: the
+        # catalog's hash was wrong, so read it.
+        refused |= {rel for rel in index_report.stale_pages if rel not in prefix_report.page_bytes
+                    and rel in prefix_report.page_hashes}
         if refused:  # records the build could not use (damaged or malformed in place): chunk those pages again
             again = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
-                               pages=pages, meta=meta, distrust=frozenset(refused))
+                               pages=pages, meta=meta, distrust=frozenset(refused), signatures=signatures)
             prefix_report.chunks_written += again.chunks_written
             prefix_report.segments = again.segments
             fields = FieldCollector(vault, analyzer, again.page_bytes, again.parsed)

@@ -4,7 +4,7 @@ Usage (a writer, under the vault lock, after it published)::
 
     before = segments_in_service(meta)          # at the start of the run: the generation readers may hold
     ...                                         # prefix, build, publish
-    removed = collect(meta, keep=before | segments_in_service(meta) | segments_named(read_catalog(meta)))
+    removed = collect(meta, keep=before | segments_in_service(meta) | segments_named(meta))
 
 A segment stays while the index in service, the index that was in service when
 the run started (readers may still be opening it) or the catalog names it; a
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from vaulteval.vault.metadir import MetaDir
 
 # Temporary names of vaulteval's writers: segments, index, field index, stored vectors, catalog.
-_TMP_RE = re.compile(r"^\.(seg-[0-9a-f]{16}\.vcs|index\.vti|fields\.vti|vectors\.vtv|chunk-catalog\.json)\.\d+\.tmp$")
+_TMP_RE = re.compile(r"^\.(seg-[0-9a-f]{16}\.vcs|index\.vti|fields\.vti|vectors\.vtv|chunk-catalog\.(?:json|vcc))\.\d+\.tmp$")
 LEGACY = "legacy"  # marker: the index in service still names loose records under chunks/
 
 

@@ -39,7 +39,8 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 # Folders and files of derived state (relative to vaulteval's namespace) that must never be symlinks
 # (checked before any change).
 KNOWN_DIRS = ("chunks", "bm25", "store")
-KNOWN_FILES = (".lock", "chunk-catalog.json", "embeddings.sqlite", "embeddings.sqlite-wal", "embeddings.sqlite-shm",
+KNOWN_FILES = (".lock", "chunk-catalog.vcc", "chunk-catalog.json", "embeddings.sqlite", "embeddings.sqlite-wal",
+               "embeddings.sqlite-shm",
                "bm25/index.vti", "bm25/index.vti.stale")
 
 
@@ -225,11 +226,19 @@ class MetaDir:
         return open_regular(name, dir_fd=self.fd)
 
     # -- writing --------------------------------------------------------------
-    def write_bytes(self, name: str, data: bytes, *, durable: bool = False) -> None:
-        """Write a temporary sibling, then rename it over ``name``: readers never see a partial file."""
+    def write_bytes(self, name: str, data: bytes, *, durable: bool = False, staged: str | None = None) -> None:
+        """Write a temporary sibling, then rename it over ``name``: readers never see a partial file.
+        ``staged``: a test pause point between the two (``vaulteval.vault.testhooks``)."""
         self._check()
-        # The publishing rename, too, goes only into the vault the run started in.
-        write_atomic(name, data, dir_fd=self.fd, durable=durable, before_publish=self._check)
+
+        def before_publish() -> None:
+            if staged is not None:
+                from vaulteval.vault.testhooks import pause_point
+
+                pause_point(staged)
+            self._check()  # the publishing rename, too, goes only into the vault the run started in
+
+        write_atomic(name, data, dir_fd=self.fd, durable=durable, before_publish=before_publish)
 
     def replace(self, src: str, dst: str) -> None:
         self._check()

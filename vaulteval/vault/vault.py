@@ -36,12 +36,14 @@ def _product_roots() -> set[Path]:
     return roots
 
 
-def _walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
+def _walk(top: str, stats: dict[str, tuple[int, int, int]] | None = None
+          ) -> Iterator[tuple[str, list[str], list[str]]]:
     """``os.walk(top)`` without symlinks: (folder, its subfolders, its files) top-down, the caller may prune the
     subfolders in place. A link to another note is that note, listed (and indexed) once under its own path; a
     link that leads out of the notes folder, into a hidden folder or to a non-note is never read, so links are
     left out here, from the directory entry's type (no ``lstat`` per file where the file system gives it).
-    A folder that cannot be listed is skipped, as ``os.walk`` does."""
+    A folder that cannot be listed is skipped, as ``os.walk`` does. ``stats`` gets each ``.md`` file's (size,
+    mtime_ns, inode) by its path, from the directory entry (one ``lstat``, none when it fails)."""
     stack = [top]
     while stack:
         folder = stack.pop()
@@ -59,6 +61,12 @@ def _walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
             except OSError:
                 is_dir = False
             (dirs if is_dir else files).append(entry.name)
+            if stats is not None and not is_dir and entry.name.endswith(".md"):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    stats[entry.path] = (st.st_size, st.st_mtime_ns, st.st_ino)
+                except OSError:
+                    pass
         yield folder, dirs, files
         stack.extend(folder + os.sep + d for d in reversed(dirs))
 
@@ -221,15 +229,16 @@ class Vault:
 
     skipped_names: list[str] = []  # notes whose file names are not UTF-8, found by the last iter_pages()
 
-    def iter_pages(self) -> Iterator[Page]:
+    def iter_pages(self, signatures: dict[str, tuple[int, int, int]] | None = None) -> Iterator[Page]:
         """Every ``*.md`` note, sorted; skips dot-folders, Obsidian's exclusions, links that leave the notes folder
-        and names that are not UTF-8 (warned about once, listed in ``skipped_names``)."""
+        and names that are not UTF-8 (warned about once, listed in ``skipped_names``). ``signatures`` gets each
+        note's (size, mtime_ns, inode) by its absolute path, read from the walk's directory entries."""
         notes = str(self.notes_dir)
         lead = self.notes_rel + "/" if self.notes_rel else ""
         ignore = self.ignore
         found: list[Page] = []
         bad: list[str] = []
-        for dirpath, dirnames, filenames in _walk(notes):
+        for dirpath, dirnames, filenames in _walk(notes, signatures):
             rel_dir = lead + dirpath[len(notes):].replace(os.sep, "/").lstrip("/")
             rel_dir = rel_dir.rstrip("/")
             dirnames[:] = [d for d in dirnames if not d.startswith(".")
