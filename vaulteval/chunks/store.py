@@ -63,7 +63,7 @@ class PrefixReport:
     page_bytes: dict[str, bytes] = field(default_factory=dict, repr=False)  # the notes this run read
     # The notes this run parsed whole (not cut at the size bound): page -> ParsedPage, for the field index.
     parsed: dict = field(default_factory=dict, repr=False)
-    # The records this run appended, by location: (frame size, CRC, record), for the build that follows.
+    # The records this run appended, by location: (payload length, CRC, record), for the build that follows.
     written: dict[str, tuple[int, int, dict]] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:

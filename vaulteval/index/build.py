@@ -173,10 +173,10 @@ def build_index(
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
-    ``listing`` (location, frame size, CRC, chunk id) replaces reading the
+    ``listing`` (location, payload length, CRC, chunk id) replaces reading the
     catalog when the caller has just written it (provision).
     ``meta`` is the opened meta folder (``vault_lock`` yields it). ``fields`` collects the field terms
-    (``index.fieldbuild``) of every chunk read, in the same pass. ``written`` (location -> frame size, CRC,
+    (``index.fieldbuild``) of every chunk read, in the same pass. ``written`` (location -> payload length, CRC,
     record) holds the records the caller has just appended to a published segment under the same lock: a
     listed location with that size and CRC takes the record from there instead of reading it back (it is
     validated all the same). The keys of ``page_hashes`` must come from a walk of the notes folder

@@ -2,10 +2,11 @@
 
 Usage: ``report = check_store(retriever)`` -> ``{"segments": 1, "records": 54, "bytes": 199075, "problems": []}``
 
-- Each segment the index names is read whole: its magic, then frame by frame
-  (length, CRC-32 of the payload); a truncated tail or a flipped bit is named
-  with its byte offset.
-- Each record the index names must be one of those frames, parse, agree with its
+- Each segment the index names is read whole: its magic, then block by block
+  (each block's CRC-32, then every record inflated and checked against its own
+  length and CRC-32; format-1 segments frame by frame); a truncated tail or a
+  flipped bit is named with its byte offset.
+- Each record the index names must be one of those found whole, parse, agree with its
   index row (ids, hashes, path), name a page inside the notes folder, and, when
   its page is unchanged, be text of that page (a record forged with right
   checksums is found here).
