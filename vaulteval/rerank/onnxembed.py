@@ -32,7 +32,7 @@ from vaulteval.rerank.embedders import Embedder, EmbedFailure, InputScheme, _as_
 from vaulteval.rerank.models import st_model_name
 from vaulteval.rerank.onnxfiles import (  # re-exported: the export's names, for the exporter and tests
     EXPORT_FILE, EXPORT_KIND, EXPORT_VERSION, MODEL_FILE, ONNX_DIR, SOURCE_FILES, TOKENIZER_FILE, WEIGHTS_FILE,
-    check_files, export_matches, exported_files, file_signature, read_export, source_signature, unchanged,
+    check_files, export_matches, exported_files, file_signature, read_export, source_signature, unchanged, usable,
 )
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
@@ -189,12 +189,7 @@ def _load(folder: Path, model: str, info: dict[str, Any], fallback: Any = None) 
 
     if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("tokenizers") is None:
         return None
-    problem, seen = check_files(folder, info)
-    if problem is None:
-        try:
-            int(info["max_seq_length"])
-        except (KeyError, TypeError, ValueError, OverflowError):
-            problem = "export.json has no valid max_seq_length"
+    problem, seen = usable(folder, info)
     if problem is not None:
         log.warning("the ONNX export in %s cannot be used: %s; queries embed with sentence-transformers until "
                     "`vaulteval provision` writes it again", folder, problem)

@@ -138,6 +138,17 @@ def check_files(folder: Path, info: dict[str, Any]) -> tuple[str | None, dict[st
     return None, seen
 
 
+def usable(folder: Path, info: dict[str, Any]) -> tuple[str | None, dict[str, list[int]]]:
+    """``check_files``, and a description a session can be opened with: (None, signatures) or (what is wrong, {})."""
+    problem, seen = check_files(folder, info)
+    if problem is None:
+        try:
+            int(info["max_seq_length"])
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return f"{EXPORT_FILE} has no valid max_seq_length", {}
+    return problem, seen
+
+
 def unchanged(folder: Path, seen: dict[str, list[int]]) -> bool:
     """Do the files still have the signatures ``check_files`` saw? (one stat each, after the session opened)"""
     try:
@@ -164,14 +175,9 @@ def export_state(folder: Path, model: str) -> dict[str, Any]:
             return {**out, "state": "absent"}
         return {**out, "state": "damaged",
                 "problem": f"{EXPORT_FILE} is unreadable or of a version this code does not read"}
-    problem = check_files(folder, info)[0]  # first: a flipped byte in the recorded model name is damage
+    problem = usable(folder, info)[0]  # first: a flipped byte in the recorded model name is damage
     if problem is None and not export_matches(info, model):
         return {**out, "state": "outdated", "version": info.get("version")}
-    if problem is None:
-        try:
-            int(info["max_seq_length"])
-        except (KeyError, TypeError, ValueError, OverflowError):
-            problem = f"{EXPORT_FILE} has no valid max_seq_length"
     if problem is not None:
         return {**out, "state": "damaged", "problem": problem}
     return {**out, "state": "current", "version": info.get("version")}
