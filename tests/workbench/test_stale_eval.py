@@ -54,6 +54,14 @@ def _eval(root: Path, out: Path, *extra: str) -> int:
                  "--measures", "nDCG@10", "RR", "--id", "r", *extra])
 
 
+def _the_one_error_line(capsys: pytest.CaptureFixture) -> str:
+    """The single line a refused command printed (on stderr, with nothing on stdout)."""
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and captured.out == "", captured
+    return lines[0]
+
+
 def test_stale_pages_are_changed_deleted_and_new_pages(vault: Path) -> None:
     v = Vault(vault)
     assert stale_pages(v) == set()
@@ -69,11 +77,9 @@ def test_a_stale_index_fails_the_evaluation_with_one_line_naming_provision(vault
     _edit(vault)
     before = snapshot(vault)
     assert _eval(vault, tmp_path / "runs") == EXIT_NOT_PROVISIONED
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and captured.out == ""
-    assert "2 page(s)" in lines[0] and "(1 judged by the query set)" in lines[0] and "--allow-stale" in lines[0]
-    assert f"vaulteval provision --vault {vault}" in lines[0]
+    line = _the_one_error_line(capsys)
+    assert "2 page(s)" in line and "(1 judged by the query set)" in line and "--allow-stale" in line
+    assert f"vaulteval provision --vault {vault}" in line
     assert not (tmp_path / "runs").exists() and snapshot(vault) == before
     with pytest.raises(StaleIndex) as exc:  # the API refuses alike
         evaluate(Vault(vault), load_queryset(QUERYSET, Vault(vault)), ["bm25"])
@@ -135,10 +141,10 @@ def test_tune_refuses_a_stale_index_before_any_search_unless_allowed(vault: Path
     _edit(vault)
     before = snapshot(vault)
     assert _tune(vault, tmp_path / "runs") == EXIT_NOT_PROVISIONED
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and captured.out == "" and not (tmp_path / "runs").exists()
-    assert "so tune would measure old text" in lines[0] and "--allow-stale" in lines[0] and "2 page(s)" in lines[0]
+    line = _the_one_error_line(capsys)
+    assert not (tmp_path / "runs").exists()
+    assert "so tune would measure old text" in line and "--allow-stale" in line and "2 page(s)" in line
+    assert f"vaulteval provision --vault {vault}" in line
     assert snapshot(vault) == before
     assert _tune(vault, tmp_path / "runs", "--allow-stale") == 0
     err = capsys.readouterr().err.splitlines()
