@@ -38,12 +38,14 @@ if TYPE_CHECKING:
     from vaulteval.querysets.queryset import QuerySet
     from vaulteval.vault.vault import Vault
     from vaulteval.workbench.strategy import Strategy
+    from vaulteval.workbench.workspace import Workspace
 
 TUNE_FILE = "tune.json"
 
 
 def search_scores(vault: "Vault", queryset: "QuerySet", strategies: "list[Strategy]", measure: str, *,
-                  cache_dir: str | os.PathLike[str] | None = None, executor: Any = None) -> list[dict[str, float]]:
+                  cache_dir: str | os.PathLike[str] | None = None, executor: Any = None,
+                  workspace: "Workspace | None" = None) -> list[dict[str, float]]:
     """Usage: ``search_scores(vault, tune_qs, parsed, "nDCG@10")`` -> one {query id: value} per strategy.
 
     The strategies run as (strategy, shard) tasks on ``executor`` (serial when None, or a Dask
@@ -53,7 +55,8 @@ def search_scores(vault: "Vault", queryset: "QuerySet", strategies: "list[Strate
     from vaulteval.workbench.executor import run_strategies
     from vaulteval.workbench.workspace import Workspace
 
-    runs = run_strategies(vault, queryset, strategies, workspace=Workspace(vault, cache_dir), executor=executor)
+    runs = run_strategies(vault, queryset, strategies, workspace=workspace or Workspace(vault, cache_dir),
+                          executor=executor)
     scores = []
     for run in runs:
         table = M.per_query(run, queryset, [measure])
@@ -149,11 +152,12 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
         raise UsageError("the tune and the test split each need at least one query with relevant pages")
     # The pages either split judges (one set split in two, or two sets).
     judged = queryset if test_queryset is None else replace(queryset, queries=[*queryset.queries, *test_qs.queries])
-    stale = require_current(Workspace(vault, cache_dir), parsed, judged, allow_stale=allow_stale, what="tune")
+    ws = Workspace(vault, cache_dir)  # the search runs on the index this checked
+    stale = require_current(ws, parsed, judged, allow_stale=allow_stale, what="tune")
     slices, high = verdict_slices(test_qs)
     # One executor (one Dask cluster) for the search and the held-out confirmation.
     with make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress) as ex:
-        scores = search_scores(vault, tune_qs, parsed, measure, cache_dir=cache_dir, executor=ex)
+        scores = search_scores(vault, tune_qs, parsed, measure, cache_dir=cache_dir, executor=ex, workspace=ws)
         search = search_table(grid, scores)
         best = search[0]["strategy"]
         by_text = dict(zip(grid, parsed))
