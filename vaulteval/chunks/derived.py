@@ -25,48 +25,65 @@ from __future__ import annotations
 
 import re
 
-# A Markdown link shown as its label (reading view's own rule, in ``vaulteval.chunks.visible``, takes more URL
-# forms and rewrites the label too: what this one misses is left to the visible-text pass).
-_MDLINK = r"\[(?P<label>[^\[\]\n]*)\]\(<?[^)\s>\[\]]+>?(?:[ \t]+\"[^\"\n]*\")?\)"
+# Forms of ``vaulteval.chunks.visible``: autolink, embed, wikilink, Markdown link. Every branch starts with a
+# literal '<', '!' or '[' (no lookbehind, no anchor), so the scan skips to those characters.
+_LINK = (r"<(?P<auto>[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*)>"
+         r"|!\[\[(?P<embed>[^\[\]\n]+?)\]\]"
+         r"|\[\[(?P<wiki>[^\[\]\n]+?)\]\]"
+         r"|\[(?P<label>[^\[\]\n]*)\]\(<?[^)\s>\[\]]+>?(?:[ \t]+\"[^\"\n]*\")?\)")
+_CALLOUT = r"^(?P<quote>[ \t]*(?:>[ \t]*)+)\[!(?P<kind>[^\]\n]+)\][+-]?[ \t]*(?=(?P<title>[^\n]*))"
 _compiled: dict[str, re.Pattern[str]] = {}
 
 
-def _pattern(kind: str) -> re.Pattern[str]:
-    """Compiled on first use: a CLI query whose chunks all occur as written never pays for it. ``links``:
-    autolinks, embeds, wikilinks and Markdown links; ``callout``: callout markers. Every branch starts with
-    a literal '<', '!', '[' or (per line) '>', so the scan skips to those characters."""
-    if kind not in _compiled:
-        from vaulteval.chunks.visible import construct
+def _pattern(source: str) -> re.Pattern[str]:
+    """Compiled on first use: a CLI query whose chunks all occur as written never pays for it."""
+    if source not in _compiled:
+        _compiled[source] = re.compile(source, re.MULTILINE)
+    return _compiled[source]
 
-        if kind == "links":
-            source = "|".join(f"(?P<{name}>{construct(name)})" for name in ("autolink", "embed", "wikilink"))
-            source += f"|(?P<mdlink>{_MDLINK})"
-        else:
-            source = f"(?P<callout>{construct('callout')})"
-        _compiled[kind] = re.compile(source)
-    return _compiled[kind]
+
+def _media() -> frozenset[str]:
+    from vaulteval.chunks.visible import MEDIA_EXTENSIONS
+
+    return MEDIA_EXTENSIONS
 
 
 def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def _shown(m: re.Match) -> str:
-    """What reading view shows of one link or callout marker: every character of it comes from it as written."""
-    from vaulteval.chunks.visible import shown
-
-    if m.lastgroup == "mdlink":
+def _shown_link(m: re.Match) -> str:
+    """What reading view shows of one link: every character of it comes from the link as written."""
+    if m.group("auto") is not None:
+        return m.group("auto")
+    if m.group("label") is not None:
         return m.group("label")
-    if m.lastgroup == "embed" and "|" in m.group("emb"):
-        return m.group()  # an embed's label may be a size or a file name: left to the visible-text pass
-    return shown(m, "")
+    inner = m.group("wiki")
+    if inner is None:
+        inner = m.group("embed")
+        if "|" in inner:
+            return m.group()  # an embed's label may be a size or a file name: left to the visible-text pass
+        name = inner.partition("#")[0].strip()
+        if "." in name and name.rsplit(".", 1)[-1].lower() in _media():
+            return ""
+    target, _, label = inner.partition("|")
+    if label.strip():
+        return label.strip()
+    page, _, sub = target.partition("#")
+    page = page.strip().rsplit("/", 1)[-1].removesuffix(".md")
+    sub = sub.strip().replace("#", " ") if not sub.startswith("^") else ""
+    return f"{page} {sub}".strip() if sub else page
+
+
+def _shown_callout(m: re.Match) -> str:
+    return m.group("quote") if m.group("title").strip() else m.group("quote") + m.group("kind").strip().capitalize()
 
 
 def links_shown(text: str) -> str:
     """``text`` with its links, embeds and callout markers as reading view shows them (code not told apart)."""
     if "<" in text or "[" in text:
-        text = _pattern("links").sub(_shown, text)
-    return _pattern("callout").sub(_shown, text) if "[!" in text else text
+        text = _pattern(_LINK).sub(_shown_link, text)
+    return _pattern(_CALLOUT).sub(_shown_callout, text) if "[!" in text else text
 
 
 def chunk_in_note(raw: str, data: bytes) -> bool:

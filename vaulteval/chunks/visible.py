@@ -74,12 +74,6 @@ _PARTS = {
 }
 
 
-def construct(name: str) -> str:
-    """The regex of one construct by its name (``autolink``, ``embed``, ``wikilink``, ``callout``, ...), for a
-    pattern of a few of them; a match of ``(?P<name>...)`` around it is what ``shown`` rewrites."""
-    return next(body for parts in _PARTS.values() for kind, body in parts if kind == name)
-
-
 @lru_cache(maxsize=None)
 def _pattern(trigger: str) -> re.Pattern[str]:
     """The constructs that start with ``trigger``, in one regex (one alternation over all of them compiles
@@ -225,8 +219,7 @@ def _link_text(inner: str, embed: bool) -> str:
     return f"{page} {sub}".strip() if sub else page
 
 
-def shown(m: re.Match, text: str) -> str:
-    """What reading view shows of one construct matched as ``(?P<name>...)`` around ``construct(name)``."""
+def _replacement(m: re.Match, text: str) -> str:
     kind = m.lastgroup
     if kind == "wikilink":
         return _link_text(m.group("wl"), embed=False)
@@ -277,7 +270,7 @@ def _markup_edits(text: str) -> list[tuple[int, int, str]]:
             if at < taken:
                 continue
             taken = m.end()
-            repl = shown(m, text)
+            repl = _replacement(m, text)
             if repl != m.group():
                 edits.append((at, m.end(), repl))
         last = end
