@@ -1,6 +1,7 @@
 """Analyzers that turn text into BM25 terms.
 
-Usage: ``terms = get_analyzer("default")(text)``
+Usage: ``terms = get_analyzer("default")(text)``; ``term_matcher("default")(text, wanted)`` is
+``wanted & set(terms)``, found without listing the terms (see ``TermMatcher``).
 
 ``default`` is exactly claude-obsidian's tokenizer (its retrieve):
 
@@ -215,15 +216,99 @@ def _language_analyzer(name: str) -> Callable[..., list[str]]:
 
 
 @lru_cache(maxsize=8)
-def _option_analyzer(name: str) -> Callable[..., list[str]]:
-    """``english:stemmer=S,stopwords=W`` (vaulteval.index.analyzers): english's split with another list/stemmer."""
+def _option_rules(name: str) -> tuple[Callable[[str], str] | None, frozenset[str]]:
+    """(stemmer, stopwords) of ``english:stemmer=S,stopwords=W`` (vaulteval.index.analyzers)."""
     from vaulteval.index.analyzers import make_stemmer, parse_analyzer_name, stopword_list
 
     stemmer, stopwords = parse_analyzer_name(name)
-    stop = frozenset(stopword_list(stopwords, STOPWORDS))
-    stem = make_stemmer(stemmer)
+    return make_stemmer(stemmer), frozenset(stopword_list(stopwords, STOPWORDS))
+
+
+@lru_cache(maxsize=8)
+def _option_analyzer(name: str) -> Callable[..., list[str]]:
+    """``english:stemmer=S,stopwords=W``: english's split with another list/stemmer."""
+    stem, stop = _option_rules(name)
 
     def analyze(text: str, *, bounded: bool = True) -> list[str]:
         return _terms(text, True, stem, bounded, stop)
 
     return analyze
+
+
+def term_rules(name: str) -> "tuple[bool, Callable[[str], str] | None, frozenset[str]] | None":
+    """(iteration marks count as CJK, stemmer, stopwords) of an analyzer this module runs (``default``,
+    ``english``, ``english:...``), as ``get_analyzer`` chooses it; None for the others (languages, ``auto``)."""
+    if name == "default":
+        return False, None, STOPWORDS
+    if name == "english":
+        return True, _english_stemmer(), STOPWORDS
+    if isinstance(name, str) and name.startswith("english:") and not _is_language_name(name):
+        from vaulteval.index.analyzers import AnalyzerNameError
+
+        try:
+            return (True, *_option_rules(name))
+        except AnalyzerNameError as exc:
+            raise UsageError(str(exc)) from None
+    return None
+
+
+# -- Which wanted terms a text holds ------------------------------------------------------------------------
+# A hit's snippet scores each sentence by the query terms it holds, and its matched terms are the query terms
+# of its indexed text: both need only ``wanted & set(terms)``, never the terms themselves. ``TermMatcher``
+# finds that set with ``_terms``'s own patterns and rules, but a CJK run's 1- to 3-grams are not listed (a
+# wanted term of CJK characters only is one of them exactly when it occurs in the text as analyzed: NFKC words
+# joined by NUL, lower-cased, where every run of CJK characters is a run ``_terms`` cuts into n-grams), each
+# distinct word is stemmed once, and pieces of an ASCII text are lower-cased once and searched in place
+# (``pattern.findall(text, start, end)``: the pattern has no anchor or lookaround, so that is the search of
+# the piece alone). tests/index/test_termmatch.py checks the equality on random and real texts.
+
+
+class TermMatcher:
+    """``wanted & set(analyze(text, bounded=False))`` for one analyzer of ``vaulteval.index.tokenize``."""
+
+    __slots__ = ("extended", "stem", "stop", "_cjk")
+
+    def __init__(self, extended: bool, stem: Callable[[str], str] | None, stop: frozenset[str]):
+        self.extended, self.stem, self.stop = extended, stem, stop
+        self._cjk: dict[frozenset[str], frozenset[str]] = {}  # wanted -> those of its terms that are CJK n-grams
+
+    def _words(self, words: list[str], wanted: frozenset[str]) -> frozenset[str]:
+        """The wanted terms among words cut by the analyzer's pattern: stopwords dropped, then stemmed."""
+        if self.stem is None:
+            return wanted.intersection(words).difference(self.stop)
+        stem, stop = self.stem, self.stop
+        return wanted.intersection([stem(w) for w in set(words) if w not in stop])
+
+    def _grams(self, wanted: frozenset[str]) -> frozenset[str]:
+        found = self._cjk.get(wanted)
+        if found is None:
+            if len(self._cjk) >= 4096:
+                self._cjk.clear()
+            runs = _cjk_runs_re(self.extended)
+            found = self._cjk[wanted] = frozenset(t for t in wanted if runs.fullmatch(t))
+        return found
+
+    def __call__(self, text: str, wanted: frozenset[str]) -> frozenset[str]:
+        if text.isascii():
+            return self._words(_ASCII_TERM_RE.findall(text.lower()), wanted)
+        joined = "\x00".join(WORD_RE.findall(unicodedata.normalize("NFKC", text))).lower()
+        pieces = _cjk_runs_re(self.extended).split(joined)  # text without CJK, a CJK run, text without, ...
+        if len(pieces) == 1:
+            return self._words(_WORD_CORE_RE.findall(joined), wanted)
+        # NUL ends a word core as it does in tokenize: the pieces between the runs stay apart.
+        found = self._words(_WORD_CORE_RE.findall("\x00".join(pieces[0::2])), wanted)
+        return found.union([t for t in self._grams(wanted) if t in joined])
+
+    def spans(self, text: str, spans: list[tuple[int, int]], wanted: frozenset[str]) -> list[frozenset[str]]:
+        """``[self(text[start:end], wanted) for start, end in spans]``."""
+        if not text.isascii():
+            return [self(text[start:end], wanted) for start, end in spans]
+        lowered, words = text.lower(), self._words
+        return [words(_ASCII_TERM_RE.findall(lowered, start, end), wanted) for start, end in spans]
+
+
+@lru_cache(maxsize=16)
+def term_matcher(analyzer: str) -> TermMatcher | None:
+    """The matcher of ``analyzer`` when ``vaulteval.index.tokenize`` runs it, else None (analyze the text)."""
+    rules = term_rules(analyzer)
+    return None if rules is None else TermMatcher(*rules)

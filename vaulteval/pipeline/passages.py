@@ -23,7 +23,8 @@ import re
 import time
 
 from vaulteval.index.docterms import passage_analyzer
-from vaulteval.index.tokenize import WORD_RE
+from vaulteval.index.tokenize import WORD_RE, term_matcher
+
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
@@ -36,26 +37,20 @@ if TYPE_CHECKING:
 
 SNIPPET_CHARS = 200
 LOCATION_FIELDS = ("heading_path", "first_line", "last_line", "modified", "snippet_line", "snippet_heading_path")
-_LINE = re.compile(r"[^\n]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+# A sentence: from a non-space character to a line's end, to . ! or ? followed by whitespace, or to 。！？
+# (the cuts a line was split at before, one possessive pattern now; the old split is the oracle of
+# tests/pipeline/test_sentences.py). A sentence that ends at a line's end loses its trailing whitespace.
+_SENTENCE = re.compile(r"(?=\S)(?:[^\n.!?。！？]++|[.!?](?!\s))*+[.!?。！？]?")
 
 
 def _sentences(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence, a line being at most one paragraph's sentence run; whitespace trimmed."""
-    spans = []
-    for line in _LINE.finditer(text):
-        start = line.start()
-        for cut in _SENTENCE_END.finditer(text, line.start(), line.end()):
-            spans.append((start, cut.start()))
-            start = cut.end()
-        spans.append((start, line.end()))
     out = []
-    for start, end in spans:
-        piece = text[start:end]
-        lead = len(piece) - len(piece.lstrip())
-        trail = len(piece) - len(piece.rstrip())
-        if end - trail > start + lead:
-            out.append((start + lead, end - trail))
+    for m in _SENTENCE.finditer(text):
+        start, end = m.span()
+        if text[end - 1].isspace():
+            end = start + len(text[start:end].rstrip())
+        out.append((start, end))
     return out
 
 
@@ -74,13 +69,16 @@ def _cut(text: str, start: int, end: int, limit: int) -> str:
 
 
 class TextMemo:
-    """What depends on a chunk's text alone (its sentences, the analyzer's terms of a sentence or of the
-    indexed text), kept by an open Retriever so a chunk served again is not analysed again."""
+    """What an open Retriever keeps across queries so a chunk served again is not analysed again: each chunk's
+    sentences, and each (query, chunk) pair's snippet and matched terms (a Retriever has one index, so a
+    query's terms and their weights are the same every time it is asked); for an analyzer without a
+    ``TermMatcher``, the analyzer's terms of each text."""
 
     def __init__(self, limit: int = 50_000):
         self.limit = limit
         self._terms: dict[tuple[str, str], tuple[str, ...]] = {}
         self._spans: dict[str, list[tuple[int, int]]] = {}
+        self.answers: dict[tuple, object] = {}  # (kind, query, text, ...) -> snippet or matched terms
 
     def terms(self, analyzer: str, analyze, text: str) -> tuple[str, ...]:
         key = (analyzer, text)
@@ -99,6 +97,14 @@ class TextMemo:
             found = self._spans[text] = _sentences(text)
         return found
 
+    def answer(self, key: tuple, make):
+        found = self.answers.get(key)
+        if found is None:
+            if len(self.answers) >= self.limit:
+                self.answers.clear()
+            found = self.answers[key] = make()
+        return found
+
 
 class Passages:
     """The per-query parts of explaining a hit; every method works on one candidate's texts."""
@@ -110,7 +116,10 @@ class Passages:
         self._analyze = passage_analyzer(index.analyzer_name, index.header, query)
         # A memo shared across queries holds for a fixed analyzer; ``auto`` analyzes in each query's languages.
         self._memo = memo if memo is not None and index.analyzer_name != "auto" else TextMemo()
+        # The query terms a text holds, found without listing the text's terms (None: analyze the text).
+        self._match = term_matcher(index.analyzer_name) if index.analyzer_name != "auto" else None
         self._weights: dict[str, float] | None = None
+        self._wanted: frozenset[str] = frozenset()
         self._words: list[tuple[str, list[str]]] = []
         self.check: "QueryCheck | None" = None  # the query's integrity checks: the notes' signatures they saw
 
@@ -128,20 +137,34 @@ class Passages:
                         start, end = index.posting_range(tid)
                         df = end - start
                         weights[term] = math.log(1.0 + (index.n_docs - df + 0.5) / (df + 0.5))
-            self._weights = weights
+            self._weights, self._wanted = weights, frozenset(weights)
         return self._weights
 
-    def _score(self, text: str) -> float:
+    def _found(self, text: str) -> frozenset[str]:
+        """The weighted query terms among the analyzer's terms of ``text``."""
+        if self._match is not None:
+            return self._match(text, self._wanted)
+        return self._wanted.intersection(self._memo.terms(self.index.analyzer_name, self._analyze, text))
+
+    def _scores(self, text: str, spans: list[tuple[int, int]]) -> list[float]:
         weights = self.weights()
-        terms = self._memo.terms(self.index.analyzer_name, self._analyze, text)
+        if not weights:
+            return []
+        if self._match is not None:
+            found = self._match.spans(text, spans, self._wanted)
+        else:
+            found = [self._found(text[s:e]) for s, e in spans]
         # fsum: the same sum in any set order, so ties between sentences break the same way in every process;
         # being exact, it sums only the terms that have a weight (a term without one adds 0.0).
-        return math.fsum([weights[term] for term in weights.keys() & terms])
+        return [math.fsum([weights[term] for term in terms]) for terms in found]
 
     def snippet(self, text: str, limit: int = SNIPPET_CHARS) -> str:
         """The passage of ``text`` (a chunk's raw text) around its best-matching sentence."""
+        return self._memo.answer(("snippet", self.query, text, limit), lambda: self._snippet(text, limit))
+
+    def _snippet(self, text: str, limit: int) -> str:
         spans = self._memo.sentences(text)
-        scores = [self._score(text[s:e]) for s, e in spans] if self.weights() else []
+        scores = self._scores(text, spans)
         if not scores or max(scores) <= 0.0:
             return _cut(text, 0, len(text), limit)
         best = scores.index(max(scores))
@@ -167,8 +190,11 @@ class Passages:
     def matched_terms(self, text: str) -> list[str]:
         """The query's words found in ``text`` (the indexed text, prefix included), as written in the query;
         for a word the analyzer splits (CJK n-grams) its longest pieces that matched."""
-        weights = self.weights()
-        present = set(self._memo.terms(self.index.analyzer_name, self._analyze, text)) & set(weights)
+        return list(self._memo.answer(("matched", self.query, text), lambda: tuple(self._matched_terms(text))))
+
+    def _matched_terms(self, text: str) -> list[str]:
+        self.weights()
+        present = self._found(text)
         out: list[str] = []
         for surface, terms in self._words:
             hits = [t for t in terms if t in present]
