@@ -43,7 +43,7 @@ def test_the_matcher_agrees_on_random_text(analyzer: str, text: str, other: str)
     wanted = _wanted(analyze, text[: len(text) // 2], other)
     assert match(text, wanted) == wanted & set(analyze(text, bounded=False))
     spans = [(0, len(text) // 3), (len(text) // 3, len(text)), (1, max(1, len(text) - 1))]
-    assert match.spans(text, spans, wanted) == [match(text[a:b], wanted) for a, b in spans]
+    assert list(match.each(text, spans, wanted)) == [match(text[a:b], wanted) for a, b in spans]
 
 
 def test_analyzers_outside_tokenize_have_no_matcher() -> None:

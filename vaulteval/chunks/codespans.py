@@ -36,9 +36,16 @@ def inline_code_spans(text: str) -> list[tuple[int, int]]:
     last = _last
     if last[0] == text:
         return last[1]
-    spans = _spans(text)
+    spans = _spans(text) if "``" in text else _single_ticks(text)
     _last = (text, spans)
     return spans
+
+
+def _single_ticks(text: str) -> list[tuple[int, int]]:
+    """``_spans`` of a text whose backtick runs are all one long: each closes at the next, so the spans are
+    the backticks taken in pairs."""
+    ticks = [m.start() for m in _RUN.finditer(text)]
+    return [(ticks[i], ticks[i + 1] + 1) for i in range(0, len(ticks) - 1, 2)]
 
 
 def _spans(text: str) -> list[tuple[int, int]]:

@@ -168,25 +168,29 @@ def outgoing_links(text: str) -> list[dict]:
     return out
 
 
-_HEADING_LINE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+)$")
+_HEADING_LINE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+)$", re.MULTILINE)
 
 
 def headings(text: str) -> list[dict]:
     """ATX headings outside code and comments: ``{"level", "text", "line"}`` (line counts from 1 in ``text``)."""
     clean = code_and_comments_blanked(text)
-    original = text.split("\n")
     out = []
-    for number, line in enumerate(clean.split("\n"), start=1):
-        m = _HEADING_LINE.match(line)
-        if m:
-            # Found on the blanked line (no heading inside code), read from the note's own line: blanking keeps
-            # every column, and Obsidian's heading (and its links) keep inline code: "Use `with` here".
-            # Closing '#'s trimmed by rstrip, not by the pattern (a lazy pattern backtracks on "# # # ...x").
-            own = original[number - 1]
-            start = m.end(1)
-            while start < len(own) and own[start] in " \t":  # the '#'s and the blank after them are the same on both lines
-                start += 1
-            rest = own[start:]
-            text = rest.rstrip(" \t#") or rest[:1]
-            out.append({"level": len(m.group(1)), "text": text.strip(), "line": number})
+    number, counted = 1, 0
+    # Blanking keeps every column and newline, so a heading line found in ``clean`` starts at the same offset
+    # of ``text``; only the lines that match are looked at.
+    for m in _HEADING_LINE.finditer(clean):
+        begin = m.start()
+        number += clean.count("\n", counted, begin)
+        counted = begin
+        stop = text.find("\n", begin)
+        # Found on the blanked line (no heading inside code), read from the note's own line: Obsidian's
+        # heading (and its links) keep inline code: "Use `with` here". Closing '#'s trimmed by rstrip, not
+        # by the pattern (a lazy pattern backtracks on "# # # ...x").
+        own = text[begin:stop if stop >= 0 else len(text)]
+        start = m.end(1) - begin
+        while start < len(own) and own[start] in " \t":  # the '#'s and the blank after them are the same on both lines
+            start += 1
+        rest = own[start:]
+        heading = rest.rstrip(" \t#") or rest[:1]
+        out.append({"level": len(m.group(1)), "text": heading.strip(), "line": number})
     return out

@@ -257,13 +257,14 @@ def _markup_edits(text: str) -> list[tuple[int, int, str]]:
     triggers = [ch for ch in _PARTS if ch in text]
     if not triggers:
         return []
-    patterns = [_pattern(ch) for ch in triggers]
+    patterns = [(rank, ch, _pattern(ch)) for rank, ch in enumerate(triggers)]
     spans = code_spans(text) if "`" in text or "~~~" in text else []
     edits: list[tuple[int, int, str]] = []
     last = 0
     for start, end in spans + [(len(text), len(text))]:
         # Each construct's matches, leftmost first (ties by the order of _PARTS); one inside another is text.
-        found = sorted((m.start(), rank, m) for rank, pattern in enumerate(patterns)
+        # Every construct holds its trigger character: a stretch without it has none of its matches.
+        found = sorted((m.start(), rank, m) for rank, ch, pattern in patterns if text.find(ch, last, start) >= 0
                        for m in pattern.finditer(text, last, start))
         taken = last
         for at, _, m in found:

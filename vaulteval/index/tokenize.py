@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 from vaulteval.errors import UsageError
@@ -299,12 +299,15 @@ class TermMatcher:
         found = self._words(_WORD_CORE_RE.findall("\x00".join(pieces[0::2])), wanted)
         return found.union([t for t in self._grams(wanted) if t in joined])
 
-    def spans(self, text: str, spans: list[tuple[int, int]], wanted: frozenset[str]) -> list[frozenset[str]]:
-        """``[self(text[start:end], wanted) for start, end in spans]``."""
+    def each(self, text: str, spans: list[tuple[int, int]], wanted: frozenset[str]) -> Iterator[frozenset[str]]:
+        """``self(text[start:end], wanted)`` for each of ``spans`` in turn (read only as far as the caller asks)."""
         if not text.isascii():
-            return [self(text[start:end], wanted) for start, end in spans]
+            for start, end in spans:
+                yield self(text[start:end], wanted)
+            return
         lowered, words = text.lower(), self._words
-        return [words(_ASCII_TERM_RE.findall(lowered, start, end), wanted) for start, end in spans]
+        for start, end in spans:
+            yield words(_ASCII_TERM_RE.findall(lowered, start, end), wanted)
 
 
 @lru_cache(maxsize=16)

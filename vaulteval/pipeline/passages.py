@@ -146,17 +146,29 @@ class Passages:
             return self._match(text, self._wanted)
         return self._wanted.intersection(self._memo.terms(self.index.analyzer_name, self._analyze, text))
 
-    def _scores(self, text: str, spans: list[tuple[int, int]]) -> list[float]:
+    def _best(self, text: str, spans: list[tuple[int, int]]) -> int:
+        """The first of the sentences ``spans`` with the highest score, or -1 when none scores above 0.
+
+        A sentence scores the IDF of the weighted query terms it holds, summed by ``fsum``: exact, so the same
+        in any set order (ties break the same way in every process), and every weight is above 0, so a
+        sentence holding all the terms has the highest score there is: the sentences after it are not read.
+        """
         weights = self.weights()
         if not weights:
-            return []
+            return -1
         if self._match is not None:
-            found = self._match.spans(text, spans, self._wanted)
+            found = self._match.each(text, spans, self._wanted)
         else:
-            found = [self._found(text[s:e]) for s, e in spans]
-        # fsum: the same sum in any set order, so ties between sentences break the same way in every process;
-        # being exact, it sums only the terms that have a weight (a term without one adds 0.0).
-        return [math.fsum([weights[term] for term in terms]) for terms in found]
+            found = (self._found(text[s:e]) for s, e in spans)
+        best, top, everything = -1, 0.0, len(self._wanted)
+        for i, terms in enumerate(found):
+            if terms:
+                score = math.fsum([weights[term] for term in terms])
+                if score > top:
+                    best, top = i, score
+                    if len(terms) == everything:
+                        break
+        return best
 
     def snippet(self, text: str, limit: int = SNIPPET_CHARS) -> str:
         """The passage of ``text`` (a chunk's raw text) around its best-matching sentence."""
@@ -164,10 +176,9 @@ class Passages:
 
     def _snippet(self, text: str, limit: int) -> str:
         spans = self._memo.sentences(text)
-        scores = self._scores(text, spans)
-        if not scores or max(scores) <= 0.0:
+        best = self._best(text, spans)
+        if best < 0:
             return _cut(text, 0, len(text), limit)
-        best = scores.index(max(scores))
         start, end = spans[best]
         if end - start > limit:
             return _cut(text, self._focus(text, start, end, limit), end, limit)
