@@ -41,13 +41,13 @@ TICKS = ["a", " ", "\n", "{{p}}", "`a", "`\n"]  # every backtick followed by som
 HEADINGS = list("# \t\nx`~%\r") + ["```\n", "~~~\n", "%%", "## a", "\n# ", "    #", "####### x", "# `c` #"]
 
 
-@settings(max_examples=examples() * 25, deadline=None)
+@settings(max_examples=examples() * 5, deadline=None)
 @given(st.lists(st.sampled_from(TICKS), max_size=30).map("".join))
 def test_single_backticks_pair_up_as_the_general_scan_finds(text: str) -> None:
     assert _single_ticks(text) == _spans(text)
 
 
-@settings(max_examples=examples() * 25, deadline=None)
+@settings(max_examples=examples() * 5, deadline=None)
 @given(st.lists(st.sampled_from(HEADINGS), max_size=30).map("".join))
 def test_headings_are_the_lines_the_line_scan_finds(text: str) -> None:
     assert headings(text) == headings_by_line(text)

@@ -45,7 +45,7 @@ def test_sentences_are_cut_as_before(text: str) -> None:
     assert _sentences(text) == split_by_lines(text)
 
 
-@settings(max_examples=examples() * 25, deadline=None)
+@settings(max_examples=examples() * 5, deadline=None)
 @given(st.lists(st.sampled_from(ALPHABET), max_size=30).map("".join))
 def test_sentences_agree_on_random_text(text: str) -> None:
     assert _sentences(text) == split_by_lines(text)

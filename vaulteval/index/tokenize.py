@@ -261,6 +261,11 @@ def term_rules(name: str) -> "tuple[bool, Callable[[str], str] | None, frozenset
 # distinct word is stemmed once, and pieces of an ASCII text are lower-cased once and searched in place
 # (``pattern.findall(text, start, end)``: the pattern has no anchor or lookaround, so that is the search of
 # the piece alone). tests/index/test_termmatch.py checks the equality on random and real texts.
+#
+# Pieces: the terms of a text are the terms of its pieces, in order, when it is cut only next to whitespace,
+# a newline or one of 。！？ (snippet sentences are cut so, and an indexed text is its prefix, a newline and the
+# chunk), because NFKC works piece by piece there: no such character composes with, reorders around or
+# decomposes into a word character (test_termmatch checks this over all of Unicode), and no word spans one.
 
 
 class TermMatcher:

@@ -121,6 +121,8 @@ class Passages:
         self._weights: dict[str, float] | None = None
         self._wanted: frozenset[str] = frozenset()
         self._words: list[tuple[str, list[str]]] = []
+        # Chunk text -> the weighted query terms it holds, as its snippet's sentences showed them (matcher only).
+        self._held: dict[str, frozenset[str]] = {}
         self.check: "QueryCheck | None" = None  # the query's integrity checks: the notes' signatures they saw
 
     def weights(self) -> dict[str, float]:
@@ -161,13 +163,18 @@ class Passages:
         else:
             found = (self._found(text[s:e]) for s, e in spans)
         best, top, everything = -1, 0.0, len(self._wanted)
+        held: frozenset[str] = frozenset()
         for i, terms in enumerate(found):
             if terms:
+                held |= terms
                 score = math.fsum([weights[term] for term in terms])
                 if score > top:
                     best, top = i, score
                     if len(terms) == everything:
                         break
+        if self._match is not None:
+            # The text's terms are its sentences' terms (tokenize's note on pieces): what they held is what it holds.
+            self._held[text] = held
         return best
 
     def snippet(self, text: str, limit: int = SNIPPET_CHARS) -> str:
@@ -198,14 +205,27 @@ class Passages:
                 return max(start, min(word.start() - limit // 4, end - limit))
         return start
 
-    def matched_terms(self, text: str) -> list[str]:
+    def matched_terms(self, text: str, raw: str | None = None) -> list[str]:
         """The query's words found in ``text`` (the indexed text, prefix included), as written in the query;
-        for a word the analyzer splits (CJK n-grams) its longest pieces that matched."""
-        return list(self._memo.answer(("matched", self.query, text), lambda: tuple(self._matched_terms(text))))
+        for a word the analyzer splits (CJK n-grams) its longest pieces that matched. ``raw``: the chunk's
+        text, which ``text`` ends with after its prefix and a blank line (its snippet's sentences were read)."""
+        return list(self._memo.answer(("matched", self.query, text), lambda: tuple(self._matched_terms(text, raw))))
 
-    def _matched_terms(self, text: str) -> list[str]:
+    def _present(self, text: str, raw: str | None) -> frozenset[str]:
+        """``_found(text)``, from what the snippet of ``raw`` found when ``text`` is ``raw`` after a line break:
+        the terms of a text split after a newline are the terms of its two parts (tokenize's note on pieces)."""
+        held = self._held.get(raw) if raw is not None else None
+        if held is not None:
+            if text == raw:
+                return held
+            cut = len(text) - len(raw)
+            if cut > 0 and text[cut - 1] == "\n" and text.endswith(raw):
+                return held if len(held) == len(self._wanted) else held | self._found(text[:cut])
+        return self._found(text)
+
+    def _matched_terms(self, text: str, raw: str | None) -> list[str]:
         self.weights()
-        present = self._found(text)
+        present = self._present(text, raw)
         out: list[str] = []
         for surface, terms in self._words:
             hits = [t for t in terms if t in present]

@@ -127,7 +127,7 @@ class Candidate:
         """The query's words the indexed text (prefix included) holds."""
         if self._passages is None:
             return []
-        return self._explain("matched", lambda: self._passages.matched_terms(self.context))
+        return self._explain("matched", lambda: self._passages.matched_terms(self.context, self.text))
 
     @property
     def location(self) -> dict[str, Any]:
