@@ -3,7 +3,8 @@
 Usage: ``.venv/bin/python -m pytest tests/chunks/test_scan_shortcuts.py -q``
 
 - inline code in a text whose backtick runs are all single: the backticks in pairs (``codespans``);
-- headings found by one multi-line pattern over the blanked text, against the former line-by-line match.
+- headings found by one multi-line pattern over the blanked text, against the former line-by-line match;
+- code and comments blanked without the fence pattern when no fence can open, and without a callback per span.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hypothesis_budget import examples
-from vaulteval.chunks.codespans import _single_ticks, _spans
-from vaulteval.chunks.obsidian import code_and_comments_blanked, headings
+from vaulteval.chunks.codespans import _single_ticks, _spans, inline_code_spans, map_spans
+from vaulteval.chunks.obsidian import _COMMENT, _FENCE, _blank, _blank_text, code_and_comments_blanked, headings
 
 _LINE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+)$")
 
@@ -58,3 +59,15 @@ def test_headings_of_a_note_with_code_and_comments() -> None:
     assert headings(text) == headings_by_line(text) == [
         {"level": 1, "text": "Title", "line": 1}, {"level": 2, "text": "Two `x`", "line": 7},
         {"level": 3, "text": "Three", "line": 9}]
+
+
+def blanked_as_before(text: str) -> str:
+    text = _FENCE.sub(_blank, text)
+    text = map_spans(text, inline_code_spans(text), outside=lambda prose: prose, inside=_blank_text)
+    return _COMMENT.sub(_blank, text) if "%%" in text else text
+
+
+@settings(max_examples=examples() * 5, deadline=None)
+@given(st.lists(st.sampled_from(HEADINGS + ["`x\ny`", "``a`b``", "~~"]), max_size=30).map("".join))
+def test_blanking_is_what_it_was(text: str) -> None:
+    assert code_and_comments_blanked(text) == blanked_as_before(text)

@@ -130,8 +130,16 @@ def _blank_text(text: str) -> str:
 
 def code_and_comments_blanked(text: str) -> str:
     """``text`` with code and %%comments%% replaced by spaces, newlines kept (so line numbers stay true)."""
-    text = _FENCE.sub(_blank, text)
-    text = map_spans(text, inline_code_spans(text), outside=lambda prose: prose, inside=_blank_text)
+    if "```" in text or "~~~" in text:  # a fence opens with three of either
+        text = _FENCE.sub(_blank, text)
+    spans = inline_code_spans(text)
+    if spans:
+        out, last = [], 0
+        for start, end in spans:
+            out += (text[last:start], _blank_text(text[start:end]))
+            last = end
+        out.append(text[last:])
+        text = "".join(out)
     return _COMMENT.sub(_blank, text) if "%%" in text else text
 
 

@@ -74,6 +74,9 @@ _PARTS = {
 }
 
 
+_ANY_TRIGGER = re.compile("[" + re.escape("".join(_PARTS)) + "]")
+
+
 @lru_cache(maxsize=None)
 def _pattern(trigger: str) -> re.Pattern[str]:
     """The constructs that start with ``trigger``, in one regex (one alternation over all of them compiles
@@ -262,8 +265,12 @@ def _markup_edits(text: str) -> list[tuple[int, int, str]]:
     edits: list[tuple[int, int, str]] = []
     last = 0
     for start, end in spans + [(len(text), len(text))]:
+        # Every construct holds its trigger character: a stretch without one has no construct (most stretches
+        # between code spans hold none), and a construct is looked for only where its trigger is.
+        if _ANY_TRIGGER.search(text, last, start) is None:
+            last = end
+            continue
         # Each construct's matches, leftmost first (ties by the order of _PARTS); one inside another is text.
-        # Every construct holds its trigger character: a stretch without it has none of its matches.
         found = sorted((m.start(), rank, m) for rank, ch, pattern in patterns if text.find(ch, last, start) >= 0
                        for m in pattern.finditer(text, last, start))
         taken = last

@@ -68,6 +68,7 @@ class BM25Index:
         self._store_names = store_names(self.header)  # compact rows name their segment by its place in it
         self._doc_cache: dict[int, DocMeta] = {}
         self._term_cache: dict[str, int] = {}
+        self._post_ranges: dict[int, tuple[int, int]] = {}  # term id -> its checked posting range
         self._probes: dict[int, bytes] = {}
         self._searcher: Searcher | None = None
         self._docs_in_range = bytearray(-(-self._s.raw("post_docs").nbytes // BLOCK_SIZE))
@@ -240,10 +241,15 @@ class BM25Index:
 
     def posting_range(self, term_id: int) -> tuple[int, int]:
         """Where term ``term_id``'s postings are, after their blocks pass their checksums."""
+        found = self._post_ranges.get(term_id)
+        if found is not None:  # checked once: a search and its snippets' weights both ask, and so do later queries
+            return found
         start, end = self._range("post_offsets", self._post_off, term_id, len(self._s.raw("post_docs")))
         self._check("post_docs", start, end)
         self._check("post_tfs", start, end)
         self._guard.postings(start, end)
+        if len(self._post_ranges) < 100_000:
+            self._post_ranges[term_id] = (start, end)
         return start, end
 
     def postings(self, term_id: int) -> "tuple[np.ndarray, np.ndarray]":
