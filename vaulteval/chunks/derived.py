@@ -92,14 +92,17 @@ def chunk_in_note(raw: str, data: bytes) -> bool:
     # The chunker's decoding (vaulteval.chunks.chunking.decode_page); line endings and a BOM collapse away.
     text = data.decode("utf-8", errors="replace")
     # Each try first looks for the chunk as it is (most are; what occurs as is occurs collapsed too), then
-    # with whitespace collapsed on both sides.
+    # with whitespace collapsed on both sides; a chunk as it is in the note with its links shown (most chunks
+    # of notes with links) is looked for before collapsing anything. The answer is the same in any order.
     if raw in text:
+        return True
+    linked = links_shown(text)
+    if linked is not text and raw in linked:
         return True
     needle = _collapse(raw)
     if needle in _collapse(text):
         return True
-    linked = links_shown(text)
-    if linked is not text and (raw in linked or needle in _collapse(linked)):
+    if linked is not text and needle in _collapse(linked):
         return True
     from vaulteval.chunks.obsidian import visible_text
 

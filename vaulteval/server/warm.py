@@ -60,11 +60,16 @@ class Pipeline:
     label: str = "bm25"
 
 
-def _signature(meta_dir: Path) -> tuple:
+def _published(meta_dir: Path) -> tuple[str, ...]:
+    """The paths of the published files, joined once (a call stats them all)."""
+    return tuple(os.path.join(meta_dir, rel) for rel in PUBLISHED)
+
+
+def _signature(paths: tuple[str, ...]) -> tuple:
     out = []
-    for rel in PUBLISHED:
+    for path in paths:
         try:
-            st = os.stat(meta_dir / rel)
+            st = os.stat(path)
             out.append((st.st_ino, st.st_size, st.st_mtime_ns))
         except OSError:
             out.append(None)
@@ -77,7 +82,8 @@ class WarmVault:
     def __init__(self, vault: "Vault", pipeline: Pipeline):
         self.vault, self.pipeline = vault, pipeline
         self._lock = threading.Lock()
-        self._signature = _signature(vault.meta_dir)
+        self._published = _published(vault.meta_dir)
+        self._signature = _signature(self._published)
         self._retriever = Retriever(vault)
         self.reopened = 0
         self.started_at = time.time()
@@ -85,7 +91,7 @@ class WarmVault:
 
     def retriever(self) -> Retriever:
         """The current Retriever; a new one when the index or its companions were republished (one stat each)."""
-        now = _signature(self.vault.meta_dir)
+        now = _signature(self._published)
         if now != self._signature:
             with self._lock:
                 if now != self._signature:
