@@ -241,8 +241,7 @@ class BM25Index:
 
     def posting_range(self, term_id: int) -> tuple[int, int]:
         """Where term ``term_id``'s postings are, after their blocks pass their checksums."""
-        found = self._post_ranges.get(term_id)
-        if found is not None:  # checked once: a search and its snippets' weights both ask, and so do later queries
+        if (found := self._post_ranges.get(term_id)) is not None:  # checked once: a search, then its snippets, ask
             return found
         start, end = self._range("post_offsets", self._post_off, term_id, len(self._s.raw("post_docs")))
         self._check("post_docs", start, end)
