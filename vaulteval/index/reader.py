@@ -135,6 +135,11 @@ class BM25Index:
         """Usage: ``index.section("doc_len")``: any section, whole, after its blocks pass their checksums."""
         return self._whole(name)
 
+    @property
+    def size_bytes(self) -> int:
+        """The size of the file opened (whatever its path names now)."""
+        return self._s.file_size
+
     def has_section(self, name: str) -> bool:
         return name in self._s
 
