@@ -314,24 +314,32 @@ def _maybe_compact(rows: list[tuple], writer: SegmentWriter, maps: Segments) -> 
         return rows, 0, 0
     copied = converted = 0
     out = []
-    for rel, address, page_hash, sig, count, records in rows:
+    copies = []  # (segment, place in it, row, record) of every record to copy
+    for r, (rel, address, page_hash, sig, count, records) in enumerate(rows):
         if isinstance(records, tuple):
             records = records[0].records(records[1])
-        moved = []
-        for where, size, crc in records:
+        moved = [list(rec) for rec in records]
+        for k, (where, _, _) in enumerate(moved):
             if not where.startswith(own):
-                payload = maps.payload(where, size, crc)
-                if payload is None:  # checked when planned; a segment changed under the lock is not copied
-                    raise OSError(f"chunk record {where} changed while compacting")
-                payload = bytes(payload)
-                if parse_location(where)[0] in maps.old_format:  # format 1: stored again without derived fields
-                    rec = decode_payload(payload)
-                    payload = encode(rec) if rec is not None else payload
-                    crc = zlib.crc32(payload)
-                    converted += 1
-                where, size, crc = writer.append_payload(payload, crc)
-                copied += 1
-                pause_point("record-compacted")
-            moved.append([where, size, crc])
+                parsed = parse_location(where)
+                name, key = parsed if parsed is not None else ("", 0)
+                copies.append((name, key if isinstance(key, tuple) else (key, 0), r, k))
         out.append((rel, address, page_hash, sig, count, moved))
+    # Copied in the order they sit in the old segments, so each block is inflated once (the rows' order,
+    # by address, visits the blocks at random).
+    copies.sort()
+    for _, _, r, k in copies:
+        where, size, crc = out[r][5][k]
+        payload = maps.payload(where, size, crc)
+        if payload is None:  # checked when planned; a segment changed under the lock is not copied
+            raise OSError(f"chunk record {where} changed while compacting")
+        payload = bytes(payload)
+        if parse_location(where)[0] in maps.old_format:  # format 1: stored again without derived fields
+            rec = decode_payload(payload)
+            payload = encode(rec) if rec is not None else payload
+            crc = zlib.crc32(payload)
+            converted += 1
+        out[r][5][k] = list(writer.append_payload(payload, crc))
+        copied += 1
+        pause_point("record-compacted")
     return out, copied, converted
