@@ -24,10 +24,11 @@ from vaulteval.chunks import chunking
 from vaulteval.chunks.store import progress_bar
 from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
-from vaulteval.index.docmeta import ROW_COMPACT, ROW_FORMAT
+from vaulteval.index.docmeta import ROW_FORMAT
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
 from vaulteval.index.postings import Postings
+from vaulteval.index.rowcopy import rows_section
 from vaulteval.index.unchanged import same_as_previous
 from vaulteval.chunks.catalog import catalog_listing
 from vaulteval.chunks.integrity import IntegrityChecker
@@ -139,27 +140,6 @@ def validate_record(vault: "Vault", address: str, name: str, rec: dict,
     if not isinstance(text, str):
         text = raw
     return page_path, idx, text, page_hash
-
-
-def _reused_rows(old: BM25Index, old_docs: list[DocMeta], docs: list[DocMeta], pairs: list[tuple[int, int]],
-                 positions: dict[str, int]) -> dict[int, bytes]:
-    """The previous index's rows of unmoved records (verified with it), their segment's place set to the new one:
-    the bytes ``to_row`` would write, without encoding them again."""
-    blob, offsets = bytes(old.section("docs")), old.section("doc_offsets").tolist()
-    old_store = old.header.get("store") or []
-    place = {i: positions[name].to_bytes(2, "little") for i, name in enumerate(old_store) if name in positions}
-    out = {}
-    for prev, new in pairs:
-        if old_docs[prev].chunk_file != docs[new].chunk_file:
-            continue
-        row = blob[offsets[prev]:offsets[prev + 1]]
-        if row[:1] == ROW_COMPACT:
-            seg = place.get(int.from_bytes(row[1:3], "little"))
-            if seg is None:
-                continue
-            row = row[:1] + seg + row[3:]
-        out[new] = row
-    return out
 
 
 def build_index(
@@ -353,13 +333,8 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     terms_blob = "".join([w + "\n" for w in words]).encode("utf-8")  # no term holds a newline: it ends each one
     term_off = np.zeros(len(words) + 1, dtype=np.int64)
     term_off[1:] = np.flatnonzero(np.frombuffer(terms_blob, dtype=np.uint8) == 10) + 1
-    positions = {name: i for i, name in enumerate(store)}
-    reused_row: dict[int, bytes] = {}
-    if old is not None and reuse_pairs and old.header.get("row_format") == ROW_FORMAT:
-        reused_row = _reused_rows(old, old_docs_meta, docs, reuse_pairs, positions)
-    doc_lines = [reused_row.get(i) or d.to_row(positions) for i, d in enumerate(docs)]
-    doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
-    np.cumsum([len(line) for line in doc_lines], out=doc_off[1:])
+    doc_rows, doc_off = rows_section(old, old_docs_meta, docs, reuse_pairs,
+                                     {name: i for i, name in enumerate(store)})
     doc_len = np.array(lengths, dtype=np.int32)
     n_pages = header["n_pages"]
     header["n_terms"] = len(words)
@@ -372,7 +347,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "post_docs": doc_ids.astype(np.int32),
         "post_tfs": tfs.astype(np.int32),
         "doc_len": doc_len,
-        "docs": b"".join(doc_lines),
+        "docs": doc_rows,
         "doc_offsets": doc_off,
     }
     if analyzer == "auto":  # each chunk's language code, one line per chunk

@@ -68,6 +68,7 @@ class BM25Index:
         self._store_names = store_names(self.header)  # compact rows name their segment by its place in it
         self._doc_cache: dict[int, DocMeta] = {}
         self._term_cache: dict[str, int] = {}
+        self._all_terms: list[str] | None = None
         self._probes: dict[int, bytes] = {}
         self._searcher: Searcher | None = None
         self._docs_in_range = bytearray(-(-self._s.raw("post_docs").nbytes // BLOCK_SIZE))
@@ -210,8 +211,11 @@ class BM25Index:
         return self._term_bytes(i).decode("utf-8")
 
     def all_terms(self) -> list[str]:
-        """The whole sorted vocabulary (terms are stored newline-terminated)."""
-        return bytes(self._whole("terms")).decode("utf-8").split("\n")[:-1]
+        """The whole sorted vocabulary (terms are stored newline-terminated); decoded once per open index (a
+        build reads it twice), so the list is shared: do not change it."""
+        if self._all_terms is None:
+            self._all_terms = bytes(self._whole("terms")).decode("utf-8").split("\n")[:-1]
+        return self._all_terms
 
     def doc_line(self, i: int) -> bytes:
         start, end = self._range("doc_offsets", self._doc_off, i, len(self._docs_blob))
