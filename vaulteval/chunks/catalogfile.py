@@ -64,6 +64,7 @@ class Table:
         self.segments, self.seg, self.off, self.nth, self.size, self.crc = segments, seg, off, nth, size, crc
         self.first = [0, *accumulate(chunks)][:len(chunks)]  # page i's records start at record first[i]
         self.index = dict(zip(rels, range(len(rels))))
+        self.from_file = False  # True for the table ``decode`` read from a catalog file
 
     def __len__(self) -> int:
         return len(self.rels)
@@ -290,6 +291,7 @@ def decode(data: bytes) -> tuple[dict, Table]:
     it = iter(stats)
     sigs = [sig if sig[0] >= 0 and sig[1] >= 0 else None for sig in zip(it, it, it)]
     table = Table(rels, addr_list, hashes, sigs, chunks.tolist(), list(segments), seg, off, nth, size, crc)
+    table.from_file = True
     settings = {key: header.get(key) for key in ("params", "prefix", "chunker")}
     return settings, table
 
