@@ -14,6 +14,8 @@ term its documents ascending with their term frequencies.
 
 from __future__ import annotations
 
+from itertools import islice
+from operator import lt
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -56,8 +58,14 @@ class Postings:
         if self._old is None:
             words = sorted(fresh_vocab)
             ids = dict(zip(words, range(len(words))))
-        else:
+        elif ascending(self._old[0]):
             words, ids, lut = _merged_vocabulary(self._old[0], self._old[1], fresh_vocab)
+        else:  # a previous vocabulary out of order (not as a build writes it): every term through a dict
+            old_words, term_of = self._old[0], self._old[1]
+            used = np.bincount(term_of, minlength=len(old_words)).astype(bool).tolist()
+            words = sorted(fresh_vocab.union(w for w, u in zip(old_words, used) if u))
+            ids = dict(zip(words, range(len(words))))
+            lut = np.fromiter(map(ids.get, old_words, [-1] * len(old_words)), dtype=np.int64, count=len(old_words))
         # Fresh documents: one (term, document) key per token; its count is the term frequency.
         term_ids = np.fromiter(map(ids.__getitem__, self._flat), dtype=np.int64, count=len(self._flat))
         doc_ids = np.repeat(np.array(self._docs, dtype=np.int64), np.array(self._lengths, dtype=np.int64))
@@ -85,9 +93,15 @@ class Postings:
         return words, post_off, docs, tfs.astype(np.int64)
 
 
+def ascending(words: list[str]) -> bool:
+    """Whether ``words`` are in strictly rising code point order, as a build writes its vocabulary."""
+    return all(map(lt, words, islice(words, 1, None)))
+
+
 def _merged_vocabulary(old_words: list[str], term_of: np.ndarray, fresh: set[str]
                        ) -> tuple[list[str], dict[str, int], np.ndarray]:
-    """(the new sorted vocabulary, the fresh terms' numbers in it, each old term's number in it or -1).
+    """(the new sorted vocabulary, the fresh terms' numbers in it, each old term's number in it or -1), for an
+    old vocabulary in strictly rising order (``ascending``).
 
     Only the fresh terms are looked up (by bisection in the old sorted vocabulary), not every old term: an
     incremental build brings a few thousand terms to a vocabulary of a hundred thousand or more."""

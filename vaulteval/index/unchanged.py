@@ -12,9 +12,9 @@ row copy, the field index and two durable writes, for the same bytes.
 
 The previous index passed ``BM25Index.verify`` (every byte, and what its numbers
 mean) before any of it is reused, as on the rebuilding path. What a rebuild
-would change besides is checked here: a term left without postings (dropped),
-postings out of document order within a term (sorted), and any header value
-the build sets. When one differs the caller rebuilds, so a forged or stale
+would change besides is checked here: a vocabulary out of order (sorted), a
+term left without postings (dropped), postings out of document order within a
+term (sorted), and any header value the build sets. When one differs the caller rebuilds, so a forged or stale
 file is handled as before.
 """
 
@@ -60,7 +60,12 @@ def same_as_previous(old: "BM25Index", old_docs: "list[DocMeta]", docs: "list[Do
 
 
 def _postings_canonical(old: "BM25Index") -> bool:
-    """Every term has at least one posting and each term's documents ascend strictly: what a build writes."""
+    """The vocabulary strictly rising, every term with at least one posting and each term's documents
+    ascending strictly: what a build writes."""
+    from vaulteval.index.postings import ascending
+
+    if not ascending(old.all_terms()):
+        return False
     off = old.section("post_offsets").astype(np.int64)
     if off.size > 1 and int(np.diff(off).min()) < 1:
         return False
