@@ -154,6 +154,7 @@ def build_index(
     meta: MetaDir | None = None,
     fields: "FieldCollector | None" = None,
     written: dict[str, tuple[int, int, dict]] | None = None,
+    keep_unchanged: bool = False,
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
@@ -164,7 +165,9 @@ def build_index(
     record) holds the records the caller has just appended to a published segment under the same lock: a
     listed location with that size and CRC takes the record from there instead of reading it back (it is
     validated all the same). The keys of ``page_hashes`` must come from a walk of the notes folder
-    (``Vault.iter_pages``): their confinement is not resolved again.
+    (``Vault.iter_pages``): their confinement is not resolved again. ``keep_unchanged`` (provision): when the
+    index in service is what this build would write, keep it (``report.unchanged``) instead of writing it again;
+    ``index build`` always writes.
     """
     k1, b = check_bm25_params(k1, b)
     check_chunk_dict(chunk_params)
@@ -173,7 +176,8 @@ def build_index(
         with MetaDir.open(vault, create=True) as own:
             own.check_tree()
             return build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                               chunk_params=chunk_params, listing=listing, meta=own, fields=fields, written=written)
+                               chunk_params=chunk_params, listing=listing, meta=own, fields=fields, written=written,
+                               keep_unchanged=keep_unchanged)
     report = BuildReport(analyzer=analyzer)
     old, old_docs_meta, in_service = _previous(meta, analyzer)
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
@@ -200,7 +204,7 @@ def build_index(
             listing = [(f"chunks/{a}/{n}", size, mtime, None) for a, n, size, mtime in _scan_chunk_files(chunks)]
         return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
                       current_page_hash, reject, k1, b, analyzer, chunk_params, fields, walked, written or {},
-                      in_service)
+                      in_service and keep_unchanged)
     finally:
         if chunks is not None:
             chunks.close()
@@ -209,7 +213,7 @@ def build_index(
 def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, tokenize, old, old_docs_meta,
            old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params,
            fields: "FieldCollector | None" = None, walked: Container[str] = (),
-           written: dict[str, tuple[int, int, dict]] | None = None, in_service: bool = False) -> BuildReport:
+           written: dict[str, tuple[int, int, dict]] | None = None, keep: bool = False) -> BuildReport:
     pause_point("build-started")
     docs: list[DocMeta] = []
     lengths: list[int] = []
@@ -317,7 +321,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         header["analyzer_libraries"] = libraries
     if analyzer == "auto":
         header["languages"] = dict(sorted(Counter(code for code in doc_langs).items()))
-    if in_service and not report.tokenized and same_as_previous(old, old_docs_meta, docs, reuse_pairs, lengths,
+    if keep and not report.tokenized and same_as_previous(old, old_docs_meta, docs, reuse_pairs, lengths,
                                                        analyzer == "auto", header):
         # Nothing to write: the index in service is what this build would write, but for its build time.
         report.docs, report.pages, report.terms = len(docs), header["n_pages"], old.n_terms

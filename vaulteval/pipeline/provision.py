@@ -183,7 +183,7 @@ def provision(
         fields = FieldCollector(vault, analyzer, prefix_report.page_bytes, prefix_report.parsed)
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=prefix_report.page_hashes,
                                    chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
-                                   fields=fields, written=prefix_report.written)
+                                   fields=fields, written=prefix_report.written, keep_unchanged=True)
         refused = {prefix_report.addresses.get(cid.partition(":")[0]) for cid in index_report.rejected_ids} - {None}
         # A page skipped on the catalog's word (its stat unchanged, not read) whose records turn out stale: the
         # catalog's hash was wrong, so read it.
@@ -197,7 +197,7 @@ def provision(
             fields = FieldCollector(vault, analyzer, again.page_bytes, again.parsed)
             index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=again.page_hashes,
                                        chunk_params=asdict(params), listing=again.chunk_listing, meta=meta,
-                                       fields=fields, written=again.written)
+                                       fields=fields, written=again.written, keep_unchanged=True)
         _build_fields(vault, meta, index_report.doc_rows, fields, index_report.unchanged)
         prefix_report.page_bytes, prefix_report.written, prefix_report.parsed = {}, {}, {}
         del fields
