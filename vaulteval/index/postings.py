@@ -45,11 +45,15 @@ class Postings:
         remap = np.full(old.n_docs, -1, dtype=np.int64)
         pair = np.array(pairs, dtype=np.int64)
         remap[pair[:, 0]] = pair[:, 1]
-        old_docs = old.post_docs.astype(np.int64)
-        keep = remap[old_docs] >= 0
+        # The build verified the whole index (``BM25Index.verify``: every byte, and what its numbers mean) before
+        # reusing it: its sections are read as they are, without the per-read checks of the properties.
+        old_docs = old.section("post_docs") if getattr(old, "verified", False) else old.post_docs
+        new_docs = remap[old_docs]
+        keep = new_docs >= 0
         df_old = np.diff(old.section("post_offsets").astype(np.int64))
         term_of = np.repeat(np.arange(old.n_terms, dtype=np.int64), df_old)[keep]
-        self._old = (old.all_terms(), term_of, remap[old_docs[keep]], old.post_tfs[keep].astype(np.int64))
+        tfs = old.section("post_tfs") if getattr(old, "verified", False) else old.post_tfs
+        self._old = (old.all_terms(), term_of, new_docs[keep], tfs[keep].astype(np.int64))
 
     def finish(self, n_docs: int) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """(sorted vocabulary, offsets into the lists, document numbers, term frequencies)."""

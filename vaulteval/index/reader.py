@@ -42,6 +42,7 @@ class BM25Index:
     """
 
     rebuild: str | None = None  # the command that rebuilds it, named when a row turns out malformed
+    verified = False  # every byte and what the numbers mean checked (``verify``)
 
     def __init__(self, path: Path, fh=None):
         self.path = path
@@ -151,6 +152,7 @@ class BM25Index:
         problem = semantic_problem(self._s, self.n_docs, self.avgdl)
         if problem is not None:
             raise self.malformed(problem)
+        self.verified = True
         return {"path": str(self.path), "size_bytes": self._s.file_size, **report}
 
     @property

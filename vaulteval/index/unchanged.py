@@ -69,7 +69,7 @@ def _postings_canonical(old: "BM25Index") -> bool:
     off = old.section("post_offsets").astype(np.int64)
     if off.size > 1 and int(np.diff(off).min()) < 1:
         return False
-    docs = old.post_docs.astype(np.int64)
+    docs = old.section("post_docs").astype(np.int64)  # verified whole with the index (``BM25Index.verify``)
     if docs.size < 2:
         return True
     rising = docs[1:] > docs[:-1]
