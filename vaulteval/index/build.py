@@ -325,7 +325,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
                                                        analyzer == "auto", header):
         # Nothing to write: the index in service is what this build would write, but for its build time.
         report.docs, report.pages, report.terms = len(docs), header["n_pages"], old.n_terms
-        report.size_bytes, report.path, report.doc_rows = old.size_bytes, str(old.path), docs
+        report.size_bytes, report.path, report.doc_rows = old.verified["size_bytes"], str(old.path), docs
         report.unchanged = True
         with meta.sub(INDEX_DIR) as folder:
             folder.unlink(INDEX_NAME + STALE_SUFFIX)  # as after a publish: the index in service is current

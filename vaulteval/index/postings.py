@@ -47,12 +47,12 @@ class Postings:
         remap[pair[:, 0]] = pair[:, 1]
         # The build verified the whole index (``BM25Index.verify``: every byte, and what its numbers mean) before
         # reusing it: its sections are read as they are, without the per-read checks of the properties.
-        old_docs = old.section("post_docs") if getattr(old, "verified", False) else old.post_docs
+        old_docs = old.section("post_docs") if getattr(old, "verified", None) else old.post_docs
         new_docs = remap[old_docs]
         keep = new_docs >= 0
         df_old = np.diff(old.section("post_offsets").astype(np.int64))
         term_of = np.repeat(np.arange(old.n_terms, dtype=np.int64), df_old)[keep]
-        tfs = old.section("post_tfs") if getattr(old, "verified", False) else old.post_tfs
+        tfs = old.section("post_tfs") if getattr(old, "verified", None) else old.post_tfs
         self._old = (old.all_terms(), term_of, new_docs[keep], tfs[keep].astype(np.int64))
 
     def finish(self, n_docs: int) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:

@@ -42,7 +42,7 @@ class BM25Index:
     """
 
     rebuild: str | None = None  # the command that rebuilds it, named when a row turns out malformed
-    verified = False  # every byte and what the numbers mean checked (``verify``)
+    verified: dict | None = None  # ``verify``'s report, once every byte and what the numbers mean passed
 
     def __init__(self, path: Path, fh=None):
         self.path = path
@@ -137,11 +137,6 @@ class BM25Index:
         """Usage: ``index.section("doc_len")``: any section, whole, after its blocks pass their checksums."""
         return self._whole(name)
 
-    @property
-    def size_bytes(self) -> int:
-        """The size of the file opened (whatever its path names now)."""
-        return self._s.file_size
-
     def has_section(self, name: str) -> bool:
         return name in self._s
 
@@ -152,8 +147,8 @@ class BM25Index:
         problem = semantic_problem(self._s, self.n_docs, self.avgdl)
         if problem is not None:
             raise self.malformed(problem)
-        self.verified = True
-        return {"path": str(self.path), "size_bytes": self._s.file_size, **report}
+        self.verified = {"path": str(self.path), "size_bytes": self._s.file_size, **report}
+        return self.verified
 
     @property
     def post_docs(self) -> "np.ndarray":
@@ -213,8 +208,7 @@ class BM25Index:
         return self._term_bytes(i).decode("utf-8")
 
     def all_terms(self) -> list[str]:
-        """The whole sorted vocabulary (terms are stored newline-terminated); decoded once per open index (a
-        build reads it twice), so the list is shared: do not change it."""
+        """The whole sorted vocabulary (stored newline-terminated), decoded once per open index: do not change it."""
         if self._all_terms is None:
             self._all_terms = bytes(self._whole("terms")).decode("utf-8").split("\n")[:-1]
         return self._all_terms

@@ -53,11 +53,11 @@ def rows_section(old: "BM25Index | None", old_docs: "list[DocMeta]", docs: "list
             ok = new_place >= 0  # a segment the new list lacks: that row is encoded again
             prev[b[ok]], place[b[ok]], compact[b[ok]] = a[ok], new_place[ok], is_compact[ok]
     reused = prev >= 0
-    fresh = {j: docs[j].to_row(positions) for j in np.flatnonzero(~reused).tolist()}
+    encode = np.flatnonzero(~reused)
+    fresh = dict(zip(encode.tolist(), [docs[j].to_row(positions) for j in encode.tolist()]))
     lengths = np.zeros(n, dtype=np.int64)
     lengths[reused] = old_off[prev[reused] + 1] - old_off[prev[reused]]
-    for j, row in fresh.items():
-        lengths[j] = len(row)
+    lengths[encode] = np.fromiter(map(len, fresh.values()), dtype=np.int64, count=len(fresh))
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     # Runs of rows copied from consecutive old rows; every encoded row is a run of its own.
