@@ -18,6 +18,8 @@ from bisect import bisect_right
 from collections import Counter
 from functools import lru_cache
 
+from vaulteval.index.langs.catalog import LANGUAGES, languages_of_script
+
 # Unicode blocks per script (letters only; digits and punctuation are not counted).
 SCRIPTS: dict[str, str] = {
     "latin": "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff",
@@ -118,3 +120,12 @@ def main_script(counts: dict[str, int]) -> str | None:
         return {"zh": "han", "ja": "kana", "ko": "hangul"}[lang]
     others = {k: v for k, v in counts.items() if k not in CJK}
     return max(others, key=others.__getitem__) if others else None
+
+
+def candidates_of(counts: dict[str, int]) -> tuple[str | None, list[str]]:
+    """(script, its catalog languages) of a text's letter counts; a CJK text gives its one language."""
+    cjk = cjk_language(counts)
+    if cjk is not None:
+        return LANGUAGES[cjk].script, [cjk]
+    script = main_script(counts)
+    return script, languages_of_script(script) if script else []
