@@ -272,6 +272,22 @@ def test_a_frequency_list_read_down_to_a_floor_is_the_top_of_the_whole_list(code
     assert zipf(code, 6.0) == {word: z for word, z in whole.items() if z >= 6.0} != {}
 
 
+@pytest.mark.parametrize("text", [
+    "", "1234 -- !!", "Descaling the espresso machine", "Ärger über Überschriften, naïve café",
+    "데이터 디렉터리에 대한 `tldr {{경로/대상}}` data", "削除したノート, Obsidian", "Как удалить заметку? ok",
+    "mixed \u0301\u00e9\U00020001\ud800 ΑΒΓ αβγ עברית", "AbCxYz\x00\x7f\x80\xff",
+])
+def test_script_counts_are_each_letters_script_counted_one_by_one(text: str) -> None:
+    from vaulteval.index.langs.scripts import SCRIPTS, script_counts, script_of
+
+    expected: dict[str, int] = {}
+    for char in text:
+        name = "latin" if char.isascii() and char.isalpha() else script_of(char) if not char.isascii() else None
+        if name:
+            expected[name] = expected.get(name, 0) + 1
+    assert script_counts(text) == expected and list(script_counts(text)) == [s for s in SCRIPTS if s in expected]
+
+
 def test_the_split_without_regex_is_regexs_split() -> None:
     import re
     import unicodedata

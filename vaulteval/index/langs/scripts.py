@@ -51,8 +51,8 @@ CJK = ("han", "kana", "hangul")
 CJK_SHARE = 0.1  # a text is CJK when at least this share of its letters are
 
 
-_ASCII_LETTERS = re.compile("[A-Za-z]")
-_NON_ASCII = re.compile("[^\x00-\x7f]")
+_NOT_ASCII_LETTERS = bytes(c for c in range(128) if not chr(c).isalpha())  # deleted, the ASCII letters remain
+_NON_ASCII_RUNS = re.compile("[^\x00-\x7f]+")
 
 
 @lru_cache(maxsize=1)
@@ -90,11 +90,14 @@ def script_of(char: str) -> str | None:
 
 def script_counts(text: str) -> dict[str, int]:
     """Letters of each script in ``text`` (scripts with none are left out), in ``SCRIPTS`` order."""
+    # ASCII letters are counted by deleting every other byte (C speed); the non-ASCII characters are tallied
+    # from their runs. A list of every letter matched, as a findall gives, cost a build nearly as much as the
+    # identifier's own work on short notes.
+    latin = len(text.encode("ascii", "ignore").translate(None, _NOT_ASCII_LETTERS))
     if text.isascii():
-        n = len(_ASCII_LETTERS.findall(text))
-        return {"latin": n} if n else {}
-    tally: dict[str | None, int] = {"latin": len(_ASCII_LETTERS.findall(text))}
-    for char, n in Counter(_NON_ASCII.findall(text)).items():
+        return {"latin": latin} if latin else {}
+    tally: dict[str | None, int] = {"latin": latin}
+    for char, n in Counter("".join(_NON_ASCII_RUNS.findall(text))).items():
         name = script_of(char)
         tally[name] = tally.get(name, 0) + n
     return {name: tally[name] for name in SCRIPTS if tally.get(name)}
