@@ -47,6 +47,12 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = Path("/work/shared/data")
 ENGINES = ("vaulteval", "tantivy", "fts5", "bm25s")
 PEERS = ENGINES[1:]
+sys.path.insert(0, str(REPO))
+
+from vaulteval.pipeline.bench import CLI_PROBE, probe_peak_rss_kb  # noqa: E402
+
+# What the console script runs (``vaulteval.cli.run``), for the commands whose memory is not measured.
+CLI_RUN = "from vaulteval.cli import run\nrun()\n"
 
 # Written for this benchmark in the style of tldr pages' descriptions (what a user types to find a command).
 HAND_QUERIES = [
@@ -169,6 +175,7 @@ _QUERY_END = "\nseconds = time.perf_counter() - t0\n" + _RSS + \
 
 
 _CPU: list[float] = [0.0]  # CPU seconds (user + system) of the last _run's process
+_STDERR: list[str] = [""]  # and what it wrote on stderr
 
 
 def _run(code: str, *args: object, env: dict | None = None) -> tuple[float, str]:
@@ -180,6 +187,7 @@ def _run(code: str, *args: object, env: dict | None = None) -> tuple[float, str]
     took = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     _CPU[0] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    _STDERR[0] = proc.stderr
     if proc.returncode != 0:
         raise RuntimeError(f"{code.strip().splitlines()[0]}...: {proc.stderr.strip()[-2000:]}")
     return took, proc.stdout
@@ -249,8 +257,7 @@ def build_all(pages: Path, docs: Path, work: Path, engines: list[str]) -> dict[s
         folder.mkdir(parents=True)
         if engine == "vaulteval":
             shutil.copytree(pages, folder / "wiki")
-            seconds, _ = _run("import sys\nfrom vaulteval.cli.main import main\nsys.exit(main(sys.argv[1:]))",
-                              "provision", "--vault", folder, "--no-llm", env=_env())
+            seconds, _ = _run(CLI_RUN, "provision", "--vault", folder, "--no-llm", env=_env())
             meta = folder / ".vault-meta" / "vaulteval"
             size, alloc = _disk(meta)
             index_size = sum(p.stat().st_size for p in (meta / "bm25").glob("*.vti"))
@@ -281,11 +288,9 @@ def query_all(work: Path, engines: list[str], queries: list[str], *, cold: int, 
             bare.append(seconds)
         for engine in engines:
             if engine == "vaulteval":
-                code = ("import sys\nfrom vaulteval.cli.main import main\nrc = main(sys.argv[1:])\n" + _RSS +
-                        "sys.stderr.write('')\nprint('hwm', hwm)\n")
-                seconds, text = _run(code, "retrieve", "--vault", work / "engines" / engine, q, "--no-rerank",
-                                     "--top", "5", env=_env())
-                rss = int(text.rsplit("hwm", 1)[1])
+                seconds, _ = _run(CLI_PROBE, "retrieve", "--vault", work / "engines" / engine, q, "--no-rerank",
+                                  "--top", "5", env=_env())
+                rss = probe_peak_rss_kb(_STDERR[0])
             else:
                 seconds, text = _run(QUERY[engine] + _QUERY_END, work / "engines" / engine, one, 1, 5, env=_env())
                 rss = json.loads(text)["rss_kb"]
@@ -328,10 +333,8 @@ def scifact(src: Path, work: Path, engines: list[str]) -> dict[str, float]:
         if engine == "vaulteval":
             if not (target / ".vault-meta").exists():
                 shutil.rmtree(target, ignore_errors=True)
-                _run("import sys\nfrom vaulteval.cli.main import main\nsys.exit(main(sys.argv[1:]))",
-                     "import", "beir", src, "--out", target, "--split", "test", env=_env())
-                _run("import sys\nfrom vaulteval.cli.main import main\nsys.exit(main(sys.argv[1:]))",
-                     "provision", "--vault", target, "--no-llm", env=_env())
+                _run(CLI_RUN, "import", "beir", src, "--out", target, "--split", "test", env=_env())
+                _run(CLI_RUN, "provision", "--vault", target, "--no-llm", env=_env())
         elif not target.exists():
             target.mkdir()
             _run(BUILD[engine], target, docs, env=_env())

@@ -155,3 +155,26 @@ def test_tune_refuses_a_stale_index_before_any_search_unless_allowed(vault: Path
     manifest = json.loads((tmp_path / "runs" / "t" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["parameters"]["allow_stale"] is True and manifest["vault"]["stale_pages"] == 2
     assert snapshot(vault) == before
+
+
+def test_tune_checks_the_notes_once_and_confirms_on_the_checked_index(vault: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import vaulteval.pipeline.doctor as doctor_module
+
+    checks = []
+    real = doctor_module.stale_pages
+
+    def counted(*args, **kwargs):
+        checks.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(doctor_module, "stale_pages", counted)
+    _edit(vault)
+    assert _tune(vault, tmp_path / "runs", "--allow-stale") == 0
+    assert len(checks) == 1  # the search and the held-out confirmation share one check of every note
+    manifest = json.loads((tmp_path / "runs" / "t" / "manifest.json").read_text(encoding="utf-8"))
+    tuned = json.loads((tmp_path / "runs" / "t" / "tune.json").read_text(encoding="utf-8"))
+    test_ids = set(tuned["params"]["splits"]["test_ids"])
+    judged_in_test = any(JUDGED in q.relevant for q in load_queryset(QUERYSET) if q.query_id in test_ids)
+    assert manifest["vault"]["stale_pages"] == 2
+    assert manifest["vault"]["stale_judged_pages"] == int(judged_in_test)  # counted against the test split

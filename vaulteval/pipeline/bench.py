@@ -26,16 +26,24 @@ if TYPE_CHECKING:
 
 SEED = 20261130
 
-# Runs the real CLI, then reports the process's own peak RSS (VmHWM). A parent's
-# rusage would count the memory of the forked benchmark process as well.
-_CLI_PROBE = (
+# The steps of ``vaulteval.cli.run`` (the console script's entry: the collector off for start-up, the
+# process ended once a retrieve's output is flushed), with the process's own peak RSS (VmHWM) read just
+# before the exit. A parent's rusage would count the memory of the forked benchmark process as well.
+CLI_PROBE = (
+    "import gc\n"
+    "gc.disable()\n"
     "import sys\n"
-    "from vaulteval.cli.main import main\n"
-    "rc = main(sys.argv[1:])\n"
+    "from vaulteval.cli.main import finish, main\n"
+    "rc = main(process=True)\n"
     "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
     "sys.stderr.write(f'vmhwm_kb={hwm[0]}\\n')\n"
-    "sys.exit(rc)\n"
+    "finish(rc)\n"
 )
+
+
+def probe_peak_rss_kb(stderr: str) -> int:
+    """The peak RSS a ``CLI_PROBE`` process wrote on its stderr."""
+    return int(stderr.rsplit("vmhwm_kb=", 1)[1].split()[0])
 
 
 def pick_queries(vault: "Vault", n: int) -> list[str]:
@@ -73,12 +81,12 @@ def cli_latency(root: Path, queries: list[str]) -> dict[str, Any]:
     latencies, peaks = [], []
     for q in queries:
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _CLI_PROBE, "retrieve", "--vault", str(root), q,
+        proc = subprocess.run([sys.executable, "-c", CLI_PROBE, "retrieve", "--vault", str(root), q,
                                "--no-rerank"], capture_output=True)
         latencies.append(time.perf_counter() - t0)
         if proc.returncode != 0:
             raise RuntimeError(f"retrieve failed during bench: {proc.stderr.decode(errors='replace').strip()}")
-        peaks.append(int(proc.stderr.decode().rsplit("vmhwm_kb=", 1)[1].split()[0]))
+        peaks.append(probe_peak_rss_kb(proc.stderr.decode()))
     return {"cli_queries": len(queries), "cli_p50_s": round(statistics.median(latencies), 4),
             "cli_p95_s": round(_percentile(latencies, 0.95), 4), "cli_peak_rss_mb": round(max(peaks) / 1024, 1)}
 

@@ -48,6 +48,11 @@ class StaleCount:
 
     pages: int = 0
     judged: int = 0
+    paths: frozenset[str] = frozenset()
+
+    def judged_by(self, queryset: "QuerySet") -> "StaleCount":
+        """The same stale pages, counted against another query set's judgments (a split of the checked one)."""
+        return StaleCount(self.pages, len(self.paths & {page for q in queryset for page in q.relevant}), self.paths)
 
     def note(self) -> str:
         """The warning shown first on stdout and in the report when ``--allow-stale`` ran on such an index."""
@@ -126,7 +131,8 @@ def evaluate(vault: "Vault | QuerySet", queryset: "QuerySet | list[Strategy | st
              cache_dir: str | os.PathLike[str] | None = None, use_vault_index: bool = True, seed: int = 0,
              progress: bool = False, allow_remote_ollama: bool = False, condensed: bool = False,
              scheduler: str | None = None, allow_remote_workers: bool = False,
-             shards: int | None = None, executor: Any = None, allow_stale: bool = False) -> "EvalRun":
+             shards: int | None = None, executor: Any = None, allow_stale: bool = False,
+             workspace: "Workspace | None" = None, checked: StaleCount | None = None) -> "EvalRun":
     """Run every strategy, then measures, misses, negatives and a comparison against ``baseline``.
 
     A strategy that runs on the vault's own index first checks it holds every page as it is now;
@@ -137,6 +143,9 @@ def evaluate(vault: "Vault | QuerySet", queryset: "QuerySet | list[Strategy | st
     (``vaulteval.workbench.executor``); the result is the same as without it. An open
     ``executor`` (from ``make_executor``) is used as given and left open.
     ``evaluate(qs, strategies)`` runs on the query set's own vault (``qs.vault``).
+    ``workspace`` (of the same vault) is used instead of a new one, and ``checked`` is the staleness
+    ``require_current`` already found on it: ``tune`` confirms on the index its search ran on without
+    hashing every note a second time.
     """
     import pandas as pd
 
@@ -163,8 +172,11 @@ def evaluate(vault: "Vault | QuerySet", queryset: "QuerySet | list[Strategy | st
     # Connect first: an unreachable scheduler fails before any page is read.
     with (nullcontext(executor) if executor is not None
           else make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress)) as ex:
-        ws = Workspace(vault, cache_dir, use_vault_index=use_vault_index)
-        stale = require_current(ws, parsed, queryset, allow_stale=allow_stale)
+        ws = workspace or Workspace(vault, cache_dir, use_vault_index=use_vault_index)
+        if checked is None:
+            stale = require_current(ws, parsed, queryset, allow_stale=allow_stale)
+        else:
+            stale = checked.judged_by(queryset)
         made = run(queryset, parsed, vault=vault, workspace=ws, allow_remote_ollama=allow_remote_ollama,
                    shards=shards, executor=ex)
     runs, executor = list(made), made.executor
@@ -217,9 +229,8 @@ def index_staleness(ws: "Workspace", strategies: "list[Strategy]", queryset: "Qu
 
     if not any(ws.uses_vault_index(s) for s in strategies):
         return StaleCount()
-    pages = stale_pages(ws.vault, ws.own)
-    judged = {page for q in queryset for page in q.relevant}
-    return StaleCount(len(pages), len(pages & judged))
+    pages = frozenset(stale_pages(ws.vault, ws.own))
+    return StaleCount(len(pages), 0, pages).judged_by(queryset)
 
 
 def _abstention_rows(name: str, abstention: "pd.DataFrame | None", negatives: int) -> list[tuple]:

@@ -172,7 +172,8 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
             names[rival] = "rival"
             chosen.append(by_text[rival].with_name("rival"))
         ev = evaluate(vault, test_qs, chosen, measures=[measure, "R@100"], k=10, baseline="default",
-                      cache_dir=cache_dir, seed=seed, executor=ex, allow_stale=allow_stale)
+                      cache_dir=cache_dir, seed=seed, executor=ex, allow_stale=allow_stale,
+                      workspace=ws, checked=stale)
     decision = decide(ev.per_query, measure, best != baseline, seed, slices=slices, high_overlap=high,
                       semantic=semantic)
     chosen_strategy = by_text[best if decision["adopt"] else baseline]
