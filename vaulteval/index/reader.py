@@ -68,6 +68,7 @@ class BM25Index:
             raise ValueError(str(exc)) from None
         self._store_names = store_names(self.header)  # compact rows name their segment by its place in it
         self._doc_cache: dict[int, DocMeta] = {}
+        self.doc_langs: list[str] | None = None  # auto: each chunk's language, read on first use (docterms.doc_language)
         self._term_cache: dict[str, int] = {}
         self._all_terms: list[str] | None = None
         self._probes: dict[int, bytes] = {}

@@ -3,13 +3,14 @@
 Usage::
 
     passages = Passages("how often should I descale", index, vault)   # one per query; work happens on use
-    passages.snippet(raw_text)              # the sentence that best matches, with what fits around it
-    passages.matched_terms(context_text)    # ["often", "descale"]
+    passages.snippet(raw_text, doc)         # the sentence that best matches, with what fits around it
+    passages.matched_terms(context_text, doc)   # ["often", "descale"]
     passages.location("wiki/howto/Descaling.md", raw_text)
     # {"heading_path": [...], "first_line": 12, "last_line": 19, "modified": "2026-11-30T08:12:44Z"}
 
 A sentence scores the summed IDF of the distinct query terms it holds (terms
-as the index's analyzer makes them); ties go to the earlier sentence. The
+as the index's analyzer makes them of that chunk: with ``auto``, in the chunk's
+recorded language); ties go to the earlier sentence. The
 snippet is that sentence, then the sentences after it and those before it in
 its paragraph while the whole stays within ``SNIPPET_CHARS``, cut at
 whitespace; a chunk where no sentence matches (the words were in its title or
@@ -22,7 +23,7 @@ import math
 import re
 import time
 
-from vaulteval.index.docterms import passage_analyzer
+from vaulteval.index.docterms import chunk_analysis, doc_language, passage_analyzer
 from vaulteval.index.tokenize import WORD_RE
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
@@ -107,11 +108,14 @@ class Passages:
                  layouts: "Callable[[], NoteLayouts] | None" = None, memo: TextMemo | None = None):
         self.query, self.index, self.vault = query, index, vault
         self._layouts = layouts  # gives a Retriever's notes worked out for earlier queries (opened on first use)
-        self._analyze = passage_analyzer(index.analyzer_name, index.header, query)
-        # A memo shared across queries holds for a fixed analyzer; ``auto`` analyzes in each query's languages.
-        self._memo = memo if memo is not None and index.analyzer_name != "auto" else TextMemo()
+        self._analyze = passage_analyzer(index.analyzer_name, index.header, query)  # the query's words
+        self._chunk = chunk_analysis(index.analyzer_name, index.header, query)  # a hit's text, by its language
+        self._memo = memo if memo is not None else TextMemo()  # keyed by the analysis's name: shared across queries
         self._weights: dict[str, float] | None = None
-        self._words: list[tuple[str, list[str]]] = []
+        self._ranges: dict[str, tuple[int, int]] = {}  # each weighted term's postings
+        self._by_postings = index.analyzer_name == "auto"  # what matched a chunk: read from its postings
+        self._in_doc: dict[int, set[str]] = {}
+        self._words: list[tuple[str, list[str], bool]] = []  # (as written, its terms, whether they are alternatives)
         self.check: "QueryCheck | None" = None  # the query's integrity checks: the notes' signatures they saw
 
     def weights(self) -> dict[str, float]:
@@ -121,33 +125,67 @@ class Passages:
             for piece in self.query.split():
                 terms = self._analyze(piece)
                 if terms:
-                    self._words.append((piece.strip(".,;:!?¿¡\"'()[]{}«»“”‘’"), terms))
+                    self._words.extend(self._written(piece.strip(".,;:!?¿¡\"'()[]{}«»“”‘’"), terms))
                 for term in terms:
                     tid = index.term_id(term) if term not in weights else -1
                     if tid >= 0:
-                        start, end = index.posting_range(tid)
+                        start, end = self._ranges[term] = index.posting_range(tid)
                         df = end - start
                         weights[term] = math.log(1.0 + (index.n_docs - df + 0.5) / (df + 0.5))
             self._weights = weights
         return self._weights
 
-    def _score(self, text: str) -> float:
+    def _written(self, surface: str, terms: list[str]) -> list[tuple[str, list[str], bool]]:
+        """A query piece's words as ``matched_terms`` shows them. ``auto`` analyzes a word in several languages,
+        so the terms of a word outside CJK text are alternatives (its stems in each), and the word is shown as
+        written when any of them matched; a piece of several such words (``docker-exec``) is shown word by word."""
+        if self.index.analyzer_name != "auto":
+            return [(surface, terms, False)]
+        from vaulteval.index.langs.words import has_cjk, words
+
+        if has_cjk(surface):
+            return [(surface, terms, False)]  # n-grams and segments: pieces of the word
+        split = words(surface)
+        if len(split) == 1:
+            return [(surface, terms, True)]
+        return [(word, found, True) for word in split if (found := self._analyze(word))]
+
+    def _analysis(self, doc: int | None) -> tuple[str, "Callable[..., list[str]]"]:
+        """(name, analyzer) of the text of chunk ``doc`` (None: a chunk whose number is not known)."""
+        return self._chunk(None if doc is None else doc_language(self.index, doc))
+
+    def _matched(self, doc: int | None):
+        """The weighted query terms that can have matched chunk ``doc``: with ``auto``, those whose postings hold
+        it (the index's own analysis of the chunk, whatever a passage's analysis makes of its words); else all."""
         weights = self.weights()
-        terms = self._memo.terms(self.index.analyzer_name, self._analyze, text)
+        if not self._by_postings or doc is None:
+            return weights.keys()
+        found = self._in_doc.get(doc)
+        if found is None:
+            holds = self.index.choose_scorer(warm=False).holds
+            found = self._in_doc[doc] = {term for term, (start, end) in self._ranges.items() if holds(start, end, doc)}
+        return found
+
+    def _score(self, text: str, analysis: tuple[str, "Callable[..., list[str]]"], matched) -> float:
+        weights = self.weights()
+        terms = self._memo.terms(*analysis, text)
         # fsum: the same sum in any set order, so ties between sentences break the same way in every process;
         # being exact, it sums only the terms that have a weight (a term without one adds 0.0).
-        return math.fsum([weights[term] for term in weights.keys() & terms])
+        found = matched.intersection(terms) if isinstance(matched, set) else matched & terms
+        return math.fsum([weights[term] for term in found])
 
-    def snippet(self, text: str, limit: int = SNIPPET_CHARS) -> str:
-        """The passage of ``text`` (a chunk's raw text) around its best-matching sentence."""
+    def snippet(self, text: str, doc: int | None = None, limit: int = SNIPPET_CHARS) -> str:
+        """The passage of ``text`` (the raw text of chunk number ``doc``) around its best-matching sentence."""
         spans = self._memo.sentences(text)
-        scores = [self._score(text[s:e]) for s, e in spans] if self.weights() else []
+        analysis = self._analysis(doc) if self.weights() else None
+        matched = self._matched(doc) if analysis else None
+        scores = [self._score(text[s:e], analysis, matched) for s, e in spans] if matched else []
         if not scores or max(scores) <= 0.0:
             return _cut(text, 0, len(text), limit)
         best = scores.index(max(scores))
         start, end = spans[best]
         if end - start > limit:
-            return _cut(text, self._focus(text, start, end, limit), end, limit)
+            return _cut(text, self._focus(text, start, end, limit, analysis[1], matched), end, limit)
         lo = hi = best
         while hi + 1 < len(spans) and spans[hi + 1][1] - start <= limit:  # what follows first
             hi, end = hi + 1, spans[hi + 1][1]
@@ -156,29 +194,39 @@ class Passages:
             lo, start = lo - 1, spans[lo - 1][0]
         return _cut(text, start, end, limit)
 
-    def _focus(self, text: str, start: int, end: int, limit: int) -> int:
+    def _focus(self, text: str, start: int, end: int, limit: int, analyze: "Callable[..., list[str]]",
+               matched) -> int:
         """Where to start a window on an over-long sentence: a little before its first matching word."""
-        weights = self.weights()
         for word in WORD_RE.finditer(text, start, end):
-            if any(term in weights for term in self._analyze(word.group(), bounded=False)):
+            if any(term in matched for term in analyze(word.group(), bounded=False)):
                 return max(start, min(word.start() - limit // 4, end - limit))
         return start
 
-    def matched_terms(self, text: str) -> list[str]:
-        """The query's words found in ``text`` (the indexed text, prefix included), as written in the query;
-        for a word the analyzer splits (CJK n-grams) its longest pieces that matched."""
+    def matched_terms(self, text: str, doc: int | None = None) -> list[str]:
+        """The query's words found in ``text`` (the indexed text of chunk number ``doc``, prefix included), as
+        written in the query; for a word the analyzer splits (CJK n-grams) its longest pieces that matched."""
         weights = self.weights()
-        present = set(self._memo.terms(self.index.analyzer_name, self._analyze, text)) & set(weights)
+        if not weights:
+            return []
+        if self._by_postings and doc is not None:
+            present = set(self._matched(doc))
+        else:
+            present = set(self._memo.terms(*self._analysis(doc), text)) & set(weights)
         out: list[str] = []
-        for surface, terms in self._words:
+        for surface, terms, alternatives in self._words:
             hits = [t for t in terms if t in present]
             if not hits:
                 continue
-            if len(terms) == 1:
+            if alternatives or len(terms) == 1:
                 out.append(surface or terms[0])
             else:
                 out.extend(t for t in hits if not any(t != u and t in u for u in hits))
-        return list(dict.fromkeys(out))
+        if not self._by_postings:
+            return list(dict.fromkeys(out))
+        first: dict[str, str] = {}  # auto shows words as written: "SteamOS" once after "steamos-finalize"'s "steamos"
+        for word in out:
+            first.setdefault(word.casefold(), word)
+        return list(first.values())
 
     def location(self, page_path: str, raw: str, snippet: str | None = None) -> dict:
         """Heading path and file lines of the chunk ``raw`` (and of ``snippet`` in it), and the note's modified
