@@ -146,3 +146,14 @@ def test_an_incremental_provision_after_edits_writes_the_index_a_full_build_writ
     provision(Vault(full))
     assert _index_bytes(full / META_REL) == incremental
 
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.lists(st.one_of(
+    st.binary(min_size=32, max_size=32).map(lambda b: "sha256:" + b.hex()),
+    st.binary(min_size=32, max_size=32).map(lambda b: "sha256:" + b.hex().upper()),
+    st.sampled_from(["", "md5:x", "sha256:" + "sha256:" + "a" * 57, "sha256:" + "0" * 63 + "g",
+                     "sha256:" + "ab" * 31 + " abc", "x" * 71])), max_size=6))
+def test_hashes_pack_as_each_would_alone(hashes: list[str]) -> None:
+    """The packing of a catalog's hashes in one decode is the page-by-page packing, whatever the hashes hold."""
+    assert catalogfile._digests(hashes) == b"".join(catalogfile._digest(h) for h in hashes)

@@ -188,6 +188,37 @@ def test_a_hits_passages_are_analyzed_in_the_querys_languages_only() -> None:
     assert "消す" in passage_analyzer("auto", header, "ノートを消す")("ノートを消した")
 
 
+def test_a_hits_text_is_analyzed_in_its_own_language_not_in_every_language_of_the_query(monkeypatch) -> None:
+    from vaulteval.index.docterms import chunk_analysis
+    from vaulteval.index.langs import segmenters
+
+    header = {"languages": {"de": 10, "en": 10, "ja": 5}}
+    of = chunk_analysis("auto", header, "deleted notes")  # analyzed in German and English (and plainly)
+    name, english = of("en")
+    assert name == "auto/en:bare" and english("the deleted notes") == ["the", "delet", "note"]  # no German stem
+    assert of("de")[1]("Notizen gelöscht") == ["notiz", "geloscht"]
+    monkeypatch.setattr(segmenters, "_mecab", lambda: pytest.fail("MeCab loaded for a Latin query's hit"))
+    name, japanese = of("ja")  # a Japanese chunk found by Latin words: its segmenter is not needed
+    terms = japanese("ノートを消した Obsidian")
+    assert name == "auto/ja:nodict" and "obsidian" in terms and "消した" in terms and "消す" not in terms
+    name, german = chunk_analysis("auto", {"languages": {"de": 10, "ja": 5}}, "Notizen")("de")  # the query's one language:
+    assert name == "auto/de" and german("der Tresorverwaltung") == ["tresorverwalt", "tresor", "verwalt"]  # as indexed
+    assert chunk_analysis("default", {}, "deleted notes")("en")[0] == "default"
+
+
+def test_matched_terms_are_the_query_words_the_chunks_postings_hold(mixed_vault) -> None:
+    from pipeline_fixtures import retrieve_json
+
+    result = retrieve_json(mixed_vault, "eine Sicherung aller Notizen erstellen", "--top", "5")
+    hit = next(c for c in result["candidates"] if c["page_path"] == "wiki/Tresor.md")
+    # "eine" is a German stopword: the German chunk's index has no term for it, so it did not match
+    assert hit["matched_terms"] == ["Sicherung", "Notizen", "erstellen"]
+    assert "Sicherung" in hit["snippet"]
+    sync = retrieve_json(mixed_vault, "Obsidian Sync devices", "--top", "5")
+    japanese = next(c for c in sync["candidates"] if c["page_path"] == "wiki/同期.md")
+    assert japanese["matched_terms"] == ["Obsidian", "Sync"] and "Obsidian Sync" in japanese["snippet"]
+
+
 def _sections(path) -> dict:
     from vaulteval.index.file import read_sections
 
@@ -239,6 +270,22 @@ def test_a_frequency_list_read_down_to_a_floor_is_the_top_of_the_whole_list(code
     whole = zipf(code)
     assert len(whole) > 10_000
     assert zipf(code, 6.0) == {word: z for word, z in whole.items() if z >= 6.0} != {}
+
+
+@pytest.mark.parametrize("text", [
+    "", "1234 -- !!", "Descaling the espresso machine", "Ärger über Überschriften, naïve café",
+    "데이터 디렉터리에 대한 `tldr {{경로/대상}}` data", "削除したノート, Obsidian", "Как удалить заметку? ok",
+    "mixed \u0301\u00e9\U00020001\ud800 ΑΒΓ αβγ עברית", "AbCxYz\x00\x7f\x80\xff",
+])
+def test_script_counts_are_each_letters_script_counted_one_by_one(text: str) -> None:
+    from vaulteval.index.langs.scripts import SCRIPTS, script_counts, script_of
+
+    expected: dict[str, int] = {}
+    for char in text:
+        name = "latin" if char.isascii() and char.isalpha() else script_of(char) if not char.isascii() else None
+        if name:
+            expected[name] = expected.get(name, 0) + 1
+    assert script_counts(text) == expected and list(script_counts(text)) == [s for s in SCRIPTS if s in expected]
 
 
 def test_the_split_without_regex_is_regexs_split() -> None:

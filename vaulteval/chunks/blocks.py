@@ -121,9 +121,9 @@ def scan_blocks(data, start: int, *, deep: bool) -> tuple[list[tuple[tuple[int, 
             raw = _inflate_whole(body[n * ENTRY:], n, c, u)
             if raw is None:
                 return out, f"block at byte {pos} does not inflate to its {u} bytes"
-            at = 0
+            at, whole = 0, memoryview(raw)  # slices of a view: no copy of each record
             for i in range(n):
-                if zlib.crc32(raw[at:at + table[2 * i]]) != table[2 * i + 1]:
+                if zlib.crc32(whole[at:at + table[2 * i]]) != table[2 * i + 1]:
                     return out, f"record {i} of the block at byte {pos} fails its checksum"
                 at += table[2 * i]
         out.extend(((pos, i), table[2 * i], table[2 * i + 1]) for i in range(n))

@@ -23,7 +23,7 @@ import struct
 import sys
 import zlib
 from array import array
-from itertools import accumulate
+from itertools import accumulate, chain
 
 from vaulteval.chunks.blocks import MAX_BLOCK_RECORDS
 from vaulteval.chunks.segments import FRAME, MAGIC as SEGMENT_MAGIC, MAX_RECORD_BYTES, SEGMENT_RE, STORE_DIR
@@ -64,6 +64,7 @@ class Table:
         self.segments, self.seg, self.off, self.nth, self.size, self.crc = segments, seg, off, nth, size, crc
         self.first = [0, *accumulate(chunks)][:len(chunks)]  # page i's records start at record first[i]
         self.index = dict(zip(rels, range(len(rels))))
+        self.from_file = False  # True for the table ``decode`` read from a catalog file
 
     def __len__(self) -> int:
         return len(self.rels)
@@ -88,8 +89,9 @@ class Table:
         """Every record as (location, payload length, CRC, chunk id), in (address, chunk index) order."""
         lead = [f"{STORE_DIR}/{name}@" for name in self.segments]
         ids = [f"{address}:{n}" for address, count in zip(self.addresses, self.chunks) for n in range(count)]
-        return list(zip([_where(lead[s], o, n) for s, o, n in zip(self.seg, self.off, self.nth)], self.size,
-                        self.crc, ids))
+        # _where inline: one f-string per record, no call (a provision lists every record).
+        return list(zip([f"{lead[s]}{o}#{n}" if n != FRAME_1 else f"{lead[s]}{o}"
+                         for s, o, n in zip(self.seg, self.off, self.nth)], self.size, self.crc, ids))
 
     @classmethod
     def from_entries(cls, entries: dict[str, dict]) -> "Table":
@@ -157,8 +159,9 @@ def encode(settings: dict, rows: list[tuple]) -> tuple[bytes, Table]:
         crc.extend(table.crc[k0:k1])
         run.clear()
 
-    for _, _, _, sig, _, records in rows:
-        stats.extend(sig if sig is not None else (-1, 0, 0))
+    stats.extend(chain.from_iterable([row[3] if row[3] is not None else _NO_STAT for row in rows]))
+    for row in rows:
+        records = row[5]
         if isinstance(records, tuple):
             table, i = records
             if run and run[0] is table and run[2] == i:
@@ -203,6 +206,20 @@ def encode(settings: dict, rows: list[tuple]) -> tuple[bytes, Table]:
 
 def _digests(hashes: list) -> bytes:
     """32 raw bytes per ``sha256:<hex>`` hash; zeros for anything else (never equal to a page's hash)."""
+    n = len(hashes)
+    try:
+        joined = "".join(hashes)
+    except TypeError:
+        joined = ""
+    if n and len(joined) == 71 * n and all(joined[k::71] == c * n for k, c in enumerate(_HASH_HEAD)):
+        # Every hash is 71 characters with the head in its place (the usual case): one replace, one decode; the
+        # length check makes sure only those heads went.
+        try:
+            raw = bytes.fromhex(joined.replace(_HASH_HEAD, ""))
+            if len(raw) == 32 * n:
+                return raw
+        except ValueError:
+            pass
     try:
         return bytes.fromhex("".join([h[7:] if isinstance(h, str) and len(h) == 71 and h.startswith(_HASH_HEAD)
                                       else _ZEROS for h in hashes]))
@@ -211,6 +228,7 @@ def _digests(hashes: list) -> bytes:
 
 
 _ZEROS = "0" * 64
+_NO_STAT = (-1, 0, 0)  # a page without a stat signature
 
 
 def _whole(v: object, top: int = 1 << 62) -> bool:
@@ -290,6 +308,7 @@ def decode(data: bytes) -> tuple[dict, Table]:
     it = iter(stats)
     sigs = [sig if sig[0] >= 0 and sig[1] >= 0 else None for sig in zip(it, it, it)]
     table = Table(rels, addr_list, hashes, sigs, chunks.tolist(), list(segments), seg, off, nth, size, crc)
+    table.from_file = True
     settings = {key: header.get(key) for key in ("params", "prefix", "chunker")}
     return settings, table
 

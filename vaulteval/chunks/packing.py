@@ -99,16 +99,19 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
     owner: dict[str, str] = {}
     note_limit = chunking.max_note_bytes()
     sound = maps.sound_pages(stored)
+    # Locals for the loop over every note (most of them unchanged): no attribute lookups per note.
+    stats, hashes, addresses, page_hashes = stored.stats, stored.hashes, stored.addresses, report.page_hashes
+    settled = since - RACY_NS  # a note last modified before this is trusted by its stat signature
     for entry in progress_bar(selected, len(selected), "scan"):
-        i = index.get(entry.rel)
-        if i is not None and (not sound[i] or entry.rel in distrust):
+        rel = entry.rel
+        i = index.get(rel)
+        if i is not None and (not sound[i] or rel in distrust):
             i = None
         sig = signatures.get(entry.abspath) if signatures else None
         if sig is None:
             sig = note_signature(entry)
-        if i is not None and sig is not None and stored.stats[i] == sig and sig[1] < since - RACY_NS \
-                and stored.hashes[i]:
-            plan = (entry.rel, None, stored.addresses[i], stored.hashes[i], sig, i)
+        if i is not None and sig is not None and stats[i] == sig and sig[1] < settled and hashes[i]:
+            plan = (rel, None, addresses[i], hashes[i], sig, i)
         else:
             raw = page_bytes.get(entry.rel) if page_bytes is not None else read_note(entry, sig)
             if raw is None:
@@ -128,10 +131,10 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
                         sig, None)
         address = plan[2]
         if address in owner:
-            raise _duplicate(address, owner[address], entry.rel)
-        owner[address] = entry.rel
+            raise _duplicate(address, owner[address], rel)
+        owner[address] = rel
         plans.append(plan)
-        report.page_hashes[entry.rel] = plan[3]
+        page_hashes[rel] = plan[3]
     kept: list[tuple] = []  # a single-page run keeps every other page's entry; a full run rebuilds the catalog
     if page is not None:
         for i, rel in enumerate(stored.rels):
@@ -163,7 +166,10 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
     finally:
         if writer is not None:
             writer.close()
-    written = write_catalog(meta, settings_of(params, key), rows)  # the table a reader of the file gets
+    if page is None and _same_table(stored, rows):
+        written = stored  # the file in place holds exactly these rows: writing it again would change nothing
+    else:
+        written = write_catalog(meta, settings_of(params, key), rows)  # the table a reader of the file gets
     pause_point("catalog-written")
     report.addresses = dict(zip(written.addresses, written.rels))
     report.segments = set(written.segments)
@@ -267,6 +273,20 @@ def _write_pages(plans, stored: Table, report, writer, maps, params, prefixer, r
     return rows
 
 
+def _same_table(stored: Table, rows: list[tuple]) -> bool:
+    """Whether ``rows`` are the loaded catalog file's pages, each copied whole in its place with the stat it
+    records (so ``write_catalog`` would write the same bytes). Not rewriting it leaves the file's mtime, the
+    catalog's writing time, where it was: a note modified close to it is hashed again, never skipped."""
+    if not stored.from_file or len(rows) != len(stored) or len(set(stored.seg)) != len(stored.segments):
+        return False
+    stats = stored.stats
+    for k, row in enumerate(rows):
+        copied = row[5]
+        if not (isinstance(copied, tuple) and copied[0] is stored and copied[1] == k and row[3] == stats[k]):
+            return False
+    return True
+
+
 def _same(old: dict, new: dict) -> bool:
     return ({k: v for k, v in old.items() if k != "created_at"} == {k: v for k, v in new.items() if k != "created_at"}
             and _record_intact(old))
@@ -283,25 +303,41 @@ def _stored_records(stored: Table, i: int, maps: Segments) -> dict[int, tuple[di
     return out
 
 
+def _live_bytes(table: Table, pages: list[int]) -> dict[str, int]:
+    """Payload bytes per segment of the records of ``pages`` of a loaded catalog (summed in numpy: a provision
+    copies nearly every page)."""
+    import numpy as np
+
+    counts = np.array(table.chunks, dtype=np.int64)[pages]
+    first = np.array(table.first, dtype=np.int64)[pages]
+    ends = np.cumsum(counts)
+    records = np.repeat(first - (ends - counts), counts) + np.arange(int(ends[-1]) if ends.size else 0)
+    seg = np.frombuffer(table.seg, dtype=np.uint32)[records]
+    size = np.frombuffer(table.size, dtype=np.uint32)[records].astype(np.int64)
+    present = np.bincount(seg, minlength=len(table.segments))
+    total = np.bincount(seg, weights=size, minlength=len(table.segments))  # float64: exact below 2**53 bytes
+    return {table.segments[s]: int(total[s]) for s in np.flatnonzero(present).tolist()}
+
+
 def _maybe_compact(rows: list[tuple], writer: SegmentWriter, maps: Segments) -> tuple[list[tuple], int, int]:
     """Copy every live record out of old segments when too much of them is dead (or they are of format 1);
     returns the rows (their records moved when copied), the records copied and, of those, the ones converted
     from format 1."""
     own = f"{STORE_DIR}/{writer.name}@"
     live: dict[str, int] = {}
+    copied_pages: dict[int, tuple[Table, list[int]]] = {}  # pages copied from a loaded catalog, per table
     for row in rows:
         records = row[5]
         if isinstance(records, tuple):  # a page copied from the catalog: its numbers, no location text
-            table, i = records
-            k = table.first[i]
-            for j in range(k, k + row[4]):
-                name = table.segments[table.seg[j]]
-                live[name] = live.get(name, 0) + table.size[j]
+            copied_pages.setdefault(id(records[0]), (records[0], []))[1].append(records[1])
             continue
         for where, size, _ in records:
             if not where.startswith(own):
                 name = parse_location(where)[0]
                 live[name] = live.get(name, 0) + size
+    for table, pages in copied_pages.values():
+        for name, size in _live_bytes(table, pages).items():
+            live[name] = live.get(name, 0) + size
     if not live:
         return rows, 0, 0
     # Record bytes (format 2: before compression), as the scan found them: live and dead are counted alike.
@@ -314,24 +350,32 @@ def _maybe_compact(rows: list[tuple], writer: SegmentWriter, maps: Segments) -> 
         return rows, 0, 0
     copied = converted = 0
     out = []
-    for rel, address, page_hash, sig, count, records in rows:
+    copies = []  # (segment, place in it, row, record) of every record to copy
+    for r, (rel, address, page_hash, sig, count, records) in enumerate(rows):
         if isinstance(records, tuple):
             records = records[0].records(records[1])
-        moved = []
-        for where, size, crc in records:
+        moved = [list(rec) for rec in records]
+        for k, (where, _, _) in enumerate(moved):
             if not where.startswith(own):
-                payload = maps.payload(where, size, crc)
-                if payload is None:  # checked when planned; a segment changed under the lock is not copied
-                    raise OSError(f"chunk record {where} changed while compacting")
-                payload = bytes(payload)
-                if parse_location(where)[0] in maps.old_format:  # format 1: stored again without derived fields
-                    rec = decode_payload(payload)
-                    payload = encode(rec) if rec is not None else payload
-                    crc = zlib.crc32(payload)
-                    converted += 1
-                where, size, crc = writer.append_payload(payload, crc)
-                copied += 1
-                pause_point("record-compacted")
-            moved.append([where, size, crc])
+                parsed = parse_location(where)
+                name, key = parsed if parsed is not None else ("", 0)
+                copies.append((name, key if isinstance(key, tuple) else (key, 0), r, k))
         out.append((rel, address, page_hash, sig, count, moved))
+    # Copied in the order they sit in the old segments, so each block is inflated once (the rows' order,
+    # by address, visits the blocks at random).
+    copies.sort()
+    for _, _, r, k in copies:
+        where, size, crc = out[r][5][k]
+        payload = maps.payload(where, size, crc)
+        if payload is None:  # checked when planned; a segment changed under the lock is not copied
+            raise OSError(f"chunk record {where} changed while compacting")
+        payload = bytes(payload)
+        if parse_location(where)[0] in maps.old_format:  # format 1: stored again without derived fields
+            rec = decode_payload(payload)
+            payload = encode(rec) if rec is not None else payload
+            crc = zlib.crc32(payload)
+            converted += 1
+        out[r][5][k] = list(writer.append_payload(payload, crc))
+        copied += 1
+        pause_point("record-compacted")
     return out, copied, converted

@@ -168,6 +168,10 @@ def build_records(
 
 def progress_bar(iterable, total: int | None, desc: str, unit: str = "page"):
     """Usage: ``for x in progress_bar(items, len(items), "index", "chunk")``: provisioning's progress."""
+    import sys
+
+    if not (sys.stderr is not None and sys.stderr.isatty()):
+        return iterable  # what tqdm's disable=None does off a terminal, without importing it
     from tqdm import tqdm
 
     # Only runs longer than a couple of seconds show a bar, on stderr, and only on a terminal.

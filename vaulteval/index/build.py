@@ -24,10 +24,12 @@ from vaulteval.chunks import chunking
 from vaulteval.chunks.store import progress_bar
 from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
-from vaulteval.index.docmeta import ROW_COMPACT, ROW_FORMAT
+from vaulteval.index.docmeta import ROW_FORMAT
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
 from vaulteval.index.postings import Postings
+from vaulteval.index.rowcopy import rows_section
+from vaulteval.index.unchanged import same_as_previous
 from vaulteval.chunks.catalog import catalog_listing
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.chunks.segments import StoreReader, segment_of
@@ -64,14 +66,17 @@ class BuildReport:
     rejected_ids: list[str] = field(default_factory=list, repr=False)
     # Pages with records left out as stale (provision re-reads those it skipped by the catalog's word).
     stale_pages: set[str] = field(default_factory=set, repr=False)
+    # The index in service was what this build would write (but for its time): kept, not written again.
+    unchanged: bool = False
 
     def to_dict(self) -> dict:
         return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self)
                 if f.name not in ("doc_rows", "rejected_ids", "stale_pages")}
 
 
-def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocMeta]]:
-    """The last index (current or invalidated) with the same analyzer, to reuse its postings."""
+def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocMeta], bool]:
+    """The last index (current or invalidated) with the same analyzer, to reuse its postings; True when it is
+    the one in service (not ``index.vti.stale``)."""
     for name in (INDEX_NAME, INDEX_NAME + STALE_SUFFIX):
         try:
             old = BM25Index(meta.path / INDEX_DIR / name, open_index_file(meta, name))
@@ -79,10 +84,10 @@ def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocM
                 old.verify()  # reuse copies postings wholesale, so every byte must be sound
                 docs = old.all_docs()
                 if len(docs) == old.n_docs and len(old.all_terms()) == old.n_terms:
-                    return old, docs
+                    return old, docs, name == INDEX_NAME
         except (IndexFileError, NotProvisioned, KeyError, ValueError, TypeError, IndexError, OverflowError, RecursionError):
             continue
-    return None, []
+    return None, [], False
 
 
 def _scan_chunk_files(chunks: MetaDir | None) -> list[tuple[str, str, int, int]]:
@@ -137,27 +142,6 @@ def validate_record(vault: "Vault", address: str, name: str, rec: dict,
     return page_path, idx, text, page_hash
 
 
-def _reused_rows(old: BM25Index, old_docs: list[DocMeta], docs: list[DocMeta], pairs: list[tuple[int, int]],
-                 positions: dict[str, int]) -> dict[int, bytes]:
-    """The previous index's rows of unmoved records (verified with it), their segment's place set to the new one:
-    the bytes ``to_row`` would write, without encoding them again."""
-    blob, offsets = bytes(old.section("docs")), old.section("doc_offsets").tolist()
-    old_store = old.header.get("store") or []
-    place = {i: positions[name].to_bytes(2, "little") for i, name in enumerate(old_store) if name in positions}
-    out = {}
-    for prev, new in pairs:
-        if old_docs[prev].chunk_file != docs[new].chunk_file:
-            continue
-        row = blob[offsets[prev]:offsets[prev + 1]]
-        if row[:1] == ROW_COMPACT:
-            seg = place.get(int.from_bytes(row[1:3], "little"))
-            if seg is None:
-                continue
-            row = row[:1] + seg + row[3:]
-        out[new] = row
-    return out
-
-
 def build_index(
     vault: "Vault",
     *,
@@ -170,6 +154,7 @@ def build_index(
     meta: MetaDir | None = None,
     fields: "FieldCollector | None" = None,
     written: dict[str, tuple[int, int, dict]] | None = None,
+    keep_unchanged: bool = False,
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
@@ -180,7 +165,9 @@ def build_index(
     record) holds the records the caller has just appended to a published segment under the same lock: a
     listed location with that size and CRC takes the record from there instead of reading it back (it is
     validated all the same). The keys of ``page_hashes`` must come from a walk of the notes folder
-    (``Vault.iter_pages``): their confinement is not resolved again.
+    (``Vault.iter_pages``): their confinement is not resolved again. ``keep_unchanged`` (provision): when the
+    index in service is what this build would write, keep it (``report.unchanged``) instead of writing it again;
+    ``index build`` always writes.
     """
     k1, b = check_bm25_params(k1, b)
     check_chunk_dict(chunk_params)
@@ -189,9 +176,10 @@ def build_index(
         with MetaDir.open(vault, create=True) as own:
             own.check_tree()
             return build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
-                               chunk_params=chunk_params, listing=listing, meta=own, fields=fields, written=written)
+                               chunk_params=chunk_params, listing=listing, meta=own, fields=fields, written=written,
+                               keep_unchanged=keep_unchanged)
     report = BuildReport(analyzer=analyzer)
-    old, old_docs_meta = _previous(meta, analyzer)
+    old, old_docs_meta, in_service = _previous(meta, analyzer)
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
     page_hashes = dict(page_hashes or {})
     walked = frozenset(page_hashes)  # the caller's walk (provision): confined when they were listed
@@ -215,7 +203,8 @@ def build_index(
         if listing is None:  # the old layout, not provisioned since: its loose files
             listing = [(f"chunks/{a}/{n}", size, mtime, None) for a, n, size, mtime in _scan_chunk_files(chunks)]
         return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
-                      current_page_hash, reject, k1, b, analyzer, chunk_params, fields, walked, written or {})
+                      current_page_hash, reject, k1, b, analyzer, chunk_params, fields, walked, written or {},
+                      in_service and keep_unchanged)
     finally:
         if chunks is not None:
             chunks.close()
@@ -224,7 +213,7 @@ def build_index(
 def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, tokenize, old, old_docs_meta,
            old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params,
            fields: "FieldCollector | None" = None, walked: Container[str] = (),
-           written: dict[str, tuple[int, int, dict]] | None = None) -> BuildReport:
+           written: dict[str, tuple[int, int, dict]] | None = None, keep: bool = False) -> BuildReport:
     pause_point("build-started")
     docs: list[DocMeta] = []
     lengths: list[int] = []
@@ -309,35 +298,16 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         doc_langs[doc_number] = code
     del pending, analyzed
 
-    if old is not None:
-        lists.reuse(old, reuse_pairs)
-    words, post_off, doc_ids, tfs = lists.finish(len(docs))
-    # Newline-terminated terms: binary search by offsets, bulk decode by split.
-    terms_blob = "".join([w + "\n" for w in words]).encode("utf-8")  # no term holds a newline: it ends each one
-    term_off = np.zeros(len(words) + 1, dtype=np.int64)
-    term_off[1:] = np.flatnonzero(np.frombuffer(terms_blob, dtype=np.uint8) == 10) + 1
     # The segments this index reads, named from their records' distinct prefixes (not one parse per record).
     store = sorted({name for where in {d.chunk_file.partition("@")[0] + "@8" for d in docs}
                     if (name := segment_of(where)) is not None})
-    positions = {name: i for i, name in enumerate(store)}
-    reused_row: dict[int, bytes] = {}
-    if old is not None and reuse_pairs and old.header.get("row_format") == ROW_FORMAT:
-        reused_row = _reused_rows(old, old_docs_meta, docs, reuse_pairs, positions)
-    doc_lines = [reused_row.get(i) or d.to_row(positions) for i, d in enumerate(docs)]
-    doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
-    np.cumsum([len(line) for line in doc_lines], out=doc_off[1:])
-    doc_len = np.array(lengths, dtype=np.int32)
-    n_pages = len({d.page_path for d in docs})
     header = {
         "analyzer": analyzer,
         "analyzer_version": ANALYZER_VERSION,
         "k1": k1,
         "b": b,
         "n_docs": len(docs),
-        "n_pages": n_pages,
-        "n_terms": len(words),
-        "avgdl": float(doc_len.mean()) if len(docs) else 0.0,
-        "built_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "n_pages": len({d.page_path for d in docs}),
         "chunk_params": chunk_params,
         "exclusions": list(vault.ignore.filters),  # Obsidian's filters in force: doctor compares them
         # The segments this index reads: a writer keeps them while this index (or the one before it) is served.
@@ -351,6 +321,29 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         header["analyzer_libraries"] = libraries
     if analyzer == "auto":
         header["languages"] = dict(sorted(Counter(code for code in doc_langs).items()))
+    if keep and not report.tokenized and same_as_previous(old, old_docs_meta, docs, reuse_pairs, lengths,
+                                                       analyzer == "auto", header):
+        # Nothing to write: the index in service is what this build would write, but for its build time.
+        report.docs, report.pages, report.terms = len(docs), header["n_pages"], old.n_terms
+        report.size_bytes, report.path, report.doc_rows = old.verified["size_bytes"], str(old.path), docs
+        report.unchanged = True
+        with meta.sub(INDEX_DIR) as folder:
+            folder.unlink(INDEX_NAME + STALE_SUFFIX)  # as after a publish: the index in service is current
+        return report
+    if old is not None:
+        lists.reuse(old, reuse_pairs)
+    words, post_off, doc_ids, tfs = lists.finish(len(docs))
+    # Newline-terminated terms: binary search by offsets, bulk decode by split.
+    terms_blob = "".join([w + "\n" for w in words]).encode("utf-8")  # no term holds a newline: it ends each one
+    term_off = np.zeros(len(words) + 1, dtype=np.int64)
+    term_off[1:] = np.flatnonzero(np.frombuffer(terms_blob, dtype=np.uint8) == 10) + 1
+    doc_rows, doc_off = rows_section(old, old_docs_meta, docs, reuse_pairs,
+                                     {name: i for i, name in enumerate(store)})
+    doc_len = np.array(lengths, dtype=np.int32)
+    n_pages = header["n_pages"]
+    header["n_terms"] = len(words)
+    header["avgdl"] = float(doc_len.mean()) if len(docs) else 0.0
+    header["built_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     sections = {
         "terms": terms_blob,
         "term_offsets": term_off,
@@ -358,7 +351,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "post_docs": doc_ids.astype(np.int32),
         "post_tfs": tfs.astype(np.int32),
         "doc_len": doc_len,
-        "docs": b"".join(doc_lines),
+        "docs": doc_rows,
         "doc_offsets": doc_off,
     }
     if analyzer == "auto":  # each chunk's language code, one line per chunk

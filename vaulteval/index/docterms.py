@@ -36,7 +36,7 @@ def query_analyzer(analyzer: str, header: "dict[str, object]") -> Callable[..., 
 
 
 def passage_analyzer(analyzer: str, header: "dict[str, object]", query: str) -> Callable[..., list[str]]:
-    """What a hit's passages are analyzed with to explain ``query``: the index's analyzer, and for ``auto``
+    """What the words of ``query`` are analyzed with to explain a hit: the index's analyzer, and for ``auto``
     the languages the query was analyzed in (never a segmenter the query did not need)."""
     if analyzer != "auto":
         return get_analyzer(analyzer)
@@ -44,6 +44,29 @@ def passage_analyzer(analyzer: str, header: "dict[str, object]", query: str) -> 
 
     languages = header.get("languages")
     return QueryAnalyzer(languages if isinstance(languages, dict) else {}).fixed(query)
+
+
+def chunk_analysis(analyzer: str, header: "dict[str, object]", query: str) -> Callable[..., tuple[str, Callable]]:
+    """Usage: ``name, analyze = chunk_analysis("auto", index.header, query)(code)``: what the text of a hit in
+    language ``code`` (``doc_language``) is analyzed with to explain ``query``, and a name for that analysis.
+    Every analyzer but ``auto`` analyzes every chunk alike; ``auto`` analyzes a chunk in its own language
+    (``vaulteval.index.langs.auto.PassageAnalysis``)."""
+    if analyzer != "auto":
+        analyze = get_analyzer(analyzer)
+        return lambda code: (analyzer, analyze)
+    from vaulteval.index.langs.auto import QueryAnalyzer
+
+    languages = header.get("languages")
+    return QueryAnalyzer(languages if isinstance(languages, dict) else {}).passages(query).of
+
+
+def doc_language(index: "object", i: int) -> str | None:
+    """Chunk ``i``'s language code in an open ``BM25Index`` (None when the index records none), the codes read
+    once per open index."""
+    codes = index.doc_langs  # type: ignore[attr-defined]
+    if codes is None:
+        codes = index.doc_langs = doc_languages(index)  # type: ignore[attr-defined]
+    return codes[i] if 0 <= i < len(codes) else None
 
 
 def doc_languages(index: "object") -> list[str]:

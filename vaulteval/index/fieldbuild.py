@@ -249,6 +249,45 @@ def previous_fields(meta: "MetaDir", analyzer: str) -> tuple[dict[bytes, int], d
     """The last field file's row digests and tables when it can seed this build; None when absent or unusable
     (another analyzer or extraction version, an older file without row digests, or anything malformed).
     It is read through the opened meta folder, never by path."""
+    found = _read_previous(meta, analyzer)
+    if found is None:
+        return None
+    _, keys, tables = found
+    return {key: i for i, key in enumerate(keys)}, tables
+
+
+def fields_current(meta: "MetaDir", index: "BM25Index", docs: list) -> bool:
+    """Whether ``bm25/fields.vti`` is what ``build_fields(vault, index, meta, docs)`` would write again: built
+    for this very index file, one row per document with the same digests in the same order, and every table as
+    a build writes it (sorted vocabulary, no term without postings, each term's documents ascending)."""
+    found = _read_previous(meta, index.analyzer_name)
+    if found is None:
+        return False
+    header, keys, tables = found
+    if header.get("index_identity") != index_identity(index) or header.get("fields") != list(FIELDS) \
+            or len(keys) != len(docs) or len(docs) != index.n_docs:
+        return False
+    if keys != [row_digest(d.page_path, d.chunk_id, d.body_hash, d.page_body_hash) for d in docs]:
+        return False
+    return all(_canonical(table) for table in tables.values())
+
+
+def _canonical(table: FieldTable) -> bool:
+    off = np.asarray(table.post_off, dtype=np.int64)
+    if table.terms != sorted(table.terms) or len(set(table.terms)) != len(table.terms):
+        return False
+    if off.size > 1 and int(np.diff(off).min()) < 1:
+        return False
+    docs = np.asarray(table.post_docs, dtype=np.int64)
+    if docs.size < 2:
+        return True
+    rising = docs[1:] > docs[:-1]
+    rising[off[1:-1] - 1] = True  # a term's first posting may be below its predecessor's last
+    return bool(rising.all())
+
+
+def _read_previous(meta: "MetaDir", analyzer: str) -> tuple[dict, list[bytes], dict[str, FieldTable]] | None:
+    """(header, row digests, tables) of the last field file, checked as ``previous_fields`` says; else None."""
     try:
         path = fields_path(meta.path)
         with meta.sub(path.parent.name) as folder:
@@ -268,7 +307,7 @@ def previous_fields(meta: "MetaDir", analyzer: str) -> tuple[dict[bytes, int], d
             return None
     except (IndexFileError, UnsafeMetaPath, OSError, KeyError, TypeError, ValueError, RecursionError):
         return None
-    return {key: i for i, key in enumerate(keys)}, tables
+    return header, keys, tables
 
 
 def _well_formed(table: FieldTable, n_docs: int) -> bool:

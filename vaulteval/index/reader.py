@@ -42,6 +42,7 @@ class BM25Index:
     """
 
     rebuild: str | None = None  # the command that rebuilds it, named when a row turns out malformed
+    verified: dict | None = None  # ``verify``'s report, once every byte and what the numbers mean passed
 
     def __init__(self, path: Path, fh=None):
         self.path = path
@@ -67,8 +68,9 @@ class BM25Index:
             raise ValueError(str(exc)) from None
         self._store_names = store_names(self.header)  # compact rows name their segment by its place in it
         self._doc_cache: dict[int, DocMeta] = {}
+        self.doc_langs: list[str] | None = None  # auto: each chunk's language, read on first use (docterms.doc_language)
         self._term_cache: dict[str, int] = {}
-        self._post_ranges: dict[int, tuple[int, int]] = {}  # term id -> its checked posting range
+        self._all_terms: list[str] | None = None
         self._probes: dict[int, bytes] = {}
         self._searcher: Searcher | None = None
         self._docs_in_range = bytearray(-(-self._s.raw("post_docs").nbytes // BLOCK_SIZE))
@@ -146,7 +148,8 @@ class BM25Index:
         problem = semantic_problem(self._s, self.n_docs, self.avgdl)
         if problem is not None:
             raise self.malformed(problem)
-        return {"path": str(self.path), "size_bytes": self._s.file_size, **report}
+        self.verified = {"path": str(self.path), "size_bytes": self._s.file_size, **report}
+        return self.verified
 
     @property
     def post_docs(self) -> "np.ndarray":
@@ -206,8 +209,10 @@ class BM25Index:
         return self._term_bytes(i).decode("utf-8")
 
     def all_terms(self) -> list[str]:
-        """The whole sorted vocabulary (terms are stored newline-terminated)."""
-        return bytes(self._whole("terms")).decode("utf-8").split("\n")[:-1]
+        """The whole sorted vocabulary (stored newline-terminated), decoded once per open index: do not change it."""
+        if self._all_terms is None:
+            self._all_terms = bytes(self._whole("terms")).decode("utf-8").split("\n")[:-1]
+        return self._all_terms
 
     def doc_line(self, i: int) -> bytes:
         start, end = self._range("doc_offsets", self._doc_off, i, len(self._docs_blob))
@@ -241,14 +246,10 @@ class BM25Index:
 
     def posting_range(self, term_id: int) -> tuple[int, int]:
         """Where term ``term_id``'s postings are, after their blocks pass their checksums."""
-        if (found := self._post_ranges.get(term_id)) is not None:  # checked once: a search, then its snippets, ask
-            return found
         start, end = self._range("post_offsets", self._post_off, term_id, len(self._s.raw("post_docs")))
         self._check("post_docs", start, end)
         self._check("post_tfs", start, end)
         self._guard.postings(start, end)
-        if len(self._post_ranges) < 100_000:
-            self._post_ranges[term_id] = (start, end)
         return start, end
 
     def postings(self, term_id: int) -> "tuple[np.ndarray, np.ndarray]":
@@ -350,8 +351,7 @@ class BM25Index:
             "schema_version": self.header["schema_version"],
             "analyzer": self.analyzer_name,
             "analyzer_version": self.header["analyzer_version"],
-            "k1": self.k1,
-            "b": self.b,
+            "k1": self.k1, "b": self.b,
             "doc_count": self.n_docs,
             "page_count": self.header.get("n_pages"),
             "vocab_size": self.n_terms,

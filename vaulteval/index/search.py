@@ -30,6 +30,7 @@ them again.
 from __future__ import annotations
 
 import sys
+from bisect import bisect_left
 from collections import namedtuple
 
 from vaulteval.index import bm25_plain
@@ -92,6 +93,15 @@ class Searcher:
         except (IndexError, ZeroDivisionError):  # a document number out of range, or a forged zero length
             raise index.malformed() from None
         return [Hit(d, v) for d, v in best]
+
+    def holds(self, start: int, end: int, doc: int) -> bool:
+        """Whether the postings at ``start:end`` (a range ``posting_range`` returned) hold document ``doc``."""
+        docs = self._docs
+        if docs is None:
+            docs = self.index.postings_at(start, end)[0].tolist()
+            start, end = 0, len(docs)
+        i = bisect_left(docs, doc, start, end)
+        return i < end and docs[i] == doc
 
     def _search_numpy(self, ranges: "list[tuple[int, int]]", terms: "list[tuple[int, int]]", k: int) -> list[Hit]:
         if self._bm25 is None:  # a cold searcher given one query too long for plain Python

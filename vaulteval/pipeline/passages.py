@@ -3,13 +3,14 @@
 Usage::
 
     passages = Passages("how often should I descale", index, vault)   # one per query; work happens on use
-    passages.snippet(raw_text)              # the sentence that best matches, with what fits around it
-    passages.matched_terms(context_text)    # ["often", "descale"]
+    passages.snippet(raw_text, doc)         # the sentence that best matches, with what fits around it
+    passages.matched_terms(context_text, doc)   # ["often", "descale"]
     passages.location("wiki/howto/Descaling.md", raw_text)
     # {"heading_path": [...], "first_line": 12, "last_line": 19, "modified": "2026-11-30T08:12:44Z"}
 
 A sentence scores the summed IDF of the distinct query terms it holds (terms
-as the index's analyzer makes them); ties go to the earlier sentence. The
+as the index's analyzer makes them of that chunk: with ``auto``, in the chunk's
+recorded language); ties go to the earlier sentence. The
 snippet is that sentence, then the sentences after it and those before it in
 its paragraph while the whole stays within ``SNIPPET_CHARS``, cut at
 whitespace; a chunk where no sentence matches (the words were in its title or
@@ -22,9 +23,8 @@ import math
 import re
 import time
 
-from vaulteval.index.docterms import passage_analyzer
+from vaulteval.index.docterms import chunk_analysis, doc_language, passage_analyzer
 from vaulteval.index.tokenize import WORD_RE, term_matcher
-
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
@@ -69,10 +69,10 @@ def _cut(text: str, start: int, end: int, limit: int) -> str:
 
 
 class TextMemo:
-    """What an open Retriever keeps across queries so a chunk served again is not analysed again: each chunk's
-    sentences, and each (query, chunk) pair's snippet and matched terms (a Retriever has one index, so a
-    query's terms and their weights are the same every time it is asked); for an analyzer without a
-    ``TermMatcher``, the analyzer's terms of each text."""
+    """What depends on a chunk's text alone (its sentences, the analyzer's terms of a sentence or of the
+    indexed text), kept by an open Retriever so a chunk served again is not analysed again; and, for the
+    analyzers with a ``TermMatcher``, each (query, chunk text) pair's snippet and matched terms (a Retriever
+    has one index, so a query's terms and their weights are the same every time it is asked)."""
 
     def __init__(self, limit: int = 50_000):
         self.limit = limit
@@ -113,15 +113,18 @@ class Passages:
                  layouts: "Callable[[], NoteLayouts] | None" = None, memo: TextMemo | None = None):
         self.query, self.index, self.vault = query, index, vault
         self._layouts = layouts  # gives a Retriever's notes worked out for earlier queries (opened on first use)
-        self._analyze = passage_analyzer(index.analyzer_name, index.header, query)
-        # A memo shared across queries holds for a fixed analyzer; ``auto`` analyzes in each query's languages.
-        self._memo = memo if memo is not None and index.analyzer_name != "auto" else TextMemo()
-        # The query terms a text holds, found without listing the text's terms (None: analyze the text).
-        self._match = term_matcher(index.analyzer_name) if index.analyzer_name != "auto" else None
+        self._analyze = passage_analyzer(index.analyzer_name, index.header, query)  # the query's words
+        self._chunk = chunk_analysis(index.analyzer_name, index.header, query)  # a hit's text, by its language
+        self._memo = memo if memo is not None else TextMemo()  # keyed by the analysis's name: shared across queries
         self._weights: dict[str, float] | None = None
+        self._ranges: dict[str, tuple[int, int]] = {}  # each weighted term's postings
+        self._by_postings = index.analyzer_name == "auto"  # what matched a chunk: read from its postings
+        self._in_doc: dict[int, set[str]] = {}
+        self._words: list[tuple[str, list[str], bool]] = []  # (as written, its terms, whether they are alternatives)
+        # Every chunk analysed alike (not ``auto``): the query terms a text holds are found without listing the
+        # text's terms, and what a chunk's sentences held is kept for its matched terms.
+        self._match = term_matcher(index.analyzer_name) if not self._by_postings else None
         self._wanted: frozenset[str] = frozenset()
-        self._words: list[tuple[str, list[str]]] = []
-        # Chunk text -> the weighted query terms it holds, as its snippet's sentences showed them (matcher only).
         self._held: dict[str, frozenset[str]] = {}
         self.check: "QueryCheck | None" = None  # the query's integrity checks: the notes' signatures they saw
 
@@ -132,39 +135,65 @@ class Passages:
             for piece in self.query.split():
                 terms = self._analyze(piece)
                 if terms:
-                    self._words.append((piece.strip(".,;:!?¿¡\"'()[]{}«»“”‘’"), terms))
+                    self._words.extend(self._written(piece.strip(".,;:!?¿¡\"'()[]{}«»“”‘’"), terms))
                 for term in terms:
                     tid = index.term_id(term) if term not in weights else -1
                     if tid >= 0:
-                        start, end = index.posting_range(tid)
+                        start, end = self._ranges[term] = index.posting_range(tid)
                         df = end - start
                         weights[term] = math.log(1.0 + (index.n_docs - df + 0.5) / (df + 0.5))
             self._weights, self._wanted = weights, frozenset(weights)
         return self._weights
 
-    def _found(self, text: str) -> frozenset[str]:
-        """The weighted query terms among the analyzer's terms of ``text``."""
-        if self._match is not None:
-            return self._match(text, self._wanted)
-        return self._wanted.intersection(self._memo.terms(self.index.analyzer_name, self._analyze, text))
+    def _written(self, surface: str, terms: list[str]) -> list[tuple[str, list[str], bool]]:
+        """A query piece's words as ``matched_terms`` shows them. ``auto`` analyzes a word in several languages,
+        so the terms of a word outside CJK text are alternatives (its stems in each), and the word is shown as
+        written when any of them matched; a piece of several such words (``docker-exec``) is shown word by word."""
+        if self.index.analyzer_name != "auto":
+            return [(surface, terms, False)]
+        from vaulteval.index.langs.words import has_cjk, words
+
+        if has_cjk(surface):
+            return [(surface, terms, False)]  # n-grams and segments: pieces of the word
+        split = words(surface)
+        if len(split) == 1:
+            return [(surface, terms, True)]
+        return [(word, found, True) for word in split if (found := self._analyze(word))]
+
+    def _analysis(self, doc: int | None) -> tuple[str, "Callable[..., list[str]]"]:
+        """(name, analyzer) of the text of chunk ``doc`` (None: a chunk whose number is not known)."""
+        return self._chunk(None if doc is None else doc_language(self.index, doc))
+
+    def _matched(self, doc: int | None):
+        """The weighted query terms that can have matched chunk ``doc``: with ``auto``, those whose postings hold
+        it (the index's own analysis of the chunk, whatever a passage's analysis makes of its words); else all."""
+        weights = self.weights()
+        if not self._by_postings or doc is None:
+            return weights.keys()
+        found = self._in_doc.get(doc)
+        if found is None:
+            holds = self.index.choose_scorer(warm=False).holds
+            found = self._in_doc[doc] = {term for term, (start, end) in self._ranges.items() if holds(start, end, doc)}
+        return found
+
+    def _score(self, text: str, analysis: tuple[str, "Callable[..., list[str]]"], matched) -> float:
+        weights = self.weights()
+        terms = self._memo.terms(*analysis, text)
+        # fsum: the same sum in any set order, so ties between sentences break the same way in every process;
+        # being exact, it sums only the terms that have a weight (a term without one adds 0.0).
+        found = matched.intersection(terms) if isinstance(matched, set) else matched & terms
+        return math.fsum([weights[term] for term in found])
 
     def _best(self, text: str, spans: list[tuple[int, int]]) -> int:
-        """The first of the sentences ``spans`` with the highest score, or -1 when none scores above 0.
-
-        A sentence scores the IDF of the weighted query terms it holds, summed by ``fsum``: exact, so the same
-        in any set order (ties break the same way in every process), and every weight is above 0, so a
-        sentence holding all the terms has the highest score there is: the sentences after it are not read.
-        """
+        """With a ``TermMatcher``: the first of the sentences ``spans`` with the highest score, or -1 when none
+        scores above 0 (``_score``'s sums). Every weight is above 0 and ``fsum`` is exact, so a sentence
+        holding all the terms has the highest score there is: the sentences after it are not read."""
         weights = self.weights()
         if not weights:
             return -1
-        if self._match is not None:
-            found = self._match.each(text, spans, self._wanted)
-        else:
-            found = (self._found(text[s:e]) for s, e in spans)
         best, top, everything = -1, 0.0, len(self._wanted)
         held: frozenset[str] = frozenset()
-        for i, terms in enumerate(found):
+        for i, terms in enumerate(self._match.each(text, spans, self._wanted)):
             if terms:
                 held |= terms
                 score = math.fsum([weights[term] for term in terms])
@@ -172,23 +201,30 @@ class Passages:
                     best, top = i, score
                     if len(terms) == everything:
                         break
-        if self._match is not None:
-            # The text's terms are its sentences' terms (tokenize's note on pieces): what they held is what it holds.
-            self._held[text] = held
+        # The text's terms are its sentences' terms (tokenize's note on pieces): what they held is what it holds.
+        self._held[text] = held
         return best
 
-    def snippet(self, text: str, limit: int = SNIPPET_CHARS) -> str:
-        """The passage of ``text`` (a chunk's raw text) around its best-matching sentence."""
-        return self._memo.answer(("snippet", self.query, text, limit), lambda: self._snippet(text, limit))
+    def snippet(self, text: str, doc: int | None = None, limit: int = SNIPPET_CHARS) -> str:
+        """The passage of ``text`` (the raw text of chunk number ``doc``) around its best-matching sentence."""
+        if self._match is not None:  # every chunk analysed alike: ``doc`` changes nothing
+            return self._memo.answer(("snippet", self.query, text, limit), lambda: self._snippet(text, doc, limit))
+        return self._snippet(text, doc, limit)
 
-    def _snippet(self, text: str, limit: int) -> str:
+    def _snippet(self, text: str, doc: int | None, limit: int) -> str:
         spans = self._memo.sentences(text)
-        best = self._best(text, spans)
+        analysis = self._analysis(doc) if self.weights() else None
+        matched = self._matched(doc) if analysis else None
+        if self._match is not None:
+            best = self._best(text, spans)
+        else:
+            scores = [self._score(text[s:e], analysis, matched) for s, e in spans] if matched else []
+            best = scores.index(max(scores)) if scores and max(scores) > 0.0 else -1
         if best < 0:
             return _cut(text, 0, len(text), limit)
         start, end = spans[best]
         if end - start > limit:
-            return _cut(text, self._focus(text, start, end, limit), end, limit)
+            return _cut(text, self._focus(text, start, end, limit, analysis[1], matched), end, limit)
         lo = hi = best
         while hi + 1 < len(spans) and spans[hi + 1][1] - start <= limit:  # what follows first
             hi, end = hi + 1, spans[hi + 1][1]
@@ -197,45 +233,60 @@ class Passages:
             lo, start = lo - 1, spans[lo - 1][0]
         return _cut(text, start, end, limit)
 
-    def _focus(self, text: str, start: int, end: int, limit: int) -> int:
+    def _focus(self, text: str, start: int, end: int, limit: int, analyze: "Callable[..., list[str]]",
+               matched) -> int:
         """Where to start a window on an over-long sentence: a little before its first matching word."""
-        weights = self.weights()
         for word in WORD_RE.finditer(text, start, end):
-            if any(term in weights for term in self._analyze(word.group(), bounded=False)):
+            if any(term in matched for term in analyze(word.group(), bounded=False)):
                 return max(start, min(word.start() - limit // 4, end - limit))
         return start
 
-    def matched_terms(self, text: str, raw: str | None = None) -> list[str]:
-        """The query's words found in ``text`` (the indexed text, prefix included), as written in the query;
-        for a word the analyzer splits (CJK n-grams) its longest pieces that matched. ``raw``: the chunk's
-        text, which ``text`` ends with after its prefix and a blank line (its snippet's sentences were read)."""
-        return list(self._memo.answer(("matched", self.query, text), lambda: tuple(self._matched_terms(text, raw))))
+    def matched_terms(self, text: str, doc: int | None = None, raw: str | None = None) -> list[str]:
+        """The query's words found in ``text`` (the indexed text of chunk number ``doc``, prefix included), as
+        written in the query; for a word the analyzer splits (CJK n-grams) its longest pieces that matched.
+        ``raw``: the chunk's text, which ``text`` ends with after its prefix and a blank line."""
+        if self._match is not None:
+            return list(self._memo.answer(("matched", self.query, text),
+                                          lambda: tuple(self._matched_terms(text, doc, raw))))
+        return self._matched_terms(text, doc, raw)
 
     def _present(self, text: str, raw: str | None) -> frozenset[str]:
-        """``_found(text)``, from what the snippet of ``raw`` found when ``text`` is ``raw`` after a line break:
-        the terms of a text split after a newline are the terms of its two parts (tokenize's note on pieces)."""
+        """The weighted query terms ``text`` holds, from what the snippet of ``raw`` found when ``text`` is
+        ``raw`` after a line break: a text split after a newline has its parts' terms (tokenize's note on pieces)."""
         held = self._held.get(raw) if raw is not None else None
         if held is not None:
             if text == raw:
                 return held
             cut = len(text) - len(raw)
             if cut > 0 and text[cut - 1] == "\n" and text.endswith(raw):
-                return held if len(held) == len(self._wanted) else held | self._found(text[:cut])
-        return self._found(text)
+                return held if len(held) == len(self._wanted) else held | self._match(text[:cut], self._wanted)
+        return self._match(text, self._wanted)
 
-    def _matched_terms(self, text: str, raw: str | None) -> list[str]:
-        self.weights()
-        present = self._present(text, raw)
+    def _matched_terms(self, text: str, doc: int | None, raw: str | None) -> list[str]:
+        weights = self.weights()
+        if not weights:
+            return []
+        if self._match is not None:
+            present = self._present(text, raw)
+        elif self._by_postings and doc is not None:
+            present = set(self._matched(doc))
+        else:
+            present = set(self._memo.terms(*self._analysis(doc), text)) & set(weights)
         out: list[str] = []
-        for surface, terms in self._words:
+        for surface, terms, alternatives in self._words:
             hits = [t for t in terms if t in present]
             if not hits:
                 continue
-            if len(terms) == 1:
+            if alternatives or len(terms) == 1:
                 out.append(surface or terms[0])
             else:
                 out.extend(t for t in hits if not any(t != u and t in u for u in hits))
-        return list(dict.fromkeys(out))
+        if not self._by_postings:
+            return list(dict.fromkeys(out))
+        first: dict[str, str] = {}  # auto shows words as written: "SteamOS" once after "steamos-finalize"'s "steamos"
+        for word in out:
+            first.setdefault(word.casefold(), word)
+        return list(first.values())
 
     def location(self, page_path: str, raw: str, snippet: str | None = None) -> dict:
         """Heading path and file lines of the chunk ``raw`` (and of ``snippet`` in it), and the note's modified

@@ -101,7 +101,7 @@ def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: 
         fields = FieldCollector(vault, analyzer)
         report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
                              chunk_params=asdict(chunk_params or ChunkParams()), meta=meta, fields=fields)
-        _build_fields(vault, meta, report.doc_rows, fields)
+        _build_fields(vault, meta, report.doc_rows, fields, report.unchanged)
         _collect(meta, before)
     vault._index = None
     return report
@@ -118,15 +118,20 @@ def ensure_fields(vault: "Vault") -> bool:
     return True
 
 
-def _build_fields(vault: "Vault", meta: Any, docs: list | None = None, collected: Any = None) -> None:
+def _build_fields(vault: "Vault", meta: Any, docs: list | None = None, collected: Any = None,
+                  kept: bool = False) -> None:
     """The title/aliases/headings/code postings beside the index just built (field-weighted BM25);
     ``docs`` are its rows when the build just made them (else they are read from the index), ``collected``
-    the field terms the build took from the chunks it read."""
-    from vaulteval.index.fieldbuild import build_fields
+    the field terms the build took from the chunks it read. ``kept``: the build kept the index in service
+    (``BuildReport.unchanged``); a field file that a build would write again as it is stays too."""
+    from vaulteval.index.fieldbuild import build_fields, fields_current
     from vaulteval.index.reader import BM25Index, index_path, open_index_file
 
     # Through the folder pinned when the lock was taken, never the path again (it may now lead elsewhere).
-    build_fields(vault, BM25Index(index_path(vault.meta_dir), open_index_file(meta)), meta, docs, collected)
+    index = BM25Index(index_path(vault.meta_dir), open_index_file(meta))
+    if kept and docs is not None and fields_current(meta, index, docs):
+        return
+    build_fields(vault, index, meta, docs, collected)
 
 
 def provision(
@@ -178,7 +183,7 @@ def provision(
         fields = FieldCollector(vault, analyzer, prefix_report.page_bytes, prefix_report.parsed)
         index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=prefix_report.page_hashes,
                                    chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
-                                   fields=fields, written=prefix_report.written)
+                                   fields=fields, written=prefix_report.written, keep_unchanged=True)
         refused = {prefix_report.addresses.get(cid.partition(":")[0]) for cid in index_report.rejected_ids} - {None}
         # A page skipped on the catalog's word (its stat unchanged, not read) whose records turn out stale: the
         # catalog's hash was wrong, so read it.
@@ -192,8 +197,8 @@ def provision(
             fields = FieldCollector(vault, analyzer, again.page_bytes, again.parsed)
             index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=again.page_hashes,
                                        chunk_params=asdict(params), listing=again.chunk_listing, meta=meta,
-                                       fields=fields, written=again.written)
-        _build_fields(vault, meta, index_report.doc_rows, fields)
+                                       fields=fields, written=again.written, keep_unchanged=True)
+        _build_fields(vault, meta, index_report.doc_rows, fields, index_report.unchanged)
         prefix_report.page_bytes, prefix_report.written, prefix_report.parsed = {}, {}, {}
         del fields
         t2 = time.perf_counter()

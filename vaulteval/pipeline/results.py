@@ -95,11 +95,11 @@ class Candidate:
     """
 
     __slots__ = ("chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "score", "scores",
-                 "rerank_source", "text", "context", "_passages", "_explained")
+                 "rerank_source", "text", "context", "doc", "_passages", "_explained")
 
     def __init__(self, chunk_id: str, page_address: str, page_path: str, absolute_path: str, chunk_index: int,
                  scores: dict[str, float], ranked_by: str, text: str, rerank_source: str = "skipped",
-                 context: str | None = None, passages: Any = None):
+                 context: str | None = None, passages: Any = None, doc: int | None = None):
         self.chunk_id, self.page_address, self.page_path = chunk_id, page_address, page_path
         self.absolute_path, self.chunk_index, self.text = absolute_path, chunk_index, text
         self.context = text if context is None else context  # what was indexed: prefix and text
@@ -107,6 +107,7 @@ class Candidate:
         self.score = self.scores[ranked_by]  # the first stage's ranking component: bm25, dense, fused, prf...
         self.rerank_source = rerank_source
         self._passages = passages
+        self.doc = doc  # the chunk's number in the index it was found in (its recorded language explains it)
         self._explained: dict[str, Any] = {}
 
     def _explain(self, key: str, make):
@@ -120,14 +121,14 @@ class Candidate:
         the chunk's first 200 characters when there is no query to match."""
         if self._passages is None:
             return self.text[:200]
-        return self._explain("snippet", lambda: self._passages.snippet(self.text))
+        return self._explain("snippet", lambda: self._passages.snippet(self.text, self.doc))
 
     @property
     def matched_terms(self) -> list[str]:
         """The query's words the indexed text (prefix included) holds."""
         if self._passages is None:
             return []
-        return self._explain("matched", lambda: self._passages.matched_terms(self.context, self.text))
+        return self._explain("matched", lambda: self._passages.matched_terms(self.context, self.doc, self.text))
 
     @property
     def location(self) -> dict[str, Any]:

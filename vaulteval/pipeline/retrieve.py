@@ -287,7 +287,7 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
         absolute = cached_lexical_path(vault.notes_dir, doc.page_path, vault.notes_strip)
         context = rec.get("contextualized_text") or raw
         pool.append(Candidate(doc.chunk_id, doc.page_address, doc.page_path, absolute, doc.chunk_index,
-                              scores, ranked_by, raw, context=context, passages=passages))
+                              scores, ranked_by, raw, context=context, passages=passages, doc=doc_number))
         texts.append(context)
         if pages_wanted is not None:
             pages.add(doc.page_path)

@@ -27,9 +27,8 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED
-from vaulteval.index.langs.identify import candidates_of, page_languages
 from vaulteval.index.langs.registry import analyzer_for, code_analyzer
-from vaulteval.index.langs.scripts import CJK, script_counts
+from vaulteval.index.langs.scripts import CJK, candidates_of, script_counts
 from vaulteval.index.langs.words import words
 
 MIN_SHARE = 0.005  # a language under this share of the chunks is left out of queries (a stray misidentification)
@@ -37,6 +36,8 @@ MIN_SHARE = 0.005  # a language under this share of the chunks is left out of qu
 
 def analyze_documents(items: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
     """(page, text) pairs -> (language code, terms) pairs, in the same order."""
+    from vaulteval.index.langs.identify import page_languages  # a build's: a query never identifies
+
     by_page: dict[str, list[int]] = {}
     for i, (page, _) in enumerate(items):
         by_page.setdefault(page, []).append(i)
@@ -97,10 +98,13 @@ class QueryAnalyzer:
         return in_vault, foreign and script not in CJK
 
     def fixed(self, query: str) -> Callable[..., list[str]]:
-        """An analyzer for any text in the languages ``query`` is analyzed in (a hit's passages: a Korean
-        passage of a Spanish query's hit is never sent to Kiwi)."""
+        """An analyzer for any text in the languages ``query`` is analyzed in (the query's own words)."""
         codes, with_plain = self.languages_for(query)
         return lambda text, bounded=True: self._combined(codes, with_plain, text)
+
+    def passages(self, query: str) -> "PassageAnalysis":
+        """How a hit's passages are analyzed to explain ``query`` (see ``PassageAnalysis``)."""
+        return PassageAnalysis(self, query)
 
     def __call__(self, text: str) -> list[str]:
         codes, with_plain = self.languages_for(text)
@@ -166,3 +170,38 @@ class _SharedSplit:
                 if n > best.get(term, 0):
                     best[term] = n
         return [term for term, n in best.items() for _ in range(n)]
+
+
+_SEGMENTED = ("chinese", "japanese", "korean")
+
+
+class PassageAnalysis:
+    """How the sentences of a hit are analyzed for one query: in the chunk's recorded language (``doc_langs``)
+    alone, not in every language of the query's script, so a query's hits cost one stemmer each.
+
+    A chunk in the language the query was analyzed in alone gets exactly its analyzer (the index's analysis
+    of the chunk, already loaded for the query). Otherwise the chunk's language is analyzed as a query in
+    several languages analyzes it: stemmed, without the stopword list and compound splitting, whose word lists
+    would load per language; the caller keeps only the terms the index holds for that chunk, so a sentence
+    never scores a term that did not match. A chunk in Chinese, Japanese or Korean the query was not analyzed
+    in is analyzed without its segmenter (``without_dictionary``: Kiwi alone takes seconds to load), which
+    gives the words a query in another script can hold as the segmenter gives them. ``of(None)`` (no recorded
+    language) is the query's own analysis."""
+
+    def __init__(self, analyzer: QueryAnalyzer, query: str):
+        self.codes, self.with_plain = analyzer.languages_for(query)
+        self._query = analyzer.fixed(query)
+
+    def of(self, code: str | None) -> tuple[str, Callable[..., list[str]]]:
+        """(a name for the analysis, for memos; the analyzer) of a chunk in language ``code``."""
+        if code is None:
+            return "auto?" + "+".join(self.codes) + ("+und" if self.with_plain else ""), self._query
+        language = LANGUAGES.get(code, PLAIN)
+        if language.kind in _SEGMENTED and code not in self.codes:
+            return f"auto/{code}:nodict", _unbounded(code_analyzer(code).without_dictionary)  # type: ignore[attr-defined]
+        alone = self.codes == [code]
+        return f"auto/{code}" + ("" if alone else ":bare"), _unbounded(query_analyzer(code, alone))
+
+
+def _unbounded(analyze: Callable[[str], list[str]]) -> Callable[..., list[str]]:
+    return lambda text, bounded=True: analyze(text)

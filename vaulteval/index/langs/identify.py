@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from vaulteval.index.langs.catalog import LANGUAGES, UNDETERMINED, languages_of_script
+from vaulteval.index.langs.catalog import LANGUAGES, UNDETERMINED
 from vaulteval.index.langs.libraries import need
-from vaulteval.index.langs.scripts import cjk_language, main_script, script_counts
+from vaulteval.index.langs.scripts import candidates_of, script_counts
 
 CHUNK_ALONE = 200    # letters a chunk needs to be identified apart from its note
 MAX_CHARS = 4_000    # characters of a text the identifier reads (enough; keeps notes cheap)
@@ -60,15 +60,6 @@ def _classifier(candidates: tuple[str, ...]):
 def best_among(text: str, candidates: list[str]) -> str:
     """The identifier's most likely language of ``text`` among ``candidates`` (catalog codes)."""
     return _classifier(tuple(candidates)).classify(text[:MAX_CHARS])[0]
-
-
-def candidates_of(counts: dict[str, int]) -> tuple[str | None, list[str]]:
-    """(script, its catalog languages) of a text's letter counts; a CJK text gives its one language."""
-    cjk = cjk_language(counts)
-    if cjk is not None:
-        return LANGUAGES[cjk].script, [cjk]
-    script = main_script(counts)
-    return script, languages_of_script(script) if script else []
 
 
 def identify(text: str, counts: dict[str, int] | None = None) -> str:

@@ -85,6 +85,21 @@ class _Segmented:
                 out.extend(grams)
         return out
 
+    def without_dictionary(self, text: str) -> list[str]:
+        """The terms of ``text`` the segmenter's dictionary plays no part in: the words outside CJK runs,
+        split as ``self`` splits text without CJK, and the CJK runs' n-grams; nothing is loaded. (A hit's
+        passages for a query in another script: ``auto.PassageAnalysis``.)"""
+        if not has_cjk(text):
+            return self(text)
+        out: list[str] = []
+        for word in words(text):
+            for is_cjk, run in split_cjk(word) if not word.isascii() else ((False, word),):
+                if is_cjk:
+                    self._ngrams(run, out)
+                elif len(run) > 1 and run not in _PLAIN_STOP:
+                    out.append(run)
+        return out
+
     def _token_terms(self, token: str) -> tuple[str, ...]:
         if has_cjk(token):
             return (token.lower(),)

@@ -21,6 +21,7 @@ from vaulteval.index.langs.libraries import need
 from vaulteval.index.langs.words import cjk_ngrams, fold, split_cjk, words
 
 
+MEMO_LIMIT = 200_000  # words whose terms an analyzer remembers; it starts over past this
 COMMON_ZIPF = 6.0  # a listed stopword is dropped when it is this common: once in a thousand words or more
 
 
@@ -69,6 +70,7 @@ class SnowballAnalyzer:
         self._stop = stopwords(language.code) if stop else frozenset()
         self._stem = stemmer(language.analyzer) if language.kind == "snowball" else None
         self._split = None
+        self._memo: dict[str, tuple[str, ...]] = {}
         if self.compounds:
             from vaulteval.index.langs.compounds import splitter
 
@@ -80,16 +82,28 @@ class SnowballAnalyzer:
     def of_words(self, split: list[str]) -> list[str]:
         """The terms of a text already split by ``words`` (``auto`` splits a query once for all its languages)."""
         out: list[str] = []
+        memo = self._memo
+        if len(memo) > MEMO_LIMIT:
+            memo.clear()
         for word in split:
-            if word.isascii():
-                self._word(word, out)
-                continue
-            for is_cjk, run in split_cjk(word):
-                if is_cjk:
-                    cjk_ngrams(run, out)
-                else:
-                    self._word(run, out)
+            terms = memo.get(word)
+            if terms is None:
+                terms = memo[word] = self._of_word(word)
+            out.extend(terms)
         return out
+
+    def _of_word(self, word: str) -> tuple[str, ...]:
+        """One word's terms (they depend on the word alone: a build looks each distinct word up once)."""
+        out: list[str] = []
+        if word.isascii():
+            self._word(word, out)
+            return tuple(out)
+        for is_cjk, run in split_cjk(word):
+            if is_cjk:
+                cjk_ngrams(run, out)
+            else:
+                self._word(run, out)
+        return tuple(out)
 
     def _word(self, word: str, out: list[str]) -> None:
         if len(word) < 2 or word in self._stop:
