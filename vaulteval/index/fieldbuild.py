@@ -28,6 +28,7 @@ from vaulteval.chunks.store import progress_bar
 from vaulteval.errors import PathEscape, UnsafeMetaPath
 from vaulteval.index.fields import FIELDS, FIELDS_KIND, FieldTable, fields_path, index_identity
 from vaulteval.index.file import IndexFileError, checked_open, read_sections, write_sections
+from vaulteval.index.postings import canonical
 from vaulteval.index.tokenize import get_analyzer
 from vaulteval.vault.paths import open_confined
 
@@ -269,21 +270,7 @@ def fields_current(meta: "MetaDir", index: "BM25Index", docs: list) -> bool:
         return False
     if keys != [row_digest(d.page_path, d.chunk_id, d.body_hash, d.page_body_hash) for d in docs]:
         return False
-    return all(_canonical(table) for table in tables.values())
-
-
-def _canonical(table: FieldTable) -> bool:
-    off = np.asarray(table.post_off, dtype=np.int64)
-    if table.terms != sorted(table.terms) or len(set(table.terms)) != len(table.terms):
-        return False
-    if off.size > 1 and int(np.diff(off).min()) < 1:
-        return False
-    docs = np.asarray(table.post_docs, dtype=np.int64)
-    if docs.size < 2:
-        return True
-    rising = docs[1:] > docs[:-1]
-    rising[off[1:-1] - 1] = True  # a term's first posting may be below its predecessor's last
-    return bool(rising.all())
+    return all(canonical(table.terms, table.post_off, table.post_docs) for table in tables.values())
 
 
 def _read_previous(meta: "MetaDir", analyzer: str) -> tuple[dict, list[bytes], dict[str, FieldTable]] | None:

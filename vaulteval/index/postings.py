@@ -102,6 +102,22 @@ def ascending(words: list[str]) -> bool:
     return all(map(lt, words, islice(words, 1, None)))
 
 
+def canonical(terms: list[str], offsets, docs) -> bool:
+    """Whether a vocabulary and its postings (``offsets`` into ``docs``) are as a build writes them: the terms
+    strictly rising, every term with at least one posting, each term's documents strictly ascending."""
+    if not ascending(terms):
+        return False
+    off = np.asarray(offsets, dtype=np.int64)
+    if off.size > 1 and int(np.diff(off).min()) < 1:
+        return False
+    docs = np.asarray(docs, dtype=np.int64)
+    if docs.size < 2:
+        return True
+    rising = docs[1:] > docs[:-1]
+    rising[off[1:-1] - 1] = True  # a term's first posting may be below its predecessor's last
+    return bool(rising.all())
+
+
 def _merged_vocabulary(old_words: list[str], term_of: np.ndarray, fresh: set[str]
                        ) -> tuple[list[str], dict[str, int], np.ndarray]:
     """(the new sorted vocabulary, the fresh terms' numbers in it, each old term's number in it or -1), for an

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from vaulteval.index.docterms import LANGS_SECTION
+from vaulteval.index.postings import canonical
 
 if TYPE_CHECKING:
     from vaulteval.index.docmeta import DocMeta
@@ -56,23 +55,4 @@ def same_as_previous(old: "BM25Index", old_docs: "list[DocMeta]", docs: "list[Do
     if set(old_header) - set(header) - {"schema_version", "block_size", "n_blocks", "blocks_crc32", "sections",
                                         "body_size", *_NOT_COMPARED}:
         return False  # a key this build would not write
-    return _postings_canonical(old)
-
-
-def _postings_canonical(old: "BM25Index") -> bool:
-    """The vocabulary strictly rising, every term with at least one posting and each term's documents
-    ascending strictly: what a build writes."""
-    from vaulteval.index.postings import ascending
-
-    if not ascending(old.all_terms()):
-        return False
-    off = old.section("post_offsets").astype(np.int64)
-    if off.size > 1 and int(np.diff(off).min()) < 1:
-        return False
-    docs = old.section("post_docs").astype(np.int64)  # verified whole with the index (``BM25Index.verify``)
-    if docs.size < 2:
-        return True
-    rising = docs[1:] > docs[:-1]
-    starts = off[1:-1]  # a term's first posting may be below its predecessor's last
-    rising[starts - 1] = True
-    return bool(rising.all())
+    return canonical(old.all_terms(), old.section("post_offsets"), old.section("post_docs"))
