@@ -4,6 +4,7 @@ Usage::
 
     spans = inline_code_spans(text)          # [(start, end), ...] in order, not overlapping
     kept = map_spans(text, spans, outside=fn, inside=lambda code: code)
+    bare = map_spans(text, spans, inside=lambda code: "")  # the prose kept as it is
 
 A span opens at a run of backticks and closes at the next run of exactly the
 same length. When a run of ``k`` finds no closer, its last ``k - 1``, ``k - 2``
@@ -74,13 +75,15 @@ def _spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def map_spans(text: str, spans: list[tuple[int, int]], *, outside: Callable[[str], str],
-              inside: Callable[[str], str]) -> str:
-    """``text`` with ``outside`` applied between the spans and ``inside`` to each span."""
+def map_spans(text: str, spans: list[tuple[int, int]], *, inside: Callable[[str], str],
+              outside: Callable[[str], str] | None = None) -> str:
+    """``text`` with ``inside`` applied to each span and ``outside`` between the spans (None: kept as it is)."""
+    if not spans and outside is None:
+        return text
     out, last = [], 0
     for start, end in spans:
-        out.append(outside(text[last:start]))
-        out.append(inside(text[start:end]))
+        prose = text[last:start]
+        out += (prose if outside is None else outside(prose), inside(text[start:end]))
         last = end
-    out.append(outside(text[last:]))
+    out.append(text[last:] if outside is None else outside(text[last:]))
     return "".join(out)

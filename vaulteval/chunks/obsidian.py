@@ -45,7 +45,7 @@ def visible_text(body: str) -> str:
 
 
 def _without_code(text: str) -> str:
-    return map_spans(text, inline_code_spans(text), outside=lambda prose: prose, inside=lambda code: "")
+    return map_spans(text, inline_code_spans(text), inside=lambda code: "")
 
 
 def _flat(value: Any, pairs: bool) -> list[str]:
@@ -132,14 +132,7 @@ def code_and_comments_blanked(text: str) -> str:
     """``text`` with code and %%comments%% replaced by spaces, newlines kept (so line numbers stay true)."""
     if "```" in text or "~~~" in text:  # a fence opens with three of either
         text = _FENCE.sub(_blank, text)
-    spans = inline_code_spans(text)
-    if spans:
-        out, last = [], 0
-        for start, end in spans:
-            out += (text[last:start], _blank_text(text[start:end]))
-            last = end
-        out.append(text[last:])
-        text = "".join(out)
+    text = map_spans(text, inline_code_spans(text), inside=_blank_text)
     return _COMMENT.sub(_blank, text) if "%%" in text else text
 
 
