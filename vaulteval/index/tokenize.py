@@ -176,15 +176,10 @@ def get_analyzer(name: str) -> Callable[..., list[str]]:
         return tokenize_default
     if name == "english":
         return tokenize_english
-    if isinstance(name, str) and name not in ("default", "english") and _is_language_name(name):
+    if isinstance(name, str) and _is_language_name(name):
         return _language_analyzer(name)
-    if isinstance(name, str) and name.startswith("english:"):  # stemmer/stopword variants
-        from vaulteval.index.analyzers import AnalyzerNameError
-
-        try:
-            return _option_analyzer(name)
-        except AnalyzerNameError as exc:
-            raise UsageError(str(exc)) from None
+    if term_rules(name) is not None:  # english's stemmer/stopword variants (a bad option: UsageError there)
+        return _option_analyzer(name)
     raise UsageError(f"unknown analyzer {name!r}: choose one of {', '.join(ANALYZERS)}")
 
 
