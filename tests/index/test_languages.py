@@ -78,6 +78,25 @@ def test_identification_by_script_then_identifier(text: str, code: str) -> None:
     assert identify(text) == code
 
 
+# A tldr page in Hindi: its commands hold more letters than its prose, all Latin.
+HINDI_PAGE = ("# docker ps\n\n> कंटेनरों की सूची दिखाएं।\n\n- सभी कंटेनर दिखाएं:\n\n"
+              "`docker ps --all --no-trunc --format table --filter status=running --quiet`\n\n"
+              "- नवीनतम कंटेनर:\n\n`docker ps --latest --size --filter name=webserver`\n")
+
+
+def test_code_is_left_out_of_what_is_identified() -> None:
+    from vaulteval.index.langs.identify import prose
+    from vaulteval.index.langs.scripts import script_counts
+
+    assert identify(HINDI_PAGE) == "hi" != identify(HINDI_PAGE, script_counts(HINDI_PAGE))  # counts given: as it is
+    assert page_languages([HINDI_PAGE, "- सभी दिखाएं: `docker ps --all --no-trunc --format table`"]) == ["hi", "hi"]
+    assert prose("Lista:\n\n`docker ps`\n") == "Lista:\n\n \n"
+    # A chunk that starts inside a code block: only the fence lines go, never the prose between two blocks.
+    chunk = 'x = "UNTITLED"\n```\n\nQuesto applica `upper` a `title`.\n\n> ```md\n> code\n> ```\n'
+    assert prose(chunk) == 'x = "UNTITLED"\n \n\nQuesto applica   a  .\n\n \n> code\n \n'
+    assert prose("`only code`") == "`only code`" and prose("no code at all") == "no code at all"
+
+
 GERMAN = ("Der Tresor speichert alle Notizen als einfache Textdateien auf deinem Gerät. Du kannst Ordner anlegen, "
           "Dateien verschieben und jederzeit eine Sicherung erstellen, ohne dass ein Konto nötig ist. ") * 2
 ENGLISH = ("The vault keeps every note as a plain text file on your device. You can create folders, move files "
