@@ -94,6 +94,7 @@ def test_code_is_left_out_of_what_is_identified() -> None:
     # A chunk that starts inside a code block: only the fence lines go, never the prose between two blocks.
     chunk = 'x = "UNTITLED"\n```\n\nQuesto applica `upper` a `title`.\n\n> ```md\n> code\n> ```\n'
     assert prose(chunk) == 'x = "UNTITLED"\n \n\nQuesto applica   a  .\n\n \n> code\n \n'
+    assert prose("Texte\n~~~sh\nls\n~~~\n") == "Texte\n \nls\n \n"
     assert prose("`only code`") == "`only code`" and prose("no code at all") == "no code at all"
 
 

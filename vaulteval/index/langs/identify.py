@@ -76,7 +76,7 @@ def prose(text: str) -> str:
     Commands and identifiers are written in no language: on the tldr pages, whose examples are commands,
     they made short Persian, Arabic, Hindi and Nepali pages look Latin (identified as Malay or Afrikaans),
     and their bytes were a third of what the identifier read (docs/benchmarks.md)."""
-    if "`" not in text:
+    if "`" not in text and "~~~" not in text:
         return text
     stripped = _CODE.sub(" ", text)
     return stripped if _LETTER.search(stripped) else text
