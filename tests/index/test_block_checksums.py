@@ -228,3 +228,26 @@ def test_empty_sections_between_others_read_back(tmp_path: Path) -> None:
     assert header["n_blocks"] == 2 + 3 and read.verify_all()["blocks"] == 5
     assert bytes(read["a.terms"]) == b"" and read["a.doc_len"].tolist() == list(range(5000))
     assert read["b.empty"].size == 0 and bytes(read["c.bytes"]) == b"x" * 40000 and bytes(read["d.empty"]) == b""
+
+
+def test_a_warm_retriever_checks_every_posting_block_before_its_first_query(vault: Path) -> None:
+    """A Retriever kept open preloads every posting's weight, so a corrupt block no query reads is refused at once."""
+    from vaulteval.errors import NotProvisioned
+
+    sections = _sections(vault)
+    far_block = sections.block_of("post_docs", _posting_of(vault, "u0599"))
+    _flip(vault, sections.file_offset("post_docs", _posting_of(vault, "u0599")))
+    assert _retrieve(vault, "c000")[0] == 0  # a CLI call checks only what it reads
+    with pytest.raises(NotProvisioned, match=f"'post_docs' block {far_block} of .* fails its checksum"):
+        Retriever(Vault(vault)).retrieve("c000", top=5)
+
+
+def test_a_warm_retriever_serves_what_a_cold_one_does(built: Path) -> None:
+    warm, cold = Retriever(Vault(built)), Retriever(Vault(built), warm=False)
+    queries = ["u0042 c001", "c000 c399 c123", "nothing-like-this", "more about u0599", "c007 c007 c008"]
+    for query in queries:
+        a, b = warm.retrieve(query, top=5), cold.retrieve(query, top=5)
+        assert [(c.chunk_id, c.score) for c in a.candidates] == [(c.chunk_id, c.score) for c in b.candidates]
+    index = warm.index()
+    assert index._whole_vocabulary and index._searcher._preloaded.weights.size == len(index.section("post_docs"))
+    assert not cold.index()._whole_vocabulary

@@ -248,6 +248,19 @@ def test_scifact_test_queries_rank_the_same_plain_or_numpy(scifact_index, monkey
     small = index.with_params(index.k1, index.b)
     assert [small.search_tokens(t, 100) for t in queries] == plain
     assert small._searcher._cached_postings == sum(w.size for w in small._searcher._weights.values())
+    # A searcher made warm on purpose computes every weight and loads every term id when it is made.
+    warm = index.with_params(index.k1, index.b)
+    warm.choose_scorer(warm=True)
+    assert warm._searcher._preloaded is not None and warm._whole_vocabulary
+    assert [warm.search_tokens(t, 100) for t in queries] == plain
+    assert not warm._searcher._weights  # nothing computed per term
+    from vaulteval.index import preload
+
+    monkeypatch.setattr(preload, "PRELOAD_POSTINGS", 10)  # an index too large to preload: weights per term again
+    large = index.with_params(index.k1, index.b)
+    large.choose_scorer(warm=True)
+    assert large._searcher._preloaded is None
+    assert [large.search_tokens(t, 100) for t in queries] == plain and large._searcher._weights
     from vaulteval.workbench.batch import batch_top_k  # the evaluation path: blocks of queries
 
     assert [[(d, v) for d, v in zip(docs.tolist(), vals.tolist())] for docs, vals in batch_top_k(index, queries, 100)] \

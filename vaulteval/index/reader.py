@@ -19,7 +19,7 @@ from vaulteval.index.location import (  # noqa: F401 - the names build, provisio
     INDEX_DIR, INDEX_NAME, STALE_SUFFIX, index_path, invalidate_index, open_index_file, peek_header, restore_index,
     stale_index_present)
 from vaulteval.index.sanity import MeaningGuard, semantic_problem
-from vaulteval.index.search import Hit, Searcher
+from vaulteval.index.search import Hit, Searcher, Vocabulary
 from vaulteval.index.docterms import query_analyzer
 from vaulteval.index.tokenize import ANALYZER_VERSION
 from vaulteval.vault.metadir import MetaDir
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
 
 
-class BM25Index:
+class BM25Index(Vocabulary):
     """A memory-mapped index file. Cheap to open: the header, the block table and the small
     sections are checked; every other byte is checked when a query first reads its block.
 
@@ -70,6 +70,7 @@ class BM25Index:
         self._doc_cache: dict[int, DocMeta] = {}
         self.doc_langs: list[str] | None = None  # auto: each chunk's language, read on first use (docterms.doc_language)
         self._term_cache: dict[str, int] = {}
+        self._whole_vocabulary = False
         self._all_terms: list[str] | None = None
         self._probes: dict[int, bytes] = {}
         self._searcher: Searcher | None = None
@@ -181,68 +182,18 @@ class BM25Index:
             raise self.malformed()
         return start, end
 
-    def _term_bytes(self, i: int) -> bytes:
-        """Term ``i``, read only after the blocks of its two offsets and of its bytes pass their checksums.
-
-        The binary search of ``term_id`` calls this about 17 times a term, so the usual case (blocks
-        already checked) tests the block flags inline instead of going through ``check``.
-        """
-        if not 0 <= i < len(self._term_off) - 1:
-            raise IndexError(f"term {i} is outside the vocabulary")
-        ok, size = self._ok, self._term_off.itemsize
-        b0 = self._term_off_block0 + i * size // BLOCK_SIZE
-        b1 = self._term_off_block0 + ((i + 2) * size - 1) // BLOCK_SIZE
-        if b1 - b0 > 1 or not (ok[b0] and ok[b1]):
-            self._check("term_offsets", i, i + 2)
-        start, end = int(self._term_off[i]), int(self._term_off[i + 1])
-        if not 0 <= start < end <= len(self._terms):
-            raise self.malformed()
-        t0 = self._terms_block0 + start // BLOCK_SIZE
-        t1 = self._terms_block0 + (end - 1) // BLOCK_SIZE
-        if t1 - t0 > 1 or not (ok[t0] and ok[t1]):
-            self._check("terms", start, end)
-        if self._terms[end - 1] != 10:
-            raise self.malformed()
-        return bytes(self._terms[start : end - 1])
-
-    def term_at(self, i: int) -> str:
-        return self._term_bytes(i).decode("utf-8")
-
-    def all_terms(self) -> list[str]:
-        """The whole sorted vocabulary (stored newline-terminated), decoded once per open index: do not change it."""
-        if self._all_terms is None:
-            self._all_terms = bytes(self._whole("terms")).decode("utf-8").split("\n")[:-1]
-        return self._all_terms
-
     def doc_line(self, i: int) -> bytes:
         start, end = self._range("doc_offsets", self._doc_off, i, len(self._docs_blob))
         self._check("docs", start, end)
         return bytes(self._docs_blob[start:end])
 
-    def term_id(self, term: str) -> int:
-        """Binary search of the sorted vocabulary; -1 when absent."""
-        tid = self._term_cache.get(term)
-        if tid is not None:
-            return tid
-        key = term.encode("utf-8")
-        lo, hi = 0, self.n_terms
-        probes = self._probes
-        while lo < hi:
-            mid = (lo + hi) // 2
-            # Every search starts down the same few midpoints: the upper levels of the tree are remembered.
-            word = probes.get(mid) if hi - lo > 64 else None
-            if word is None:
-                word = self._term_bytes(mid)
-                if hi - lo > 64:
-                    probes[mid] = word
-            if word < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        tid = lo if lo < self.n_terms and self._term_bytes(lo) == key else -1
-        if len(self._term_cache) < 100_000:
-            self._term_cache[term] = tid
-        return tid
+    def all_postings(self, *, limit: int) -> "tuple[np.ndarray, np.ndarray] | tuple[None, None]":
+        """``postings_at`` of every posting, each block and number checked; (None, None) over ``limit``."""
+        n = self._guard.n_postings
+        if n > limit:
+            return None, None
+        self._guard.postings(0, n)
+        return self.postings_at(0, n)
 
     def posting_range(self, term_id: int) -> tuple[int, int]:
         """Where term ``term_id``'s postings are, after their blocks pass their checksums."""
@@ -346,21 +297,12 @@ class BM25Index:
         return parse_rows(bytes(self._whole("docs")), self.section("doc_offsets").tolist(), self.header)
 
     def stats(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "schema_version": self.header["schema_version"],
-            "analyzer": self.analyzer_name,
-            "analyzer_version": self.header["analyzer_version"],
-            "k1": self.k1, "b": self.b,
-            "doc_count": self.n_docs,
-            "page_count": self.header.get("n_pages"),
-            "vocab_size": self.n_terms,
-            "postings": len(self._s.raw("post_docs")),
-            "avg_dl": round(self.avgdl, 3),
-            "size_bytes": self.path.stat().st_size,
-            "built_at": self.header.get("built_at"),
-            "chunk_params": self.header.get("chunk_params"),
-        }
+        h = self.header
+        return {"path": str(self.path), "schema_version": h["schema_version"], "analyzer": self.analyzer_name,
+                "analyzer_version": h["analyzer_version"], "k1": self.k1, "b": self.b, "doc_count": self.n_docs,
+                "page_count": h.get("n_pages"), "vocab_size": self.n_terms, "postings": len(self._s.raw("post_docs")),
+                "avg_dl": round(self.avgdl, 3), "size_bytes": self.path.stat().st_size, "built_at": h.get("built_at"),
+                "chunk_params": h.get("chunk_params")}
 
 
 def open_index(vault: "Vault") -> BM25Index:

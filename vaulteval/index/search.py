@@ -1,7 +1,10 @@
-"""One query's top k from an open index, scored in plain Python or with numpy, decided when it opens.
+"""One query's top k from an open index: its terms' ids, then scores in plain Python or with numpy, decided
+when it opens.
 
 Usage: ``Searcher(index, post_docs, post_tfs, warm=True).search(tokens, k)`` -> ``[Hit(doc, score), ...]``;
-``BM25Index.search_tokens`` keeps one per open index.
+``BM25Index.search_tokens`` keeps one per open index. ``BM25Index`` is a ``Vocabulary``:
+``index.term_id("espresso")`` (-1 when the index has no such term) searches the sorted vocabulary, or the
+dict ``index.load_vocabulary()`` loads once for a searcher kept open.
 
 Plain Python (``bm25_plain``) needs no import but costs more per posting;
 numpy (``bm25.top_k_touched``) costs a fixed amount per query plus less per
@@ -24,7 +27,9 @@ document length, ``bm25.posting_weights``) depend on the index alone, so the
 searcher keeps them per term once computed (up to ``WEIGHT_CACHE_POSTINGS``
 postings in all), and each thread keeps one scratch row for finding the
 distinct documents: a query pays for adding its weights up, not for computing
-them again.
+them again. A searcher made ``warm`` by its caller (a ``Retriever`` kept open)
+computes every posting's weight and loads the whole vocabulary when it is
+made (``vaulteval.index.preload``), so a query over new terms pays for neither.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from bisect import bisect_left
 from collections import namedtuple
 
 from vaulteval.index import bm25_plain
+from vaulteval.index.file import BLOCK_SIZE
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
@@ -44,6 +50,91 @@ NUMPY_IMPORT_POSTINGS = 150_000  # plain-Python postings that cost about as much
 WEIGHT_CACHE_POSTINGS = 8_000_000  # postings whose weights a searcher keeps (8 bytes each); then it starts over
 
 Hit = namedtuple("Hit", "doc score")  # a document number and its BM25 score
+
+
+TERM_CACHE = 100_000  # terms whose binary-search answer an index remembers
+
+
+class Vocabulary:
+    """Term lookups of ``BM25Index``: its ``__init__`` sets the attributes read here, and its ``_check``,
+    ``_whole`` and ``malformed`` check what they read."""
+
+    _term_off: "Any"
+    _terms: "Any"
+    _ok: bytearray
+    _term_off_block0: int
+    _terms_block0: int
+    _term_cache: dict[str, int]
+    _whole_vocabulary: bool  # _term_cache holds every term (load_vocabulary): a miss is not a term
+    _all_terms: list[str] | None
+    _probes: dict[int, bytes]
+    n_terms: int
+
+    def _term_bytes(self, i: int) -> bytes:
+        """Term ``i``, read only after the blocks of its two offsets and of its bytes pass their checksums.
+
+        The binary search of ``term_id`` calls this about 17 times a term, so the usual case (blocks
+        already checked) tests the block flags inline instead of going through ``check``.
+        """
+        if not 0 <= i < len(self._term_off) - 1:
+            raise IndexError(f"term {i} is outside the vocabulary")
+        ok, size = self._ok, self._term_off.itemsize
+        b0 = self._term_off_block0 + i * size // BLOCK_SIZE
+        b1 = self._term_off_block0 + ((i + 2) * size - 1) // BLOCK_SIZE
+        if b1 - b0 > 1 or not (ok[b0] and ok[b1]):
+            self._check("term_offsets", i, i + 2)
+        start, end = int(self._term_off[i]), int(self._term_off[i + 1])
+        if not 0 <= start < end <= len(self._terms):
+            raise self.malformed()
+        t0 = self._terms_block0 + start // BLOCK_SIZE
+        t1 = self._terms_block0 + (end - 1) // BLOCK_SIZE
+        if t1 - t0 > 1 or not (ok[t0] and ok[t1]):
+            self._check("terms", start, end)
+        if self._terms[end - 1] != 10:
+            raise self.malformed()
+        return bytes(self._terms[start : end - 1])
+
+    def term_at(self, i: int) -> str:
+        return self._term_bytes(i).decode("utf-8")
+
+    def all_terms(self) -> list[str]:
+        """The whole sorted vocabulary (stored newline-terminated), decoded once per open index: do not change it."""
+        if self._all_terms is None:
+            self._all_terms = bytes(self._whole("terms")).decode("utf-8").split("\n")[:-1]
+        return self._all_terms
+
+    def term_id(self, term: str) -> int:
+        """Binary search of the sorted vocabulary; -1 when absent."""
+        tid = self._term_cache.get(term)
+        if tid is not None or self._whole_vocabulary:
+            return -1 if tid is None else tid
+        key = term.encode("utf-8")
+        lo, hi = 0, self.n_terms
+        probes = self._probes
+        while lo < hi:
+            mid = (lo + hi) // 2
+            # Every search starts down the same few midpoints: the upper levels of the tree are remembered.
+            word = probes.get(mid) if hi - lo > 64 else None
+            if word is None:
+                word = self._term_bytes(mid)
+                if hi - lo > 64:
+                    probes[mid] = word
+            if word < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        tid = lo if lo < self.n_terms and self._term_bytes(lo) == key else -1
+        if len(self._term_cache) < TERM_CACHE:
+            self._term_cache[term] = tid
+        return tid
+
+    def load_vocabulary(self) -> None:
+        """Every term's id in one dict, for a searcher kept open for many queries (``preload.vocabulary``)."""
+        from vaulteval.index.preload import vocabulary
+
+        ids = vocabulary(self)
+        if ids is not None:
+            self._term_cache, self._whole_vocabulary = ids, True
 
 
 class Searcher:
@@ -61,9 +152,15 @@ class Searcher:
         self._bm25: "Any" = None
         self._weights: dict[int, "Any"] = {}  # term id -> its postings' BM25 weights (numpy path only)
         self._cached_postings = 0
+        self._preloaded: "Any" = None  # a warm searcher's preload.Preloaded: every posting checked, with its weight
         self._scratch: "Any" = None  # per thread: a row of n_docs for bm25.top_k_weighted
         if self.warm:
             self._load_numpy()
+        if warm:  # asked for, not merely numpy already loaded: a one-query CLI call must not pay for it
+            from vaulteval.index.preload import preload
+
+            self._preloaded = preload(index)
+            index.load_vocabulary()
         self.numpy_queries = 0  # queries scored with numpy
 
     def _load_numpy(self) -> None:
@@ -78,7 +175,11 @@ class Searcher:
     def search(self, tokens: list[str], k: int) -> list[Hit]:
         index = self.index
         terms = index.query_terms(tokens)
-        ranges = [index.posting_range(tid) for tid, _ in terms]  # every block read is checked first
+        if self._preloaded is None:
+            ranges = [index.posting_range(tid) for tid, _ in terms]  # every block read is checked first
+        else:  # every posting block and offset was checked when this searcher was made
+            offsets = self._preloaded.offsets
+            ranges = [(offsets[tid], offsets[tid + 1]) for tid, _ in terms]
         total = 0
         for start, end in ranges:
             total += end - start
@@ -109,7 +210,11 @@ class Searcher:
         index, bm25 = self.index, self._bm25
         self.numpy_queries += 1
         lists = []
+        pre = self._preloaded
         for (start, end), (tid, qtf) in zip(ranges, terms):
+            if pre is not None:
+                lists.append((pre.docs[start:end], pre.weights[start:end], qtf))
+                continue
             docs, tfs = index.postings_at(start, end)  # document numbers range-checked here, before any lookup
             weights = self._weights.get(tid)
             if weights is None:
