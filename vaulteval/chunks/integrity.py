@@ -14,7 +14,7 @@ import os
 import time
 
 from vaulteval.errors import PathEscape
-from vaulteval.vault.digest import sha256
+from vaulteval.vault.digest import sha256, text_sha256
 from vaulteval.vault.paths import cached_lexical_path, read_confined
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
@@ -131,8 +131,8 @@ class IntegrityChecker:
             and rec.get("page_path") == doc.page_path
             and rec.get("body_hash") == doc.body_hash
             and rec.get("page_body_hash") == doc.page_body_hash
-            and "sha256:" + sha256(raw.encode("utf-8")).hexdigest() == doc.body_hash
-            and "sha256:" + sha256(text.encode("utf-8")).hexdigest() == doc.context_hash
+            and text_sha256(raw) == doc.body_hash
+            and text_sha256(text) == doc.context_hash
         )
 
 

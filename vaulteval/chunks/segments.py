@@ -110,9 +110,9 @@ _MARKS = (_MARK, _ID_MARK, _COUNT_MARK, _HASH_MARK)
 
 
 def _body_hash(raw: str) -> str:
-    from vaulteval.vault.digest import sha256  # CPython's builtin SHA-256: a CLI query does not load OpenSSL
+    from vaulteval.vault.digest import text_sha256  # CPython's builtin SHA-256: a CLI query does not load OpenSSL
 
-    return "sha256:" + sha256(raw.encode("utf-8")).hexdigest()
+    return text_sha256(raw)
 
 
 def encode(record: dict) -> bytes:

@@ -80,6 +80,7 @@ class Retriever:
         self._store_docs: list[int] | None = None
         self._fields: Any = False
         self._layouts: "NoteLayouts | None" = None
+        self._embed_cache: Path | None = None  # default_embed_cache(vault), worked out once
         self.text_memo = TextMemo()  # chunk sentences and terms for snippets and matched terms, across queries
 
     def store(self) -> "EmbeddingStore":
@@ -165,18 +166,10 @@ def retrieve(source: "Vault | Retriever", query: str, **options: Any) -> Retriev
     return retriever.retrieve(query, **options)
 
 
-def _run(
-    retriever: Retriever,
-    query: str,
-    *,
-    top: int = 5,
-    bm25_top: int = 20,
-    rerank: "RerankConfig | None | bool" = None,
-    explain: bool = False,
-    embed_cache: Path | None | str = "default",
-    first: "FirstStage | None" = None,
-    bm25_hits: "list[Hit] | None" = None,
-) -> RetrievalResult:
+def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = 20,
+         rerank: "RerankConfig | None | bool" = None, explain: bool = False,
+         embed_cache: Path | None | str = "default", first: "FirstStage | None" = None,
+         bm25_hits: "list[Hit] | None" = None) -> RetrievalResult:
     """Run the pipeline's steps; ``rerank=None`` (or ``False``) keeps the first-stage order.
 
     ``first`` picks the first stage (``vaulteval.pipeline.firststage``): BM25
@@ -193,7 +186,10 @@ def _run(
     watch = _Stopwatch()
     index = _open_index(retriever)
     watch.lap("index_open")
-    cache = default_embed_cache(retriever.vault) if embed_cache == "default" else embed_cache
+    if embed_cache == "default":
+        cache = retriever._embed_cache = retriever._embed_cache or default_embed_cache(retriever.vault)
+    else:
+        cache = embed_cache
     hits, stage = _first_stage(retriever, query, first, bm25_top, cache, bm25_hits)
     watch.lap("bm25", parts=stage["timings_ms"])
     # Without rerank or explain only the first `top` current pages are read and verified.

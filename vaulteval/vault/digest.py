@@ -1,6 +1,7 @@
 """SHA-256 and BLAKE2b for the query path, without loading OpenSSL.
 
-Usage: ``sha256(data).hexdigest()``, ``blake2b(data, digest_size=16).digest()``.
+Usage: ``sha256(data).hexdigest()``, ``blake2b(data, digest_size=16).digest()``,
+``text_sha256(text)`` -> ``"sha256:<hex>"`` of the text's UTF-8.
 
 ``hashlib`` loads OpenSSL's libcrypto when imported, which costs a one-query CLI
 call more than hashing the few notes it verifies; CPython's own builtin
@@ -22,4 +23,19 @@ try:
 except ImportError:  # pragma: no cover - another interpreter
     from hashlib import blake2b
 
-__all__ = ["sha256", "blake2b"]
+__all__ = ["sha256", "blake2b", "text_sha256"]
+
+_last_text: tuple[str, str] = ("", "sha256:" + sha256(b"").hexdigest())
+
+
+def text_sha256(text: str) -> str:
+    """``"sha256:<hex>"`` of ``text`` encoded as UTF-8. The last answer is remembered for that very string
+    object: a chunk record's body is hashed when the store rebuilds its ``body_hash`` and again when the
+    record is checked against the index."""
+    global _last_text
+    last = _last_text  # one read: another thread may replace it meanwhile, never half of it
+    if last[0] is text:
+        return last[1]
+    digest = "sha256:" + sha256(text.encode("utf-8")).hexdigest()
+    _last_text = (text, digest)
+    return digest
