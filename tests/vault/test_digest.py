@@ -9,10 +9,17 @@ import hashlib
 
 import pytest
 
-from vaulteval.vault.digest import blake2b, sha256
+from vaulteval.vault.digest import blake2b, sha256, text_sha256
 
 
 @pytest.mark.parametrize("data", [b"", b"abc", "Entkalken – 除垢\n".encode(), bytes(range(256)) * 300])
 def test_the_digests_are_hashlibs(data: bytes) -> None:
     assert sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
     assert blake2b(data, digest_size=16).digest() == hashlib.blake2b(data, digest_size=16).digest()
+
+
+def test_a_text_digest_is_right_for_every_string_whatever_was_hashed_before() -> None:
+    texts = ["", "abc", "abc", "Entkalken – 除垢\n", "abc" + "d", "x" * 5000]
+    for text in texts + texts[::-1]:
+        assert text_sha256(text) == "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+        assert text_sha256(text) == text_sha256("".join(list(text)))  # the same text in another object
