@@ -240,6 +240,8 @@ def test_a_warm_retriever_checks_every_posting_block_before_its_first_query(vaul
     assert _retrieve(vault, "c000")[0] == 0  # a CLI call checks only what it reads
     with pytest.raises(NotProvisioned, match=f"'post_docs' block {far_block} of .* fails its checksum"):
         Retriever(Vault(vault)).retrieve("c000", top=5)
+    with pytest.raises(NotProvisioned, match=f"'post_docs' block {far_block} of .* fails its checksum"):
+        Retriever(Vault(vault)).open()  # what the MCP server does before its first call
 
 
 def test_a_warm_retriever_serves_what_a_cold_one_does(built: Path) -> None:

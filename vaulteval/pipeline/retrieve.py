@@ -138,6 +138,11 @@ class Retriever:
             self._index = index
         return self._index
 
+    def open(self) -> BM25Index:
+        """The index with its scorer chosen: a warm Retriever loads numpy and preloads every posting's weight now,
+        not in its first query (exit 10 as ``index()``, and for an index without chunks)."""
+        return _open_index(self)
+
     def note_layouts(self) -> "NoteLayouts":
         """Where served chunks sit in their notes, remembered across queries (keyed by each note's bytes)."""
         if self._layouts is None:

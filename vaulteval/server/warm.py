@@ -101,12 +101,13 @@ class WarmVault:
         return self._retriever
 
     def warm_up(self) -> None:
-        """Open the index, field index and stored vectors now, not on the first call (missing ones are fine)."""
+        """Open the index (its scorer and preload too), field index and stored vectors now, not on the first call
+        (missing ones are fine)."""
         from vaulteval.errors import VaultevalError
 
         retriever = self.retriever()
         try:
-            retriever.index()
+            retriever.open()
             retriever.fields()
             store = retriever.optional_store()
             if store is not None:
