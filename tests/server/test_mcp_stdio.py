@@ -199,3 +199,52 @@ def test_a_read_after_a_backlink_is_added_or_removed_sees_it(fresh_vault: Path) 
     added = (in_place, (fresh_vault / in_place).read_text(encoding="utf-8").count("\n"))
     assert added in out["edited"] and (linker, 3) in out["edited"] and out["many"] == out["edited"]
     assert (linker, 3) not in out["removed"] and added in out["removed"]
+
+
+def test_searches_are_logged_only_with_log_and_the_log_becomes_a_pool(fresh_vault: Path, tmp_path: Path) -> None:
+    """``mcp --log FILE``: an agent's questions, as ``retrieve --log`` writes them, for ``queryset from-log``."""
+    log = tmp_path / "agent-questions.jsonl"
+    questions = ["how do I descale the espresso machine", "why does my bread come out flat"]
+
+    async def script(client: ClientSession) -> list:
+        served = []
+        for q in questions:
+            result = await client.call_tool("search", {"query": q, "limit": 3})
+            assert result.isError is False, result.content
+            served.append([c["page_path"] for c in result.structuredContent["candidates"]])
+        await client.call_tool("read", {"page": DESCALING_NOTE})  # reads are not questions
+        return served
+
+    before = snapshot(fresh_vault)
+    served = run(fresh_vault, script, "--log", str(log))
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [line["query"] for line in lines] == questions and [line["paths"] for line in lines] == served
+    assert all(set(line) == {"time", "vault", "query", "strategy", "paths"} for line in lines)
+    assert oct(log.stat().st_mode & 0o777) == "0o600" and served[0]
+    assert snapshot(fresh_vault) == before
+    code, out, err = run_main("queryset", "from-log", str(log), "--vault", fresh_vault, "--out", tmp_path / "pool.yaml")
+    assert code == 0, err
+    assert (tmp_path / "pool-queries.yaml").is_file()
+
+
+def test_a_log_inside_the_vault_stops_the_server_before_it_starts(fresh_vault: Path) -> None:
+    before = snapshot(fresh_vault)
+    code, out, err = run_main("mcp", "--vault", fresh_vault, "--log", fresh_vault / "questions.jsonl")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--log" in err and "inside" in err
+    assert snapshot(fresh_vault) == before
+
+
+def test_a_log_that_cannot_be_written_is_said_once_and_searches_go_on(fresh_vault: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture) -> None:
+    from vaulteval.pipeline.querylog import QueryLog
+    from vaulteval.server.warm import Pipeline, WarmVault
+
+    log = tmp_path / "questions.jsonl"
+    warm = WarmVault(Vault(fresh_vault), Pipeline(), QueryLog(log, Vault(fresh_vault)))
+    assert warm.search(query="descale espresso machine")["candidates"]
+    log.unlink()
+    log.mkdir()  # the log became a folder while the server ran
+    for _ in range(2):
+        assert warm.search(query="descale espresso machine")["candidates"]
+    err = capsys.readouterr().err
+    assert err.count("not logged until it can be written") == 1 and str(log) in err

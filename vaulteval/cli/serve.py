@@ -8,7 +8,8 @@ Usage::
 The search pipeline is what ``vaulteval retrieve`` would run with the same
 flags (``--strategy``, the tuned pipeline, ``--no-rerank``, ``--embedder``...);
 a call may name another strategy. Needs ``vaulteval[mcp]``. Nothing is
-written outside ``.vault-meta/`` and nothing is logged unless ``-v``.
+written outside ``.vault-meta/``, and nothing is logged unless ``-v`` (diagnostics) or
+``--log FILE`` (the questions, for ``queryset from-log``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     label = args.strategy or (tuned or {}).get("strategy") or "bm25"
     pipeline = Pipeline(first=first, rerank=_pipeline_rerank(args, tuned, vault), depth=depth, embed=embed,
                         explicit_rerank=_pipeline_rerank(args, None, vault), tuned=tuned, label=label)
-    warm = WarmVault(vault, pipeline)
+    log = None
+    if args.log:
+        from vaulteval.pipeline.querylog import QueryLog
+
+        log = QueryLog(args.log, vault)  # refused inside the vault before the server starts
+    warm = WarmVault(vault, pipeline, log)
     warm.warm_up()
     from vaulteval.server.app import build_server
 
@@ -75,6 +81,8 @@ def register(sub: Any, add_vault: Any) -> None:
     p.add_argument("--no-rerank", action="store_true", help="keep the first-stage order; never contact a model")
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP on 127.0.0.1 instead of stdio")
     p.add_argument("--port", type=int_arg, default=8765, help="port for --http (default 8765; 0 picks a free one)")
+    p.add_argument("--log", metavar="FILE", help="append each search's question and returned pages to FILE, as "
+                                                 "retrieve --log does (outside the vault; nothing is logged without it)")
     _add_rerank_flags(p)
     add_vault(p)
     p.set_defaults(handler=cmd_mcp)

@@ -20,6 +20,7 @@ old one. Every call may run on its own thread.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from vaulteval.server.args import checked
 
 if TYPE_CHECKING:
     from vaulteval.pipeline.firststage import FirstStage
+    from vaulteval.pipeline.querylog import QueryLog
     from vaulteval.rerank.config import RerankConfig
     from vaulteval.server.links import LinkTable
     from vaulteval.vault.vault import Vault
@@ -79,8 +81,10 @@ def _signature(paths: tuple[str, ...]) -> tuple:
 class WarmVault:
     """The server's vault: one warm Retriever, replaced when provisioning publishes new files."""
 
-    def __init__(self, vault: "Vault", pipeline: Pipeline):
+    def __init__(self, vault: "Vault", pipeline: Pipeline, log: "QueryLog | None" = None):
         self.vault, self.pipeline = vault, pipeline
+        self.log = log  # ``mcp --log FILE``: each search's question and pages, as ``retrieve --log`` writes them
+        self.log_failed = False
         self._lock = threading.Lock()
         self._published = _published(vault.meta_dir)
         self._signature = _signature(self._published)
@@ -138,10 +142,26 @@ class WarmVault:
         first, rerank, tuned = self._stages(args.get("strategy"))
         depth = depth or (tuned or {}).get("bm25_top") or self.pipeline.depth
         result = self.retriever().retrieve(query, top=limit, bm25_top=depth, rerank=rerank, first=first)
-        out = result.with_min_score(args.get("min_score")).to_dict()
+        result = result.with_min_score(args.get("min_score"))
+        if self.log is not None:
+            self._log(result)
+        out = result.to_dict()
         if tuned is not None:
             out["tuned"] = {"strategy": tuned["strategy"], "run_id": tuned.get("run_id")}
         return out
+
+    def _log(self, result: Any) -> None:
+        """Append the search to the log; a log that cannot be written is said once on stderr, and the search
+        is served all the same (the agent asked a question, not for the log)."""
+        from vaulteval.errors import UsageError
+
+        try:
+            self.log.append(result)
+        except UsageError as exc:
+            if not self.log_failed:
+                self.log_failed = True
+                print(f"vaulteval mcp: {exc}; searches are served but not logged until it can be written",
+                      file=sys.stderr, flush=True)
 
     def _stages(self, strategy: str | None) -> tuple[Any, Any, dict[str, Any] | None]:
         """(first stage, reranker, tuned entry) for a call: the server's pipeline, or the named strategy."""
