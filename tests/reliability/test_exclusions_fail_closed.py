@@ -152,3 +152,26 @@ def test_a_hostile_expression_on_long_names_finishes_in_bounded_time(tmp_path: P
     assert code == 0 and code2 == 0, err
     assert "Archive/old.md" not in served and "Notes/draft.md" in served
     assert _outside_meta(root) == before
+
+
+class _GivesUpQuietly:
+    """A compiled filter as the regex module sometimes behaves at its time limit: no match, no TimeoutError."""
+
+    pattern = "(x+x+)+y"
+
+    def search(self, text: str, timeout: float):
+        time.sleep(timeout * 0.99)
+        return None
+
+
+def test_a_filter_that_gives_up_at_its_time_limit_without_saying_so_does_not_fail_open(monkeypatch) -> None:
+    from vaulteval.vault import exclusions
+
+    rules = exclusions.IgnoreRules(patterns=(_GivesUpQuietly(),), filters=("/(x+x+)+y/",))
+    with pytest.raises(exclusions.ObsidianSettingsError, match="took over"):
+        rules.excluded("Archive/" + "x" * 200 + ".md")  # not "not excluded": the search never answered
+    import regex
+
+    monkeypatch.setattr(regex, "compile", lambda source: _GivesUpQuietly())
+    with pytest.raises(ValueError, match="too slow to apply"):
+        exclusions.IgnoreRules.parse(["/(x+x+)+y/"])

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from vaulteval.errors import UsageError
@@ -156,7 +157,7 @@ class IgnoreRules:
             return True
         for pattern in self.patterns:
             try:
-                if pattern.search(rel, timeout=MATCH_SECONDS):
+                if _search(pattern, rel, MATCH_SECONDS):
                     return True
             except TimeoutError:
                 raise ObsidianSettingsError(
@@ -169,6 +170,17 @@ class IgnoreRules:
         return any((rel_dir + "/").startswith(p) for p in self.prefixes)
 
 
+def _search(pattern, text: str, seconds: float):
+    """``pattern.search(text)`` within ``seconds``, else TimeoutError. The regex module sometimes stops at its
+    time limit with no match instead of raising; a search without a match that used half the limit is taken
+    as one that ran out (a real exclusion answers in microseconds), so a hostile filter never fails open."""
+    start = time.perf_counter()
+    found = pattern.search(text, timeout=seconds)
+    if found is None and time.perf_counter() - start >= seconds / 2:
+        raise TimeoutError(f"no answer within {seconds} s")
+    return found
+
+
 def _bounded_pattern(entry: str):
     """A compiled ``/regex/`` filter that answered in time on a sample of hostile paths (ValueError otherwise)."""
     import regex  # only for vaults with expression filters: it has a time limit per match, ``re`` has none
@@ -179,7 +191,7 @@ def _bounded_pattern(entry: str):
         raise ValueError(f"has an excluded-files filter {entry!r} that is not a valid regular expression ({exc})")
     for sample in _samples(entry):
         try:
-            pattern.search(sample, timeout=_SAMPLE_SECONDS)
+            _search(pattern, sample, _SAMPLE_SECONDS)
         except TimeoutError:
             raise ValueError(f"has an excluded-files filter {entry!r} too slow to apply (over {_SAMPLE_SECONDS} s "
                              "on a sample path): simplify the expression") from None
