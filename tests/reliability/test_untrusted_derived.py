@@ -290,7 +290,20 @@ INDEX_SHAPES = {
 }
 
 
-@pytest.mark.parametrize("scorer", ["plain", "numpy"])
+def _warm_retrieve(root: Path) -> None:
+    """A Retriever kept open (the MCP server's): it preloads every posting and the vocabulary when it opens, so
+    a forged index is refused there (exit 10) or served, never a crash."""
+    from vaulteval.errors import NotProvisioned
+    from vaulteval.pipeline.retrieve import Retriever
+    from vaulteval.vault.vault import Vault
+
+    try:
+        Retriever(Vault(root)).retrieve(QUERY, top=5)
+    except NotProvisioned as exc:
+        assert exc.exit_code == 10 and "provision" in str(exc)
+
+
+@pytest.mark.parametrize("scorer", ["plain", "numpy", "warm"])
 @pytest.mark.parametrize("shape", sorted(INDEX_SHAPES))
 def test_a_forged_index_is_refused_with_exit_10_or_rebuilt(fresh_vault: Path, shape: str, scorer: str,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,6 +315,8 @@ def test_a_forged_index_is_refused_with_exit_10_or_rebuilt(fresh_vault: Path, sh
     magic, header, body = _split(path)
     new_header, new_body = INDEX_SHAPES[shape](header, body)
     _forge(path, magic, new_header, new_body)
+    if scorer == "warm":
+        _warm_retrieve(fresh_vault)
     code, out, err = _retrieve(fresh_vault)
     _clean(code, err, (0, 10))
     if code == 10:
@@ -402,14 +417,20 @@ def _deep_checks_refuse(root: Path) -> None:
     assert "retrieve: degraded" in out and "malformed" in out
 
 
-@pytest.mark.parametrize("scorer", ["plain", "numpy"])
+@pytest.mark.parametrize("scorer", ["plain", "numpy", "warm"])
 @pytest.mark.parametrize("shape", sorted(MEANING_SHAPES))
 def test_a_rewritten_index_that_means_something_else_is_exit_10(fresh_vault: Path, shape: str, scorer: str,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaulteval.errors import NotProvisioned
     from vaulteval.index import search
+    from vaulteval.pipeline.retrieve import Retriever
+    from vaulteval.vault.vault import Vault
 
     monkeypatch.setattr(search, "NUMPY_LOADED_FROM", 10**9 if scorer == "plain" else 0)
     _rewrite(fresh_vault, MEANING_SHAPES[shape])
+    if scorer == "warm":  # the preload reads every posting: refused when it opens, never another ranking
+        with pytest.raises(NotProvisioned, match="index file is malformed"):
+            Retriever(Vault(fresh_vault)).retrieve(QUERY, top=5)
     code, out, err = _retrieve(fresh_vault)
     _clean(code, err, (10,))  # never another ranking
     assert "index file is malformed" in err and "provision" in err
