@@ -214,8 +214,8 @@ def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], N
     add_vault(p)
     p.set_defaults(handler=cmd_pool)
 
-    f = qsub.add_parser("from-log", help="turn a `retrieve --log` file into a query set and a pool to judge")
-    f.add_argument("log", help="the JSONL file `retrieve --log` appended to")
+    f = qsub.add_parser("from-log", help="turn a `retrieve --log` or `mcp --log` file into a query set and a pool to judge")
+    f.add_argument("log", help="the JSONL file `retrieve --log` or `mcp --log` appended to")
     f.add_argument("--out", required=True, help="pool YAML to write (outside the vault), as `queryset pool` writes")
     f.add_argument("--queryset-out", help="the query set of the logged questions (default: OUT's name + -queries.yaml)")
     add_vault(f)  # default: the vault the log names

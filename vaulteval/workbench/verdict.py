@@ -139,8 +139,8 @@ def _overlap_caveat(out: dict[str, Any], ev: Evidence, ids: list[str], base: np.
         out["reason"] = f"{out['reason']}; but {note}, so it cannot judge semantic strategies"
     out["verdict"] = "inconclusive"
     out["real_questions_needed"] = n
-    out["recommendation"] = (f"judge {n if n else 'more'} real questions (`retrieve --log`, then `queryset from-log` "
-                             f"and the judge notebook), then tune on them")
+    out["recommendation"] = (f"judge {n if n else 'more'} real questions (`retrieve --log` or `mcp --log`, then "
+                             f"`queryset from-log` and the judge notebook), then tune on them")
 
 
 def _real_questions(ev: Evidence, ids: list[str], base: np.ndarray, candidate_semantic: bool,
