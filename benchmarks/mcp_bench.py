@@ -234,6 +234,12 @@ def main() -> int:
     parts = set(args.parts.split(","))
     args.work.mkdir(parents=True, exist_ok=True)
     tldr_root, help_root = build_vaults(args.work, args.tldr, args.help_vault, parts)
+    from reused_vault import older_store
+
+    for root in (tldr_root, help_root):
+        warning = older_store(root) if (root / ".vault-meta").is_dir() else None
+        if warning:
+            say(f"WARNING {warning}")
     tldr_queries = queries_for(tldr_root, args.calls) if parts - {"hybrid", "cli"} else []
     tag = f"zq{os.getpid():x}{int(time.time()) % 100000:x}"  # a word no note has, new in every run
     help_queries = ([f"{q} {tag}" for q in queries_for(help_root, max(50, args.cli_runs))]

@@ -480,6 +480,11 @@ def main(argv: list[str] | None = None) -> int:
     queries = (HAND_QUERIES + pick_queries(Vault(work / "tldr"), args.queries))[: args.queries]
     if args.skip_build:
         builds = json.loads((work / "builds.json").read_text())
+        from reused_vault import older_store
+
+        warning = older_store(work / "engines" / "vaulteval") if "vaulteval" in engines else None
+        if warning:
+            print(f"# WARNING {warning}", file=sys.stderr)
     else:
         builds = build_all(pages, docs, work, engines)
         (work / "builds.json").write_text(json.dumps(builds))
