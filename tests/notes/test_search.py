@@ -72,3 +72,20 @@ def test_search_writes_nothing(notes_vault: Path) -> None:
     before = snapshot(notes_vault)
     search(notes_vault, "kettle")
     assert snapshot(notes_vault) == before
+
+
+def test_a_scan_that_gives_up_at_its_limit_without_saying_so_is_not_taken_as_complete(monkeypatch) -> None:
+    """The regex package sometimes ends a scan at its time limit with no error: its matches would look complete."""
+    import time
+
+    from vaulteval.errors import UsageError
+    from vaulteval.notes import search as notes_search
+
+    class GivesUpQuietly:
+        def finditer(self, text: str, timeout: float):
+            time.sleep(timeout * 0.99)
+            return iter(())
+
+    monkeypatch.setattr(notes_search, "REGEX_SECONDS_PER_NOTE", 0.05)
+    with pytest.raises(UsageError, match="took over"):
+        notes_search._matching_lines(GivesUpQuietly(), True, ["a" * 40 + "!"], "Slow.md")

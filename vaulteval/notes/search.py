@@ -101,8 +101,13 @@ def _matching_lines(match, regex: bool, lines: list[str], rel: str) -> list[int]
     if not regex:
         return [i for i, line in enumerate(lines) if match(line)]
     text = "\n".join(lines)
+    started = time.perf_counter()
     try:
         hits = [m.start() for m in match.finditer(text, timeout=REGEX_SECONDS_PER_NOTE)]
+        # The regex package sometimes stops at its limit without raising: a scan that used half of it may
+        # have ended early, and its matches would look complete.
+        if time.perf_counter() - started >= REGEX_SECONDS_PER_NOTE / 2:
+            raise TimeoutError
     except TimeoutError:
         raise UsageError(f"the regular expression took over {REGEX_SECONDS_PER_NOTE:g} s on {rel}; "
                          "simplify it (avoid nested repetition such as (a+)+)") from None
