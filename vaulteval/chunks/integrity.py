@@ -14,7 +14,7 @@ import os
 import time
 
 from vaulteval.errors import PathEscape
-from vaulteval.vault.digest import sha256, text_sha256
+from vaulteval.vault.digest import bytes_sha256, text_sha256
 from vaulteval.vault.paths import cached_lexical_path, read_confined
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
@@ -60,8 +60,12 @@ class IntegrityChecker:
     query that stats each file at most once and reads it at most once.
     """
 
-    def __init__(self, vault: "Vault"):
+    def __init__(self, vault: "Vault", *, many_queries: bool = False):
         self.vault = vault
+        if many_queries:  # notes and chunks to hash ahead: hashlib's import (OpenSSL) pays for itself
+            from vaulteval.vault.digest import prefer_openssl
+
+            prefer_openssl()
         self._page_hash: dict[str, tuple[tuple, str]] = {}
         self._records: dict[tuple, tuple[tuple, dict]] = {}
         self._packed: dict[tuple, dict] = {}
@@ -90,7 +94,7 @@ class IntegrityChecker:
                     data = read_confined(self.vault.notes_dir, doc.page_path, self.vault.notes_strip)[1]
                 except (OSError, PathEscape):
                     return False
-                if "sha256:" + sha256(data).hexdigest() != doc.page_body_hash:
+                if bytes_sha256(data) != doc.page_body_hash:
                     return False
             from vaulteval.chunks.derived import chunk_in_note
 
@@ -198,7 +202,7 @@ class QueryCheck:
 
     def _hashed(self, page_rel: str, data: bytes) -> str:
         self._notes[page_rel] = data
-        return "sha256:" + sha256(data).hexdigest()
+        return bytes_sha256(data)
 
     def record(self, doc: "DocMeta") -> dict | None:
         """``IntegrityChecker.record`` within this query."""

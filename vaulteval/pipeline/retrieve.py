@@ -154,7 +154,7 @@ class Retriever:
     def integrity(self) -> IntegrityChecker:
         """The checker that verifies candidates against chunk files and pages (remembers verdicts)."""
         if self._integrity is None:
-            self._integrity = IntegrityChecker(self.vault)
+            self._integrity = IntegrityChecker(self.vault, many_queries=self.warm)
         return self._integrity
 
     def retrieve(self, query: str, **options: Any) -> "RetrievalResult":
