@@ -104,7 +104,7 @@ class Vocabulary:
         return self._all_terms
 
     def term_id(self, term: str) -> int:
-        """Binary search of the sorted vocabulary; -1 when absent."""
+        """The term's id (from the loaded vocabulary, else by binary search of the sorted one); -1 when absent."""
         tid = self._term_cache.get(term)
         if tid is not None or self._whole_vocabulary:
             return -1 if tid is None else tid
@@ -130,6 +130,8 @@ class Vocabulary:
 
     def load_vocabulary(self) -> None:
         """Every term's id in one dict, for a searcher kept open for many queries (``preload.vocabulary``)."""
+        if self._whole_vocabulary:  # loaded already (an index ``with_params`` shares it)
+            return
         from vaulteval.index.preload import vocabulary
 
         ids = vocabulary(self)
