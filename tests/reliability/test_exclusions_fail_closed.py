@@ -175,3 +175,26 @@ def test_a_filter_that_gives_up_at_its_time_limit_without_saying_so_does_not_fai
     monkeypatch.setattr(regex, "compile", lambda source: _GivesUpQuietly())
     with pytest.raises(ValueError, match="too slow to apply"):
         exclusions.IgnoreRules.parse(["/(x+x+)+y/"])
+
+
+class _PausedOnce:
+    """A quick filter whose first search a busy machine paused: slow once, then as quick as it is."""
+
+    pattern = "tmp$"
+
+    def __init__(self):
+        self.calls = 0
+
+    def search(self, text: str, timeout: float):
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(timeout * 0.6)
+        return None
+
+
+def test_a_quick_filter_paused_once_by_a_busy_machine_is_not_refused() -> None:
+    from vaulteval.vault import exclusions
+
+    paused = _PausedOnce()
+    rules = exclusions.IgnoreRules(patterns=(paused,), filters=("/tmp$/",))
+    assert rules.excluded("Notes/kept.md") is False and paused.calls == 2
