@@ -89,3 +89,21 @@ def test_a_scan_that_gives_up_at_its_limit_without_saying_so_is_not_taken_as_com
     monkeypatch.setattr(notes_search, "REGEX_SECONDS_PER_NOTE", 0.05)
     with pytest.raises(UsageError, match="took over"):
         notes_search._matching_lines(GivesUpQuietly(), True, ["a" * 40 + "!"], "Slow.md")
+
+
+def test_a_slow_scan_that_ends_within_its_limit_is_taken_as_complete(monkeypatch) -> None:
+    import time
+
+    from vaulteval.notes import search as notes_search
+
+    class Match:
+        def start(self) -> int:
+            return 3
+
+    class SlowButDone:
+        def finditer(self, text: str, timeout: float):
+            time.sleep(timeout * 0.6)
+            return iter((Match(),))
+
+    monkeypatch.setattr(notes_search, "REGEX_SECONDS_PER_NOTE", 0.05)
+    assert notes_search._matching_lines(SlowButDone(), True, ["ab", "cd"], "Slow.md") == [1]

@@ -104,9 +104,9 @@ def _matching_lines(match, regex: bool, lines: list[str], rel: str) -> list[int]
     started = time.perf_counter()
     try:
         hits = [m.start() for m in match.finditer(text, timeout=REGEX_SECONDS_PER_NOTE)]
-        # The regex package sometimes stops at its limit without raising: a scan that used half of it may
-        # have ended early, and its matches would look complete.
-        if time.perf_counter() - started >= REGEX_SECONDS_PER_NOTE / 2:
+        # The regex package sometimes stops at its limit without raising: a scan that used nearly all of it
+        # may have ended early, and its matches would look complete.
+        if time.perf_counter() - started >= REGEX_SECONDS_PER_NOTE * 0.9:
             raise TimeoutError
     except TimeoutError:
         raise UsageError(f"the regular expression took over {REGEX_SECONDS_PER_NOTE:g} s on {rel}; "
