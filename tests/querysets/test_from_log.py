@@ -127,3 +127,20 @@ def test_from_log_refuses_to_write_into_the_vault_and_skips_other_vaults(fresh_v
     assert "skipped 1 logged line(s) from another vault" in out and "2 logged page(s) are gone" in out
     pool = yaml.safe_load((tmp_path / "p.yaml").read_text())
     assert {p["query"] for p in pool["pairs"]} == {QUESTIONS[1]}  # the gone pages are left out
+
+
+def test_a_log_that_fails_to_take_the_line_is_one_clear_line(fresh_vault: Path, tmp_path: Path, monkeypatch) -> None:
+    """A full disk while appending: exit 2 with one line naming the log, nothing printed, the vault unchanged."""
+    import errno
+
+    from vaulteval.pipeline import querylog
+
+    def full(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(querylog.os, "write", full)
+    before = snapshot(fresh_vault)
+    code, out, err = _retrieve(fresh_vault, QUESTIONS[0], "--log", tmp_path / "questions.jsonl")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "--log" in err and "No space left on device" in err and "internal error" not in err
+    assert snapshot(fresh_vault) == before

@@ -67,5 +67,7 @@ class QueryLog:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise UsageError(f"--log {self.path} is not a regular file; name a new or existing log file")
             os.write(fd, line)
+        except OSError as exc:  # a full disk or a failing device: the same one line as a log that cannot open
+            raise UsageError(f"--log {self.path}: cannot append to it ({exc.strerror or exc})") from None
         finally:
             os.close(fd)
