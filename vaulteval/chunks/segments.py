@@ -110,7 +110,7 @@ _MARKS = (_MARK, _ID_MARK, _COUNT_MARK, _HASH_MARK)
 
 
 def _body_hash(raw: str) -> str:
-    from vaulteval.vault.digest import text_sha256  # CPython's builtin SHA-256: a CLI query does not load OpenSSL
+    from vaulteval.vault.digest import text_sha256  # no hashlib (OpenSSL) import on a CLI query
 
     return text_sha256(raw)
 
