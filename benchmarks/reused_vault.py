@@ -21,7 +21,8 @@ if str(REPO) not in sys.path:
 
 def older_store(root: Path) -> str | None:
     from vaulteval.chunks.blocks import BLOCK_TARGET
-    from vaulteval.chunks.segments import MAGIC, scan_segment
+    from vaulteval.chunks.segcheck import scan_segment
+    from vaulteval.chunks.segments import MAGIC
 
     folder = Path(root) / ".vault-meta" / "vaulteval" / "store"
     raw = 0

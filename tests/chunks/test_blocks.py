@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from vaulteval.chunks.blocks import ENTRY, HEAD, MAX_BLOCK_RAW, block_payloads, pack_block, read_record, scan_blocks
-from vaulteval.chunks.segments import MAGIC, decode_payload, encode, parse_location, scan_segment
+from vaulteval.chunks.blocks import ENTRY, HEAD, MAX_BLOCK_RAW, block_payloads, held_record, inflate_blocks, pack_block, \
+    read_record, scan_blocks
+from vaulteval.chunks.segcheck import scan_segment
+from vaulteval.chunks.segments import MAGIC, decode_payload, encode, parse_location
 
 
 def _record(i: int, text: str = "Descale the machine with citric acid.") -> dict:
@@ -92,6 +94,37 @@ def test_every_truncation_and_bit_flip_is_refused(tmp_path: Path) -> None:
             finally:
                 os.close(fd)
             assert scan_segment(bytes(bad))[1] is not None, (at, bit)
+
+
+def test_held_blocks_answer_as_the_file_does_within_their_budget(tmp_path: Path) -> None:
+    """Blocks held inflated give each record exactly as ``read_record`` does, refuse the same wrong expectations,
+    stop at the first damaged block (later ones are read from the file) and at the budget."""
+    groups = [[encode(_record(10 * b + i)) for i in range(3)] for b in range(4)]
+    blocks = [pack_block(g) for g in groups]
+    offsets = [len(MAGIC) + sum(len(x) for x in blocks[:b]) for b in range(4)]
+    raw_sizes = [sum(len(p) for p in g) for g in groups]
+    damaged = bytearray(MAGIC + b"".join(blocks))
+    damaged[offsets[2] + HEAD.size + 3 * ENTRY + 5] ^= 0x40  # the third block's stream
+    path = tmp_path / "seg"
+    path.write_bytes(bytes(damaged))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        held, used = inflate_blocks(bytes(damaged), len(MAGIC), 1 << 20)
+        assert sorted(held) == offsets[:2] and used == sum(raw_sizes[:2])
+        for b in range(2):
+            for i, payload in enumerate(groups[b]):
+                expected = (len(payload), zlib.crc32(payload))
+                assert held_record(held[offsets[b]], i, *expected) == payload == read_record(fd, offsets[b], i, *expected)
+                assert held_record(held[offsets[b]], i, len(payload) - 1, expected[1]) is None
+                assert held_record(held[offsets[b]], i, len(payload), expected[1] ^ 1) is None
+            assert held_record(held[offsets[b]], 3, len(groups[b][0]), zlib.crc32(groups[b][0])) is None
+        assert read_record(fd, offsets[2], 0, len(groups[2][0]), zlib.crc32(groups[2][0])) is None
+        assert read_record(fd, offsets[3], 1, len(groups[3][1]), zlib.crc32(groups[3][1])) == groups[3][1]
+    finally:
+        os.close(fd)
+    held, used = inflate_blocks(MAGIC + b"".join(blocks), len(MAGIC), raw_sizes[0] + raw_sizes[1] + 1)
+    assert sorted(held) == offsets[:2] and used <= raw_sizes[0] + raw_sizes[1] + 1
+    assert inflate_blocks(MAGIC + b"".join(blocks)[:-1], len(MAGIC), 1 << 20)[0].keys() == set(offsets[:3])
 
 
 def _forged(stream: bytes, lengths: list[int], crcs: list[int], raw: int) -> bytes:

@@ -253,3 +253,5 @@ def test_a_warm_retriever_serves_what_a_cold_one_does(built: Path) -> None:
     index = warm.index()
     assert index._whole_vocabulary and index._searcher._preloaded.weights.size == len(index.section("post_docs"))
     assert not cold.index()._whole_vocabulary
+    # Its chunk records are read from the store's blocks held inflated; a cold one reads each from the file.
+    assert warm.integrity().store().held_bytes > 0 and cold.integrity().store().held_bytes == 0

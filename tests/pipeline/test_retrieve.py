@@ -230,6 +230,29 @@ def test_without_explain_only_served_candidates_are_read_and_every_one_is_checke
     assert len(records) == len(pool) > 1  # with --explain every hit is checked, as before
 
 
+def test_a_warm_retriever_reads_records_from_held_blocks_and_still_drops_a_stale_note(fresh_vault: Path,
+                                                                                       monkeypatch) -> None:
+    """A Retriever kept open holds the chunk store's blocks inflated: its queries read no record from the segment
+    file, serve what a cold one serves, and still read each note, so an edited one is dropped."""
+    from vaulteval.chunks import segments
+    from vaulteval.pipeline.retrieve import Retriever
+
+    queries = ("zfs pool server boot disk", "descale espresso machine", "brew tea water temperature")
+    cold = {q: [c.to_dict() for c in retrieve(Vault(fresh_vault), q, top=3, explain=True).candidates] for q in queries}
+    warm = Retriever(Vault(fresh_vault))
+    warm.open()
+    file_reads: list[int] = []
+    real = segments.read_record
+    monkeypatch.setattr(segments, "read_record", lambda fd, *a: file_reads.append(fd) or real(fd, *a))
+    for query in queries:
+        assert [c.to_dict() for c in warm.retrieve(query, top=3, explain=True).candidates] == cold[query]
+    assert file_reads == [] and warm.integrity().store().held_bytes > 0
+    retrieve(Vault(fresh_vault), queries[1], top=3)
+    assert file_reads  # a cold call reads its records from the file
+    append_text(fresh_vault, DESCALING_NOTE, "\nEdited after provisioning.\n")
+    assert DESCALING_NOTE not in [c.page_path for c in warm.retrieve(queries[1], top=3).candidates]
+
+
 # -- 13. the Python API ---------------------------------------------------------------
 
 def test_python_api_matches_cli(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ Usage::
 
     head_and_body = pack_block([payload, ...])                   # bytes to append to a segment
     payload = read_record(fd, block_offset, i, size, crc)        # one record's payload, or None
+    held, used = inflate_blocks(data, start, budget)             # a warm reader's blocks, inflated once
     found, problem = scan_blocks(data, start, deep=True)         # every record of a whole segment
 
 A block is a header (records ``n``, compressed length ``C``, raw length ``U``,
@@ -84,6 +85,46 @@ def read_record(fd: int, offset: int, index: int, size: int, crc: int) -> bytes 
         return None
     payload = raw[start:]
     return payload if len(payload) == size and zlib.crc32(payload) == crc else None
+
+
+def inflate_blocks(data, start: int, budget: int) -> tuple[dict[int, tuple], int]:
+    """The blocks of ``data[start:]`` inflated, by offset, as ``(table, record starts, raw bytes)`` for
+    ``held_record``, and the raw bytes they hold. Each passed ``read_record``'s block checks (numbers, CRC, table)
+    and inflated to exactly its raw length; it stops at the first block that did not, or that would pass
+    ``budget`` raw bytes (what is not held is read from the file, record by record, as before)."""
+    held: dict[int, tuple] = {}
+    used, pos = 0, start
+    while pos + HEAD.size <= len(data):
+        parsed = _head(data, pos)
+        if parsed is None:
+            break
+        n, c, u, crc = parsed
+        end = pos + HEAD.size + n * ENTRY + c
+        if end > len(data) or used + u > budget:
+            break
+        body = memoryview(data)[pos + HEAD.size:end]
+        table = _table(body, n, u) if zlib.crc32(body) == crc else None
+        raw = _inflate_whole(body[n * ENTRY:], n, c, u) if table is not None else None
+        if raw is None:
+            break
+        starts, at = [], 0
+        for length in table[0::2]:
+            starts.append(at)
+            at += length
+        held[pos] = (table, starts, raw)
+        used += u
+        pos = end
+    return held, used
+
+
+def held_record(block: tuple, index: int, size: int, crc: int) -> bytes | None:
+    """``read_record``'s answer for record ``index`` of a block ``inflate_blocks`` holds: the same checks of the
+    record's length and CRC against the table and against what the caller expects."""
+    table, starts, raw = block
+    if index >= len(starts) or table[2 * index] != size or table[2 * index + 1] != crc:
+        return None
+    payload = raw[starts[index]:starts[index] + size]
+    return payload if zlib.crc32(payload) == crc else None
 
 
 def _inflate_whole(data, n: int, c: int, u: int) -> bytes | None:

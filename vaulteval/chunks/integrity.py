@@ -62,6 +62,7 @@ class IntegrityChecker:
 
     def __init__(self, vault: "Vault", *, many_queries: bool = False):
         self.vault = vault
+        self._many_queries = many_queries
         if many_queries:  # notes and chunks to hash ahead: hashlib's import (OpenSSL) pays for itself
             from vaulteval.vault.digest import prefer_openssl
 
@@ -75,9 +76,9 @@ class IntegrityChecker:
     def store(self):
         """The packed store's reader (segments opened once and kept: the generation this checker reads)."""
         if self._store is None:
-            from vaulteval.chunks.segments import StoreReader
+            from vaulteval.chunks.segments import HOLD_BYTES, StoreReader
 
-            self._store = StoreReader(self.vault.meta_dir)
+            self._store = StoreReader(self.vault.meta_dir, hold=HOLD_BYTES if self._many_queries else 0)
         return self._store
 
     def text_of_note(self, doc: "DocMeta", raw: str, data: bytes | None = None) -> bool:

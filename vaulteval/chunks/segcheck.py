@@ -22,13 +22,37 @@ import os
 import zlib
 from typing import TYPE_CHECKING
 
-from vaulteval.chunks.blocks import block_payloads
-from vaulteval.chunks.segments import FRAME, MAGIC, STORE_DIR, parse_location, scan_segment
+from vaulteval.chunks.blocks import MAX_RECORD_BYTES, block_payloads, scan_blocks
+from vaulteval.chunks.segments import FRAME, MAGIC, MAGIC_V1, STORE_DIR, parse_location
 
 if TYPE_CHECKING:
     from vaulteval.chunks.catalogfile import Table
     from vaulteval.vault.metadir import MetaDir
 
+
+
+def scan_segment(data: bytes, *, deep: bool = True) -> tuple[list, str | None]:
+    """Every record of a whole segment as (key, size, crc) (the key as ``parse_location`` gives it), and what is
+    wrong with the rest (None when sound). ``deep`` (``index verify`` / ``doctor --deep``) also inflates every
+    block of format 2 and checks each record's CRC; a truncated tail or a flipped bit is named here.
+    """
+    if data[: len(MAGIC)] == MAGIC:
+        return scan_blocks(data, len(MAGIC), deep=deep)
+    if data[: len(MAGIC)] != MAGIC_V1:
+        return [], "not a vaulteval chunk segment (bad magic)"
+    out, pos = [], len(MAGIC)
+    while pos < len(data):
+        if pos + FRAME.size > len(data):
+            return out, f"truncated frame header at byte {pos}"
+        length, crc = FRAME.unpack_from(data, pos)
+        end = pos + FRAME.size + length
+        if length > MAX_RECORD_BYTES or end > len(data):
+            return out, f"truncated record at byte {pos}"
+        if zlib.crc32(data[pos + FRAME.size:end]) != crc:
+            return out, f"record at byte {pos} fails its checksum"
+        out.append((pos, end - pos, crc))
+        pos = end
+    return out, None
 
 class Segments:
     """The segments a catalog names, mapped read-only and scanned once: which records are whole and check.

@@ -34,8 +34,8 @@ import stat
 import struct
 import zlib
 
-from vaulteval.chunks.blocks import BLOCK_TARGET, MAX_BLOCK_RECORDS, MAX_RECORD_BYTES, pack_block, read_record, \
-    scan_blocks
+from vaulteval.chunks.blocks import BLOCK_TARGET, MAX_BLOCK_RECORDS, MAX_RECORD_BYTES, held_record, \
+    inflate_blocks, pack_block, read_record
 from vaulteval.vault.metadir import MetaDir, NotRegularFile, read_flags
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
@@ -47,6 +47,9 @@ MAGIC = b"VEVCHS\x00\x02"
 MAGIC_V1 = b"VEVCHS\x00\x01"  # one uncompressed frame per record: read until the next provision converts it
 FRAME = struct.Struct("<II")  # format 1: payload length, CRC-32
 SEGMENT_RE = re.compile(r"^seg-[0-9a-f]{16}\.vcs$")
+# A reader kept open for many queries holds its store's blocks inflated, up to this many bytes (the tldr
+# vault's 38k pages: 34 MB); past it, records are read and inflated when served.
+HOLD_BYTES = 64 << 20
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -293,14 +296,19 @@ class StoreReader:
 
     Keeping the descriptor is what pins a generation: a writer may remove a
     segment once no published index names it, and a reader that opened it
-    still reads the very bytes the index was built from.
+    still reads the very bytes the index was built from. A reader kept open
+    for many queries may ``hold`` those bytes' blocks inflated instead.
     """
 
-    def __init__(self, meta_dir: "Path | str"):
+    def __init__(self, meta_dir: "Path | str", *, hold: int = 0):
         self.meta_dir = str(meta_dir)
+        self.hold_budget = hold  # raw bytes of blocks ``pin`` holds inflated (0: none)
         self._fds: dict[str, int] = {}
         self._keys: dict[str, tuple] = {}
         self._formats: dict[str, int] = {}
+        self._held: dict[tuple[str, int], tuple] = {}  # (segment, block offset) -> the block inflated
+        self._held_segments: set[str] = set()
+        self.held_bytes = 0
 
     def open_segment(self, name: str) -> int:
         fd = self._fds.get(name)
@@ -327,6 +335,24 @@ class StoreReader:
         for name in names:
             if SEGMENT_RE.match(name):
                 self.open_segment(name)
+        if self.hold_budget:
+            self.hold(self.hold_budget)
+
+    def hold(self, budget: int) -> None:
+        """Inflate the open segments' blocks once and keep them, up to ``budget`` raw bytes in all: a record is
+        then a slice of memory with the same checks (``blocks.inflate_blocks``). Segments are immutable once
+        published, so these are the bytes the records would be read from."""
+        for name, fd in self._fds.items():
+            try:
+                size = os.fstat(fd).st_size
+                if self._formats[name] != 2 or name in self._held_segments or size > budget - self.held_bytes:
+                    continue
+                held, used = inflate_blocks(os.pread(fd, size, 0), len(MAGIC), budget - self.held_bytes)
+            except OSError:
+                continue  # its records are read from the file, each checked when served
+            self._held.update(((name, offset), block) for offset, block in held.items())
+            self._held_segments.add(name)
+            self.held_bytes += used
 
     def payload(self, location: str, size: int, crc: int) -> bytes | None:
         """The payload at ``location`` when it has the expected length and CRC, else None (the location, its
@@ -340,7 +366,9 @@ class StoreReader:
             if isinstance(key, tuple):
                 if self._formats[name] != 2 or not 0 <= size <= MAX_RECORD_BYTES:
                     return None
-                return read_record(fd, key[0], key[1], size, crc)
+                block = self._held.get((name, key[0]))
+                return read_record(fd, key[0], key[1], size, crc) if block is None else \
+                    held_record(block, key[1], size, crc)
             if self._formats[name] != 1 or not FRAME.size <= size <= MAX_RECORD_BYTES + FRAME.size:
                 return None
             frame = os.pread(fd, size, key)
@@ -365,27 +393,3 @@ class StoreReader:
             self.close()
         except Exception:  # interpreter shutdown
             pass
-
-
-def scan_segment(data: bytes, *, deep: bool = True) -> tuple[list, str | None]:
-    """Every record of a whole segment as (key, size, crc) (the key as ``parse_location`` gives it), and what is
-    wrong with the rest (None when sound). ``deep`` (``index verify`` / ``doctor --deep``) also inflates every
-    block of format 2 and checks each record's CRC; a truncated tail or a flipped bit is named here.
-    """
-    if data[: len(MAGIC)] == MAGIC:
-        return scan_blocks(data, len(MAGIC), deep=deep)
-    if data[: len(MAGIC)] != MAGIC_V1:
-        return [], "not a vaulteval chunk segment (bad magic)"
-    out, pos = [], len(MAGIC)
-    while pos < len(data):
-        if pos + FRAME.size > len(data):
-            return out, f"truncated frame header at byte {pos}"
-        length, crc = FRAME.unpack_from(data, pos)
-        end = pos + FRAME.size + length
-        if length > MAX_RECORD_BYTES or end > len(data):
-            return out, f"truncated record at byte {pos}"
-        if zlib.crc32(data[pos + FRAME.size:end]) != crc:
-            return out, f"record at byte {pos} fails its checksum"
-        out.append((pos, end - pos, crc))
-        pos = end
-    return out, None

@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from vaulteval.chunks.segments import parse_location, scan_segment
+from vaulteval.chunks.segcheck import scan_segment
+from vaulteval.chunks.segments import parse_location
 from vaulteval.errors import PathEscape
 
 if TYPE_CHECKING:
