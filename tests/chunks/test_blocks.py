@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from vaulteval.chunks.blocks import ENTRY, HEAD, MAX_BLOCK_RAW, block_payloads, held_record, inflate_blocks, pack_block, \
-    read_record, scan_blocks
+from vaulteval.chunks.blocks import ENTRY, HEAD, MAX_BLOCK_RAW, block_payloads, held_record, inflate_blocks, \
+    pack_block, read_record, scan_blocks
 from vaulteval.chunks.segcheck import scan_segment
 from vaulteval.chunks.segments import MAGIC, decode_payload, encode, parse_location
 
@@ -114,7 +114,8 @@ def test_held_blocks_answer_as_the_file_does_within_their_budget(tmp_path: Path)
         for b in range(2):
             for i, payload in enumerate(groups[b]):
                 expected = (len(payload), zlib.crc32(payload))
-                assert held_record(held[offsets[b]], i, *expected) == payload == read_record(fd, offsets[b], i, *expected)
+                from_file = read_record(fd, offsets[b], i, *expected)
+                assert held_record(held[offsets[b]], i, *expected) == payload == from_file
                 assert held_record(held[offsets[b]], i, len(payload) - 1, expected[1]) is None
                 assert held_record(held[offsets[b]], i, len(payload), expected[1] ^ 1) is None
             assert held_record(held[offsets[b]], 3, len(groups[b][0]), zlib.crc32(groups[b][0])) is None

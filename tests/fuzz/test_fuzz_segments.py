@@ -4,7 +4,8 @@ Each example damages the segment of a copy of a provisioned vault: a flipped
 byte, a cut, other bytes over a stretch, or a block forged with right CRCs
 around any table and stream. A record read back is then the one that was
 written or nothing, and a reader that holds the segment's blocks inflated (a
-warm ``Retriever``'s) answers exactly as one that reads the file; ``retrieve`` serves only verified chunks (exit 0, or 10 naming ``provision`` when none is left);
+warm ``Retriever``'s) answers exactly as one that reads the file; ``retrieve``
+serves only verified chunks (exit 0, or 10 naming ``provision`` when none is left);
 ``index verify`` is exit 0 or 10 and ``doctor --deep`` 0 or 1, each in one
 line; ``provision`` repairs the store. Never a traceback, never a changed note.
 
@@ -88,10 +89,11 @@ def test_a_damaged_segment_serves_only_its_own_records(packed_vault: Path, tmp_p
         blocks = sorted({int(loc[0].split("@")[1].split("#")[0]) for loc in locations})
         segment.write_bytes(_damaged(segment.read_bytes(), blocks, how))
         count("chunk segments")
-        reader, holding = StoreReader(root / META_REL), StoreReader(root / META_REL, hold=HOLD_BYTES)
+        reader, holding = StoreReader(root / META_REL), StoreReader(root / META_REL)
         try:
             try:
                 holding.pin([segment.name])
+                holding.hold(HOLD_BYTES)
             except NotRegularFile:
                 pass  # its magic was damaged: the segment is refused whole, held or not
             for (where, size, crc, _), rec in zip(locations, before):

@@ -253,5 +253,11 @@ def test_a_warm_retriever_serves_what_a_cold_one_does(built: Path) -> None:
     index = warm.index()
     assert index._whole_vocabulary and index._searcher._preloaded.weights.size == len(index.section("post_docs"))
     assert not cold.index()._whole_vocabulary
-    # Its chunk records are read from the store's blocks held inflated; a cold one reads each from the file.
+    # Its chunk records are read from the store's blocks held inflated; a cold one reads each from the file,
+    # and a warm one opened only for its index (stats, doctor) holds nothing until a query or open().
     assert warm.integrity().store().held_bytes > 0 and cold.integrity().store().held_bytes == 0
+    stats_only = Retriever(Vault(built))
+    stats_only.index()
+    assert stats_only.integrity().store().held_bytes == 0
+    stats_only.open()
+    assert stats_only.integrity().store().held_bytes == warm.integrity().store().held_bytes

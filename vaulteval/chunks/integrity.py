@@ -62,7 +62,7 @@ class IntegrityChecker:
 
     def __init__(self, vault: "Vault", *, many_queries: bool = False):
         self.vault = vault
-        self._many_queries = many_queries
+        self._hold_pending = many_queries  # the store's blocks, held inflated before the first query
         if many_queries:  # notes and chunks to hash ahead: hashlib's import (OpenSSL) pays for itself
             from vaulteval.vault.digest import prefer_openssl
 
@@ -76,10 +76,19 @@ class IntegrityChecker:
     def store(self):
         """The packed store's reader (segments opened once and kept: the generation this checker reads)."""
         if self._store is None:
-            from vaulteval.chunks.segments import HOLD_BYTES, StoreReader
+            from vaulteval.chunks.segments import StoreReader
 
-            self._store = StoreReader(self.vault.meta_dir, hold=HOLD_BYTES if self._many_queries else 0)
+            self._store = StoreReader(self.vault.meta_dir)
         return self._store
+
+    def hold_store(self) -> None:
+        """A checker for many queries reads the store's pinned segments once and keeps their blocks inflated
+        (``StoreReader.hold``); after the first call, or for a checker of one query, nothing."""
+        if self._hold_pending:
+            from vaulteval.chunks.segments import HOLD_BYTES
+
+            self._hold_pending = False
+            self.store().hold(HOLD_BYTES)
 
     def text_of_note(self, doc: "DocMeta", raw: str, data: bytes | None = None) -> bool:
         """True when ``raw`` is text of the note as it is now (the page the index names, with its hash).

@@ -300,9 +300,8 @@ class StoreReader:
     for many queries may ``hold`` those bytes' blocks inflated instead.
     """
 
-    def __init__(self, meta_dir: "Path | str", *, hold: int = 0):
+    def __init__(self, meta_dir: "Path | str"):
         self.meta_dir = str(meta_dir)
-        self.hold_budget = hold  # raw bytes of blocks ``pin`` holds inflated (0: none)
         self._fds: dict[str, int] = {}
         self._keys: dict[str, tuple] = {}
         self._formats: dict[str, int] = {}
@@ -335,8 +334,6 @@ class StoreReader:
         for name in names:
             if SEGMENT_RE.match(name):
                 self.open_segment(name)
-        if self.hold_budget:
-            self.hold(self.hold_budget)
 
     def hold(self, budget: int) -> None:
         """Inflate the open segments' blocks once and keep them, up to ``budget`` raw bytes in all: a record is

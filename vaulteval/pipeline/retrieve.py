@@ -6,8 +6,7 @@ Usage::
     result = retriever.retrieve("descale the espresso machine", top=5, bm25_top=20, rerank=None)
     print(result.to_json())
 
-``retrieve(vault, query, ...)`` is the one-shot form. The result types are in
-``vaulteval.pipeline.results``.
+``retrieve(vault, query, ...)`` is the one-shot form; the result types are in ``vaulteval.pipeline.results``.
 """
 
 from __future__ import annotations
@@ -231,10 +230,11 @@ def _validate(query: str, top: int, bm25_top: int, rerank: "RerankConfig | None 
 def _open_index(retriever: Retriever) -> BM25Index:
     index = retriever.index()
     index.choose_scorer(warm=retriever.warm)  # decided once per open index, before any query is scored
+    if retriever.warm:
+        retriever.integrity().hold_store()  # once, with the index's segments pinned: records read from memory
     if index.n_docs == 0:
-        vault = retriever.vault
-        raise NotProvisioned(f"the index has no chunks (no notes with text under {vault.notes_label}?)",
-                             rebuild=vault.rebuild_command())
+        raise NotProvisioned(f"the index has no chunks (no notes with text under {retriever.vault.notes_label}?)",
+                             rebuild=retriever.vault.rebuild_command())
     return index
 
 
