@@ -83,6 +83,19 @@ def test_plain_top_k_is_the_numpy_top_k_bit_for_bit(corpus) -> None:
     assert not block[2].any()
 
 
+@settings(max_examples=examples(), deadline=None, database=None)
+@given(st.lists(st.sampled_from([-1.5, 0.0, 0.25, 1.0, 2.5, 2.5000000000000004, 7.0]), max_size=300),
+       st.integers(1, 40))
+def test_top_k_of_keeps_the_k_best_positive_scores_ties_by_lower_document(values: list[float], k: int) -> None:
+    """Many values go through one partition, few straight to the sort: both keep exactly the reference's
+    choice, ties at the k-th score included and broken by the lower document number."""
+    docs = np.arange(len(values), dtype=np.int64)[::-1].copy()  # not in order
+    vals = np.asarray(values, dtype=np.float64)
+    expected = sorted(((-v, int(d)) for d, v in zip(docs, vals) if v > 0))[:k]
+    got_docs, got_vals = bm25.top_k_of(docs, vals, k)
+    assert list(zip((-v for v in got_vals.tolist()), got_docs.tolist())) == expected
+
+
 def test_a_document_number_past_the_end_or_negative_fails_the_length_lookup() -> None:
     dl = memoryview(array("i", [5, 6, 7])).cast("B").cast("i")
     for bad in (3, -1):  # -1 read unsigned is 4294967295: an IndexError, never doc_len[-1]

@@ -130,7 +130,7 @@ def top_k_weighted(n_docs: int, lists: list[tuple[np.ndarray, np.ndarray, int]],
     if len(lists) == 1:  # one term: its documents are distinct already
         docs, weights, q = lists[0]
         return top_k_of(docs.astype(np.int64), weights if q == 1 else weights * float(q), k)
-    docs = np.concatenate([d for d, _, _ in lists]).astype(np.int64, copy=False)
+    docs = np.concatenate([d for d, _, _ in lists], dtype=np.int64)
     values = np.concatenate([w if q == 1 else w * float(q) for _, w, q in lists])
     where = np.empty(n_docs, dtype=np.int64) if scratch is None else scratch
     position = _positions(docs.size)
@@ -148,14 +148,17 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def top_k_of(docs: np.ndarray, vals: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``top_k`` for the scores ``vals`` of the distinct documents ``docs`` (any order); the rest score 0."""
-    keep = vals > 0
-    docs, vals = docs[keep], vals[keep]
-    if docs.size == 0 or k <= 0:
+    """``top_k`` for the scores ``vals`` of the distinct documents ``docs`` (any order); the rest score 0.
+
+    Many scores: only those at least the k-th largest (ties included) are sorted, found by one partition of
+    the values; when that one is not positive, fewer than k are, and all the positive ones are kept."""
+    if vals.size == 0 or k <= 0:
         return docs[:0], vals[:0]
-    if docs.size > 4 * k:
-        part = np.argpartition(-vals, k - 1)[:k]
-        chosen = vals >= vals[part].min()
-        docs, vals = docs[chosen], vals[chosen]
+    if vals.size > 4 * k:
+        kth = np.partition(vals, vals.size - k)[vals.size - k]
+        chosen = vals >= kth if kth > 0 else vals > 0
+    else:
+        chosen = vals > 0
+    docs, vals = docs[chosen], vals[chosen]
     order = np.lexsort((docs, -vals))[:k]
     return docs[order], vals[order]
