@@ -261,3 +261,26 @@ def test_a_warm_retriever_serves_what_a_cold_one_does(built: Path) -> None:
     assert stats_only.integrity().store().held_bytes == 0
     stats_only.open()
     assert stats_only.integrity().store().held_bytes == warm.integrity().store().held_bytes
+
+
+def test_concurrent_first_queries_hold_the_store_once(built: Path) -> None:
+    """A server's threads may all make a new Retriever's first query at once: one of them holds the store."""
+    import threading
+
+    retriever = Retriever(Vault(built))
+    retriever.index()
+    store, holds = retriever.integrity().store(), []
+    real_hold = store.hold
+    store.hold = lambda budget: holds.append(budget) or real_hold(budget)
+    start = threading.Barrier(4)
+
+    def first_query() -> None:
+        start.wait()
+        retriever.integrity().hold_store()
+
+    threads = [threading.Thread(target=first_query) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(holds) == 1 and store.held_bytes > 0

@@ -62,7 +62,9 @@ class IntegrityChecker:
 
     def __init__(self, vault: "Vault", *, many_queries: bool = False):
         self.vault = vault
-        self._hold_pending = many_queries  # the store's blocks, held inflated before the first query
+        # The store's blocks, held inflated before the first query: one item, popped by exactly one caller
+        # (list.pop is atomic), so concurrent first queries of a server hold the store once.
+        self._hold_pending = [True] if many_queries else []
         if many_queries:  # notes and chunks to hash ahead: hashlib's import (OpenSSL) pays for itself
             from vaulteval.vault.digest import prefer_openssl
 
@@ -85,9 +87,12 @@ class IntegrityChecker:
         """A checker for many queries reads the store's pinned segments once and keeps their blocks inflated
         (``StoreReader.hold``); after the first call, or for a checker of one query, nothing."""
         if self._hold_pending:
+            try:
+                self._hold_pending.pop()
+            except IndexError:
+                return  # another thread took it
             from vaulteval.chunks.segments import HOLD_BYTES
 
-            self._hold_pending = False
             self.store().hold(HOLD_BYTES)
 
     def text_of_note(self, doc: "DocMeta", raw: str, data: bytes | None = None) -> bool:
