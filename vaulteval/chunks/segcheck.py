@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from vaulteval.vault.metadir import MetaDir
 
 
-
 def scan_segment(data: bytes, *, deep: bool = True) -> tuple[list, str | None]:
     """Every record of a whole segment as (key, size, crc) (the key as ``parse_location`` gives it), and what is
     wrong with the rest (None when sound). ``deep`` (``index verify`` / ``doctor --deep``) also inflates every
@@ -53,6 +52,7 @@ def scan_segment(data: bytes, *, deep: bool = True) -> tuple[list, str | None]:
         out.append((pos, end - pos, crc))
         pos = end
     return out, None
+
 
 class Segments:
     """The segments a catalog names, mapped read-only and scanned once: which records are whole and check.
