@@ -93,18 +93,12 @@ def inflate_blocks(data, start: int, budget: int) -> tuple[dict[int, tuple], int
     and inflated to exactly its raw length; it stops at the first block that did not, or that would pass
     ``budget`` raw bytes (what is not held is read from the file, record by record, as before)."""
     held: dict[int, tuple] = {}
-    used, pos = 0, start
-    while pos + HEAD.size <= len(data):
-        parsed = _head(data, pos)
-        if parsed is None:
+    used = 0
+    for pos, problem, block in _walk(data, start):
+        if problem is not None:
             break
-        n, c, u, crc = parsed
-        end = pos + HEAD.size + n * ENTRY + c
-        if end > len(data) or used + u > budget:
-            break
-        body = memoryview(data)[pos + HEAD.size:end]
-        table = _table(body, n, u) if zlib.crc32(body) == crc else None
-        raw = _inflate_whole(body[n * ENTRY:], n, c, u) if table is not None else None
+        _, n, c, u, body, table = block
+        raw = _inflate_whole(body[n * ENTRY:], n, c, u) if used + u <= budget else None
         if raw is None:
             break
         starts, at = [], 0
@@ -113,7 +107,6 @@ def inflate_blocks(data, start: int, budget: int) -> tuple[dict[int, tuple], int
             at += length
         held[pos] = (table, starts, raw)
         used += u
-        pos = end
     return held, used
 
 
@@ -137,29 +130,45 @@ def _inflate_whole(data, n: int, c: int, u: int) -> bytes | None:
     return raw if len(raw) == u and inflater.eof and not inflater.unused_data else None
 
 
+def _walk(data, start: int):
+    """The blocks of ``data[start:]`` in order, as ``(offset, None, (end, n, C, U, body, table))`` once a block's
+    numbers, CRC and table passed; the first that does not ends the walk as ``(offset, problem, None)``."""
+    pos = start
+    while pos < len(data):
+        if pos + HEAD.size > len(data):
+            yield pos, f"truncated block header at byte {pos}", None
+            return
+        parsed = _head(data, pos)
+        if parsed is None:
+            yield pos, f"impossible block header at byte {pos}", None
+            return
+        n, c, u, crc = parsed
+        body_start = pos + HEAD.size
+        end = body_start + n * ENTRY + c
+        if end > len(data):
+            yield pos, f"truncated block at byte {pos}", None
+            return
+        body = memoryview(data)[body_start:end]
+        if zlib.crc32(body) != crc:
+            yield pos, f"block at byte {pos} fails its checksum", None
+            return
+        table = _table(body, n, u)
+        if table is None:
+            yield pos, f"block at byte {pos} has a record table that does not add up", None
+            return
+        yield pos, None, (end, n, c, u, body, table)
+        pos = end
+
+
 def scan_blocks(data, start: int, *, deep: bool) -> tuple[list[tuple[tuple[int, int], int, int]], str | None]:
     """Every record of the blocks in ``data[start:]`` as ((block offset, index), length, CRC), and what is wrong
     with the rest (None when sound). ``deep`` inflates every block and checks each record's CRC too (a provision,
     ``index verify``, ``doctor --deep``); otherwise only the block CRCs and tables are checked."""
     out: list[tuple[tuple[int, int], int, int]] = []
-    pos = start
-    while pos < len(data):
-        if pos + HEAD.size > len(data):
-            return out, f"truncated block header at byte {pos}"
-        parsed = _head(data, pos)
-        if parsed is None:
-            return out, f"impossible block header at byte {pos}"
-        n, c, u, crc = parsed
-        body_start = pos + HEAD.size
-        end = body_start + n * ENTRY + c
-        if end > len(data):
-            return out, f"truncated block at byte {pos}"
-        body = memoryview(data)[body_start:end]
-        if zlib.crc32(body) != crc:
-            return out, f"block at byte {pos} fails its checksum"
-        table = _table(body, n, u)
-        if table is None:
-            return out, f"block at byte {pos} has a record table that does not add up"
+    for pos, problem, block in _walk(data, start):
+        if problem is not None:
+            return out, problem
+        _, n, c, u, body, table = block
         if deep:
             raw = _inflate_whole(body[n * ENTRY:], n, c, u)
             if raw is None:
@@ -170,7 +179,6 @@ def scan_blocks(data, start: int, *, deep: bool) -> tuple[list[tuple[tuple[int, 
                     return out, f"record {i} of the block at byte {pos} fails its checksum"
                 at += table[2 * i]
         out.extend(((pos, i), table[2 * i], table[2 * i + 1]) for i in range(n))
-        pos = end
     return out, None
 
 

@@ -339,7 +339,7 @@ class StoreReader:
         """Inflate the open segments' blocks once and keep them, up to ``budget`` raw bytes in all: a record is
         then a slice of memory with the same checks (``blocks.inflate_blocks``). Segments are immutable once
         published, so these are the bytes the records would be read from."""
-        for name, fd in self._fds.items():
+        for name, fd in list(self._fds.items()):  # another thread's query may open a segment meanwhile
             try:
                 size = os.fstat(fd).st_size
                 if self._formats[name] != 2 or name in self._held_segments or size > budget - self.held_bytes:
