@@ -217,6 +217,30 @@ def test_a_segment_replaced_by_a_fifo_does_not_block_retrieve(fresh_vault: Path)
     assert not segment.exists()  # ...and removed by the writer after
 
 
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_warm_retriever_holds_no_segment_that_is_a_fifo_or_a_link(fresh_vault: Path, tmp_path: Path,
+                                                                     kind: str) -> None:
+    """A warm Retriever reads its segments whole before the first query: one replaced by a FIFO or by a link to
+    a copy outside the vault is neither read (no hang, nothing from outside) nor served, as in a CLI call."""
+    from vaulteval import Vault
+    from vaulteval.errors import NotProvisioned
+    from vaulteval.pipeline.retrieve import Retriever
+
+    (segment,) = (fresh_vault / META / "store").iterdir()
+    if kind == "fifo":
+        segment.unlink()
+        os.mkfifo(segment)
+    else:
+        outside = tmp_path / "outside" / segment.name
+        outside.parent.mkdir()
+        segment.rename(outside)
+        os.symlink(outside, segment)
+    retriever = Retriever(Vault(fresh_vault))
+    with pytest.raises(NotProvisioned, match="chunk records that are missing"):
+        retriever.retrieve("descaling citric acid", top=5)
+    assert retriever.integrity().store().held_bytes == 0
+
+
 @pytest.mark.parametrize("name", ["bm25/index.vti", "chunk-catalog.vcc"])
 def test_derived_files_replaced_by_a_fifo_never_hang(fresh_vault: Path, name: str) -> None:
     path = fresh_vault / META / name
