@@ -13,7 +13,7 @@ from pipeline_fixtures import run_json
 from vaulteval import Vault
 from vaulteval.errors import UsageError
 from vaulteval.index.analyzers import LUCENE_STOPWORDS, english_analyzer_name, parse_analyzer_name
-from vaulteval.index.fieldbuild import code_text, headings_text
+from vaulteval.index.fieldtext import code_text, headings_text
 from vaulteval.index.fields import fields_path, open_fields
 from vaulteval.index.tokenize import get_analyzer
 from vaulteval.pipeline.retrieve import Retriever

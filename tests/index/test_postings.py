@@ -76,7 +76,7 @@ def test_a_build_split_over_two_processes_is_the_serial_build_byte_for_byte(
     serial = sections()
     monkeypatch.delenv("VAULTEVAL_BUILD_WORKERS")
     monkeypatch.setattr(analyze_all, "PARALLEL_FROM", 0)
-    monkeypatch.setattr(analyze_all, "_cores", lambda: 2)
+    monkeypatch.setattr(analyze_all, "cores", lambda: 2)
     monkeypatch.setattr(analyze_all, "_idle_cores", lambda: 1.5)
     spawned: list[bool] = []
     real = analyze_all.analyze_all

@@ -38,6 +38,8 @@ from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from vaulteval.vault.vault import Page, Vault
 
 log = logging.getLogger(__name__)
@@ -71,7 +73,7 @@ def _legacy_records(meta: "MetaDir", rel: str, info: dict, page_hash: str) -> li
 
 def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek, params: ChunkParams,
                  prefix_settings, page_bytes, pages, distrust: frozenset[str] = frozenset(),
-                 signatures: dict | None = None) -> PrefixReport:
+                 signatures: dict | None = None, on_record=None) -> PrefixReport:
     prefixer = None
     report = PrefixReport(peek=peek)
     if prefix_settings is not None and prefix_settings.tier != "synthetic":
@@ -152,7 +154,7 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
         report.chunks_removed += sum(stored.chunks[i] for i in gone)
     writer = None if peek or meta is None else SegmentWriter(meta)
     try:
-        rows = kept + _write_pages(plans, stored, report, writer, maps, params, prefixer, rebuild)
+        rows = kept + _write_pages(plans, stored, report, writer, maps, params, prefixer, rebuild, on_record)
         rows.sort(key=itemgetter(1))  # by address: the catalog's order, and the index's document order
         if peek:
             return report
@@ -191,6 +193,7 @@ def run_prefix(
     meta: MetaDir | None = None,
     distrust: frozenset[str] = frozenset(),
     signatures: dict[str, tuple[int, int, int]] | None = None,
+    on_record: "Callable[[dict], None] | None" = None,
 ) -> PrefixReport:
     """Chunk pages into records of the packed store under the meta dir; the caller holds the vault lock unless ``peek``.
 
@@ -200,6 +203,7 @@ def run_prefix(
     the opened meta folder (``vault_lock`` yields it); every change goes through it.
     ``distrust`` names pages whose stored records the index build refused: they are re-chunked.
     ``signatures``: each note's (size, mtime_ns, inode) by absolute path, as the walk that listed ``pages`` saw it.
+    ``on_record`` is called with each record written (provision hands ``auto``'s Korean texts to a helper early).
     """
     own = None
     if meta is None:
@@ -212,7 +216,7 @@ def run_prefix(
     try:
         return prefix_pages(vault, meta, page=page, rebuild=rebuild, peek=peek, params=params,
                             prefix_settings=prefix_settings, page_bytes=page_bytes, pages=pages, distrust=distrust,
-                            signatures=signatures)
+                            signatures=signatures, on_record=on_record)
     finally:
         if own is not None:
             own.close()
@@ -231,7 +235,7 @@ def _select(vault: "Vault", all_pages: list["Page"], page: str | None) -> list["
     return selected
 
 
-def _write_pages(plans, stored: Table, report, writer, maps, params, prefixer, rebuild) -> list[tuple]:
+def _write_pages(plans, stored: Table, report, writer, maps, params, prefixer, rebuild, on_record=None) -> list[tuple]:
     """The new catalog's rows of the planned pages; new and changed records appended to ``writer``."""
     work = [p for p in plans if p[1] is not None]
     report.pages_skipped = len(plans) - len(work)
@@ -256,6 +260,8 @@ def _write_pages(plans, stored: Table, report, writer, maps, params, prefixer, r
                     continue
                 changed += 1
                 locations.append(writer.append(rec) if writer is not None else None)
+                if on_record is not None:
+                    on_record(rec)
                 pause_point("chunk-written")
             extra = len(set(existing) - {r["chunk_index"] for r in records})
             report.chunks_written += changed

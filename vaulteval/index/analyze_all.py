@@ -21,32 +21,23 @@ import marshal
 import os
 import subprocess
 import sys
-from pathlib import Path
-
+from vaulteval.index.helpers import cores, helper_env, serial_only
 from vaulteval.index.tokenize import get_analyzer
 
 PARALLEL_FROM = 4_000_000  # characters of text; below this a helper process costs more than it saves
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _idle_cores() -> float:
     """Cores left over by the machine's other work (one-minute load average); a helper on a busy machine
     only competes with this process."""
     try:
-        return _cores() - os.getloadavg()[0]
+        return cores() - os.getloadavg()[0]
     except OSError:
         return 0.0
 
 
 def parallel_pays(texts: list[str]) -> bool:
-    if os.environ.get("VAULTEVAL_BUILD_WORKERS", "").strip() == "1" or _cores() < 2:
+    if serial_only() or cores() < 2:
         return False
     return sum(map(len, texts)) >= PARALLEL_FROM and _idle_cores() >= 1.0
 
@@ -61,10 +52,10 @@ def analyze_all(analyzer: str, texts: list[str], *, parallel: bool | None = None
     if len(texts) < 2 or not (parallel_pays(texts) if parallel is None else parallel):
         return _analyze(analyzer, texts)
     half = len(texts) // 2
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
     try:
         helper = subprocess.Popen([sys.executable, "-m", "vaulteval.index.analyze_all", analyzer],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  env=helper_env())
     except OSError:
         return _analyze(analyzer, texts)
     second: list[list[str]] | None = None

@@ -41,6 +41,7 @@ from vaulteval.index.docterms import (LANGS_SECTION, analyzer_libraries, built_w
 
 if TYPE_CHECKING:
     from vaulteval.index.fieldbuild import FieldCollector
+    from vaulteval.index.langs.ahead import KoreanAhead
     from vaulteval.vault.vault import Vault
 
 log = logging.getLogger(__name__)
@@ -155,6 +156,7 @@ def build_index(
     fields: "FieldCollector | None" = None,
     written: dict[str, tuple[int, int, dict]] | None = None,
     keep_unchanged: bool = False,
+    ahead: "KoreanAhead | None" = None,
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
@@ -167,7 +169,7 @@ def build_index(
     validated all the same). The keys of ``page_hashes`` must come from a walk of the notes folder
     (``Vault.iter_pages``): their confinement is not resolved again. ``keep_unchanged`` (provision): when the
     index in service is what this build would write, keep it (``report.unchanged``) instead of writing it again;
-    ``index build`` always writes.
+    ``index build`` always writes. ``ahead`` (``auto``): the helper the caller has been giving Korean texts to.
     """
     k1, b = check_bm25_params(k1, b)
     check_chunk_dict(chunk_params)
@@ -177,7 +179,7 @@ def build_index(
             own.check_tree()
             return build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
                                chunk_params=chunk_params, listing=listing, meta=own, fields=fields, written=written,
-                               keep_unchanged=keep_unchanged)
+                               keep_unchanged=keep_unchanged, ahead=ahead)
     report = BuildReport(analyzer=analyzer)
     old, old_docs_meta, in_service = _previous(meta, analyzer)
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
@@ -204,7 +206,7 @@ def build_index(
             listing = [(f"chunks/{a}/{n}", size, mtime, None) for a, n, size, mtime in _scan_chunk_files(chunks)]
         return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
                       current_page_hash, reject, k1, b, analyzer, chunk_params, fields, walked, written or {},
-                      in_service and keep_unchanged)
+                      in_service and keep_unchanged, ahead)
     finally:
         if chunks is not None:
             chunks.close()
@@ -213,7 +215,8 @@ def build_index(
 def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, tokenize, old, old_docs_meta,
            old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params,
            fields: "FieldCollector | None" = None, walked: Container[str] = (),
-           written: dict[str, tuple[int, int, dict]] | None = None, keep: bool = False) -> BuildReport:
+           written: dict[str, tuple[int, int, dict]] | None = None, keep: bool = False,
+           ahead: "KoreanAhead | None" = None) -> BuildReport:
     pause_point("build-started")
     docs: list[DocMeta] = []
     lengths: list[int] = []
@@ -291,7 +294,12 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         old_langs = doc_languages(old)
         for prev, new in reuse_pairs:
             doc_langs[new] = old_langs[prev]
-    analyzed = document_terms(analyzer, [(page, text) for _, page, text in pending])
+    if ahead is not None:  # what this build analyzes that the caller has not offered: records read, field texts
+        for text in (*(text for _, _, text in pending), *(fields.texts() if fields is not None else ())):
+            ahead.offer(text)
+        if fields is not None:
+            fields.ahead = ahead
+    analyzed = document_terms(analyzer, [(page, text) for _, page, text in pending], ahead)
     for (doc_number, _, _), (code, terms) in zip(pending, analyzed):
         lists.add(doc_number, terms)
         lengths[doc_number] = len(terms)

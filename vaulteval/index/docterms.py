@@ -87,12 +87,13 @@ def fixed_language(analyzer: str) -> str:
     return BY_ANALYZER[head].code if head in BY_ANALYZER else ""
 
 
-def document_terms(analyzer: str, items: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
-    """(page, text) pairs -> (language code, terms) pairs, in the same order."""
+def document_terms(analyzer: str, items: list[tuple[str, str]], ahead: "object | None" = None) -> list[tuple[str, list[str]]]:
+    """(page, text) pairs -> (language code, terms) pairs, in the same order (``ahead``: ``auto``'s
+    ``KoreanAhead``, see ``langs.ahead``)."""
     if analyzer == "auto":
         from vaulteval.index.langs.auto import analyze_documents
 
-        return analyze_documents(items)
+        return analyze_documents(items, ahead)  # type: ignore[arg-type]
     from vaulteval.index.analyze_all import analyze_all  # the default analyzer's build path (a helper process)
 
     code = fixed_language(analyzer)

@@ -16,7 +16,6 @@ analyzed with the index's analyzer (``auto``: the chunk's language's, as the ind
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -27,6 +26,7 @@ from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.chunks.store import progress_bar
 from vaulteval.errors import PathEscape, UnsafeMetaPath
 from vaulteval.index.fields import FIELDS, FIELDS_KIND, FieldTable, fields_path, index_identity
+from vaulteval.index.fieldtext import code_text, headings_text
 from vaulteval.index.file import IndexFileError, checked_open, read_sections, write_sections
 from vaulteval.index.postings import canonical
 from vaulteval.index.tokenize import get_analyzer
@@ -39,47 +39,6 @@ if TYPE_CHECKING:
 
 EXTRACT_VERSION = 1  # bump when what goes into a field changes: a newer build must not reuse older rows
 DIGEST_SIZE = 16  # bytes of BLAKE2b per row key in ``doc_digests``
-HEADING_RE = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
-FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
-def code_text(text: str) -> str:
-    """Usage: ``code_text(chunk)`` -> the lines inside fenced code blocks, joined by newlines."""
-    if "```" not in text and "~~~" not in text:  # no line can open a fence
-        return ""
-    out: list[str] = []
-    fence: str | None = None
-    for line in text.split("\n"):
-        m = FENCE_RE.match(line)
-        if fence is None:
-            if m:
-                fence = m.group(1)
-            continue
-        if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)):]:
-            fence = None
-            continue
-        out.append(line)
-    return "\n".join(out)
-
-
-def headings_text(text: str) -> str:
-    """Usage: ``headings_text(chunk)`` -> the chunk's ATX headings outside code blocks, one per line."""
-    if "#" not in text:
-        return ""
-    if "```" not in text and "~~~" not in text:  # no fence: every line is prose
-        return "\n".join(HEADING_RE.findall(text))
-    prose = []
-    fence: str | None = None
-    for line in text.split("\n"):
-        m = FENCE_RE.match(line)
-        if m:
-            fence = None if fence else m.group(1)
-            continue
-        if fence is None:
-            prose.append(line)
-    return "\n".join(HEADING_RE.findall("\n".join(prose)))
-
-
 def _aliases(frontmatter: dict[str, Any]) -> str:
     from vaulteval.chunks.obsidian import page_aliases  # a mapping or nested list is flattened into its text
 
@@ -108,6 +67,13 @@ class FieldCollector:
         self._pages: dict[str, tuple[Counter, Counter]] = {}
         self._texts: dict[str, tuple[str, str]] = {}
         self.rows: dict[tuple, tuple[Counter, Counter, Counter, Counter] | FieldTexts] = {}
+        self.ahead: Any = None  # auto: the build's KoreanAhead, whose terms the Korean chunks' fields take
+
+    def texts(self):
+        """Every field text of the ``auto`` rows (to be analyzed once their chunks' languages are known)."""
+        for row in self.rows.values():
+            if isinstance(row, FieldTexts):
+                yield from row
 
     def page_terms(self, page_path: str) -> tuple[Counter, Counter]:
         """Title and alias terms of a page (read once per page)."""
@@ -188,7 +154,8 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list
         old_of[:] = [old_keys.get(k, -1) for k in keys]
     if collected is not None and collected.analyzer != index.analyzer_name:
         collected = None
-    fresh = _fresh_counts(vault, _per_document(index, analyze),
+    ready = collected.ahead.terms() if collected is not None and collected.ahead is not None else {}
+    fresh = _fresh_counts(vault, _per_document(index, analyze, ready),
                           [(i, docs[i]) for i in np.flatnonzero(old_of < 0).tolist()], collected)
     sections: dict[str, Any] = {}
     for name in FIELDS:
@@ -208,15 +175,30 @@ def row_digest(page_path: str, chunk_id: str, body_hash: str, page_hash: str) ->
     return hashlib.blake2b(key, digest_size=DIGEST_SIZE).digest()
 
 
-def _per_document(index: "BM25Index", analyze: Any) -> Any:
-    """Document number -> its analyzer: ``auto`` analyzes each chunk's fields in that chunk's language."""
+def _per_document(index: "BM25Index", analyze: Any, korean: dict[str, list[str]] | None = None) -> Any:
+    """Document number -> its analyzer: ``auto`` analyzes each chunk's fields in that chunk's language
+    (``korean``: texts whose Korean terms a helper has worked out, ``langs.ahead``)."""
     if index.analyzer_name != "auto":
         return lambda i: analyze
     from vaulteval.index.docterms import doc_languages
     from vaulteval.index.langs.registry import code_analyzer
 
     codes = doc_languages(index)
+    if korean:
+        with_ready = _ReadyFirst(code_analyzer("ko"), korean)
+        return lambda i: with_ready if codes[i] == "ko" else code_analyzer(codes[i])
     return lambda i: code_analyzer(codes[i])
+
+
+class _ReadyFirst:
+    """An analyzer that answers from ``ready`` (text -> terms) when it holds the text."""
+
+    def __init__(self, analyze: Any, ready: dict[str, list[str]]):
+        self.analyze, self.ready = analyze, ready
+
+    def __call__(self, text: str) -> list[str]:
+        found = self.ready.get(text)
+        return found if found is not None else self.analyze(text)
 
 
 def _fresh_counts(vault: "Vault", analyze_for: Any, docs: list[tuple[int, Any]],

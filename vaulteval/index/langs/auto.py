@@ -25,17 +25,39 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED
 from vaulteval.index.langs.registry import analyzer_for, code_analyzer
 from vaulteval.index.langs.scripts import CJK, candidates_of, script_counts
 from vaulteval.index.langs.words import words
 
+if TYPE_CHECKING:
+    from vaulteval.index.langs.ahead import KoreanAhead
+
 MIN_SHARE = 0.005  # a language under this share of the chunks is left out of queries (a stray misidentification)
 
 
-def analyze_documents(items: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
-    """(page, text) pairs -> (language code, terms) pairs, in the same order."""
+def analyze_documents(items: list[tuple[str, str]], ahead: "KoreanAhead | None" = None) -> list[tuple[str, list[str]]]:
+    """(page, text) pairs -> (language code, terms) pairs, in the same order.
+
+    Texts with Hangul go to a helper process first (``ahead``, the caller's, or one started here when it pays),
+    and the Korean chunks are analyzed last, from what it gives back: the rest is done meanwhile."""
+    from vaulteval.index.langs.ahead import KoreanAhead
+
+    own = None
+    if ahead is None:
+        own = KoreanAhead()
+        for _, text in items:
+            own.offer(text)
+    try:
+        return _analyze_documents(items, ahead or own)
+    finally:
+        if own is not None:
+            own.close()
+
+
+def _analyze_documents(items: list[tuple[str, str]], ahead: "KoreanAhead | None") -> list[tuple[str, list[str]]]:
     from vaulteval.index.langs.identify import page_languages  # a build's: a query never identifies
 
     by_page: dict[str, list[int]] = {}
@@ -46,13 +68,27 @@ def analyze_documents(items: list[tuple[str, str]]) -> list[tuple[str, list[str]
         for i, code in zip(indices, page_languages([items[i][1] for i in indices])):
             by_code.setdefault(code, []).append(i)
     out: list[tuple[str, list[str]] | None] = [None] * len(items)
-    for code, indices in by_code.items():  # a language's chunks together: Kiwi takes them in one call
-        analyze = code_analyzer(code)
-        many = getattr(analyze, "many", None)
+    # A language's chunks together (Kiwi takes them in one call); Korean last, while the helper works on it.
+    for code in sorted(by_code, key=lambda code: code == KOREAN):
+        indices = by_code[code]
         texts = [items[i][1] for i in indices]
-        for i, terms in zip(indices, many(texts) if many is not None else map(analyze, texts)):
+        ready = ahead.terms() if code == KOREAN and ahead is not None else {}
+        for i, terms in zip(indices, _with_ready(code_analyzer(code), texts, ready)):
             out[i] = (code, terms)
     return out  # type: ignore[return-value]
+
+
+KOREAN = "ko"
+
+
+def _with_ready(analyze: Callable, texts: list[str], ready: dict[str, list[str]]) -> list[list[str]]:
+    """Each text's terms: from ``ready`` when it holds the text, the rest analyzed here, together."""
+    many = getattr(analyze, "many", None)
+    if not ready:
+        return many(texts) if many is not None else list(map(analyze, texts))
+    missing = [text for text in texts if text not in ready]
+    done = dict(zip(missing, many(missing) if many is not None else map(analyze, missing))) if missing else {}
+    return [ready[text] if text in ready else done[text] for text in texts]
 
 
 def analyze_document(text: str) -> list[str]:

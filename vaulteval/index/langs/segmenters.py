@@ -175,16 +175,23 @@ _KO_CONTENT = ("NNG", "NNP", "NR", "VV", "VA", "XR", "MAG", "SL", "SH", "SN")
 _KO_KEEP: dict[str, bool] = {}  # Kiwi's tag -> whether its tokens are kept
 
 
-@lru_cache(maxsize=1)
-def _kiwi():
+@lru_cache(maxsize=2)
+def _kiwi(workers: int | None = None):
     kiwipiepy = need("kiwipiepy", "korean")
     # Without the typo-correction and multi-word dictionaries: a third of the load time and memory,
-    # and no token rewritten as a guessed correction.
-    return kiwipiepy.Kiwi(load_typo_dict=False, load_multi_dict=False)
+    # and no token rewritten as a guessed correction. The worker threads change no token.
+    options = {} if workers is None else {"num_workers": workers}
+    return kiwipiepy.Kiwi(load_typo_dict=False, load_multi_dict=False, **options)
 
 
 class KoreanAnalyzer(_Segmented):
+    """``workers``: Kiwi's threads (None: one per core; a build's helper process, ``ahead``, takes one)."""
+
     what = "korean"
+
+    def __init__(self, workers: int | None = None) -> None:
+        super().__init__()
+        self.workers = workers
 
     def _ngrams(self, run: str, out: list[str]) -> None:  # syllable bigrams (a lone syllable as itself)
         out.extend(run[i:i + 2] for i in range(len(run) - 1)) if len(run) > 1 else out.append(run)
@@ -196,13 +203,13 @@ class KoreanAnalyzer(_Segmented):
 
         korean = [i for i, text in enumerate(texts) if has_cjk(text)]
         out = [self(text) if not has_cjk(text) else [] for text in texts]
-        analyses = _kiwi().tokenize([unicodedata.normalize("NFKC", texts[i]) for i in korean])
+        analyses = _kiwi(self.workers).tokenize([unicodedata.normalize("NFKC", texts[i]) for i in korean])
         for i, tokens in zip(korean, analyses):
             out[i] = self._terms(texts[i], self._kept(tokens))
         return out
 
     def _tokens(self, text: str) -> Iterable[str]:
-        return self._kept(_kiwi().tokenize(text))
+        return self._kept(_kiwi(self.workers).tokenize(text))
 
     def _kept(self, tokens: Iterable) -> Iterable[str]:
         keep = _KO_KEEP
