@@ -106,16 +106,23 @@ def test_a_provision_with_korean_analyzed_ahead_writes_what_one_process_writes(
 
 def _fake_helper(tmp_path, body: str) -> str:
     script = tmp_path / "fake-python"
-    script.write_text(f"#!/bin/sh\ncat > /dev/null\n{body}\n")
+    script.write_text(f"#!/bin/sh\n{body}\n")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return str(script)
 
 
+# One answer per text received, of the wrong type: reads the frames as the helper does.
+_NOT_STRINGS = ("import marshal, sys\nn, s = 0, sys.stdin.buffer\nwhile h := s.read(8):\n"
+                "    n += len(marshal.loads(s.read(int.from_bytes(h, 'little'))))\n"
+                "sys.stdout.buffer.write(marshal.dumps([[1]] * n))\n")
+
+
 @pytest.mark.parametrize("helper", [
-    "exit 3",                                                      # fails
-    "printf 'not marshal'",                                        # garbage
-    f"exec {sys.executable} -c \"import marshal,sys; sys.stdout.buffer.write(marshal.dumps([['x']]))\"",  # too few
-    "kill -9 $$",                                                  # killed
+    "cat > /dev/null; exit 3",                                     # fails
+    "cat > /dev/null; printf 'not marshal'",                       # garbage
+    f"cat > /dev/null; exec {sys.executable} -c \"import marshal,sys; sys.stdout.buffer.write(marshal.dumps([['x']]))\"",
+    f"exec {sys.executable} -c \"{_NOT_STRINGS}\"",             # a list per text, but not of strings
+    "cat > /dev/null; kill -9 $$",                                 # killed
 ])
 def test_a_helper_that_fails_or_answers_wrongly_leaves_the_texts_to_this_process(
         tmp_path, monkeypatch: pytest.MonkeyPatch, helper_on: list[int], helper: str) -> None:

@@ -37,6 +37,8 @@ _HANGUL = re.compile(f"[{SCRIPTS['hangul']}]")
 
 
 class KoreanAhead:
+    """Texts with Hangul, analyzed by a helper process as they are offered (see the module note)."""
+
     def __init__(self) -> None:
         self.enabled = not serial_only() and cores() >= 2
         self._seen: set[str] = set()
@@ -143,8 +145,9 @@ def _close(stream) -> None:
 
 
 def _paired(texts: list[str], analyses: object) -> dict[str, list[str]]:
-    """``texts`` with the helper's analyses, when they are one list of terms per text; else nothing."""
-    if not isinstance(analyses, list) or len(analyses) != len(texts) or not all(type(a) is list for a in analyses):
+    """``texts`` with the helper's analyses, when they are one list of terms (strings) per text; else nothing."""
+    if not isinstance(analyses, list) or len(analyses) != len(texts) or not all(
+            type(a) is list and all(type(term) is str for term in a) for a in analyses):
         return {}
     return dict(zip(texts, analyses))
 
