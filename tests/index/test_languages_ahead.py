@@ -73,6 +73,7 @@ def helper_on(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     monkeypatch.delenv("VAULTEVAL_BUILD_WORKERS", raising=False)
     monkeypatch.setattr(ahead_module, "cores", lambda: 2)
     monkeypatch.setattr(ahead_module, "AHEAD_FROM", 0)
+    monkeypatch.setattr(ahead_module, "MAX_SHARE", 1e18)  # the test vaults are mostly Korean (inf * 0 is nan)
     monkeypatch.setattr(ahead_module, "BATCH_CHARS", 200)
     answered: list[int] = []
     real = KoreanAhead.terms
@@ -162,8 +163,28 @@ def test_no_helper_without_a_second_core_enough_hangul_or_when_asked(monkeypatch
         assert ahead.terms() == {} and started == []
 
 
+def test_a_helper_starts_only_while_korean_is_a_small_share_of_the_texts(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[bool] = []
+    monkeypatch.setattr(KoreanAhead, "_start", lambda self: started.append(True) or False)
+    monkeypatch.setattr(ahead_module, "cores", lambda: 2)
+    monkeypatch.delenv("VAULTEVAL_BUILD_WORKERS", raising=False)
+    korean = [f"{n} 메모를 지웠다. 이전 버전은 얼마나 보관되나요? " * 40 for n in range(40)]
+    english = [f"{n} The vault keeps every note as a plain text file on your device. " * 40 for n in range(400)]
+    assert sum(map(len, korean)) > ahead_module.AHEAD_FROM
+    mostly_korean = KoreanAhead()
+    for text in english[:5] + korean:
+        mostly_korean.offer(text)
+    assert started == []  # Kiwi on every core here is faster: the build has little else to do meanwhile
+    assert mostly_korean.terms() == {} and started == []
+    korean_among_others = KoreanAhead()
+    for text in english + korean:
+        korean_among_others.offer(text)
+    assert started == [True]
+
+
 def test_closing_before_the_answer_stops_the_helper(monkeypatch: pytest.MonkeyPatch, helper_on: list[int]) -> None:
     ahead = KoreanAhead()
+    ahead.offer("The vault keeps every note as a plain text file. " * 100)  # the build's other work
     for n in range(200):
         ahead.offer(f"{n} " + " ".join(KOREAN))
     helper = ahead._helper

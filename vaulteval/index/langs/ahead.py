@@ -16,7 +16,9 @@ the Korean analyzer on the second core while this process chunks the notes, iden
 the other languages. A text's Korean terms depend on that text alone, so the index is byte for byte the one a
 build without the helper writes (tests/index/test_languages_ahead.py); a text the helper did not give back, for
 any reason, is analyzed here. The helper starts once ``AHEAD_FROM`` characters of Hangul texts have been offered,
-with a second core; ``VAULTEVAL_BUILD_WORKERS=1`` keeps a build in one process.
+if they are at most ``MAX_SHARE`` of the other texts' characters so far, and takes batches while they stay so; the
+texts past that share are analyzed here. It needs a second core; ``VAULTEVAL_BUILD_WORKERS=1`` keeps a build in
+one process.
 """
 
 from __future__ import annotations
@@ -31,7 +33,11 @@ from vaulteval.index.fieldtext import code_text, headings_text
 from vaulteval.index.helpers import cores, helper_env, serial_only
 from vaulteval.index.langs.scripts import SCRIPTS
 
-AHEAD_FROM = 100_000  # characters of Hangul texts; below this, loading Kiwi here costs no more than a helper
+AHEAD_FROM = 20_000  # characters of Hangul texts: a few notes (a stray Hangul word never starts a helper)
+# Hangul texts' characters per character of the other texts, at most. The helper runs Kiwi on one thread and pays
+# only while the build has other work to do meanwhile; where Korean is most of a vault, Kiwi on every core in the
+# build's own process is faster (docs/benchmarks.md).
+MAX_SHARE = 0.25
 BATCH_CHARS = 50_000  # characters sent to the helper at a time (Kiwi spreads a batch over its threads)
 _HANGUL = re.compile(f"[{SCRIPTS['hangul']}]")
 
@@ -44,37 +50,49 @@ class KoreanAhead:
         self._seen: set[str] = set()
         self._pending: list[str] = []
         self._pending_chars = 0
-        self._offered_chars = 0
+        self._offered_chars = 0  # of the distinct texts with Hangul
+        self._other_chars = 0  # of the distinct texts without
         self._sent: list[str] = []  # in the order the helper answers
         self._helper: subprocess.Popen | None = None
         self._writer: ThreadPoolExecutor | None = None  # sends batches without waiting on a busy helper
         self._ready: dict[str, list[str]] | None = None
 
     def offer(self, text: str) -> None:
-        """Analyze ``text`` ahead when it holds Hangul (a text offered again is ignored)."""
-        if not self.enabled or self._ready is not None or text in self._seen or not _HANGUL.search(text):
+        """Analyze ``text`` ahead when it holds Hangul (a text offered again is ignored); texts without Hangul are
+        counted (the work the build does meanwhile)."""
+        if not self.enabled or self._ready is not None or text in self._seen:
             return
         self._seen.add(text)
+        if not _HANGUL.search(text):
+            self._other_chars += len(text)
+            return
         self._pending.append(text)
         self._pending_chars += len(text)
         self._offered_chars += len(text)
-        if self._pending_chars >= BATCH_CHARS and self._offered_chars >= AHEAD_FROM:
+        # The helper starts as soon as it pays (Kiwi's model loads while the build goes on), then takes full batches
+        # while Korean stays a small share: past it, the rest is left to Kiwi on every core here.
+        if self._pays() and (self._helper is None or self._pending_chars >= BATCH_CHARS):
             self._send()
+
+    def _pays(self) -> bool:
+        return self._offered_chars >= AHEAD_FROM and self._offered_chars <= MAX_SHARE * self._other_chars
 
     def offer_record(self, record: dict) -> None:
         """A chunk record's texts a build analyzes: the indexed text, and its headings and code (the field index)."""
         raw = record.get("raw_text")
-        if not self.enabled or not isinstance(raw, str) or not _HANGUL.search(raw):
+        if not self.enabled or not isinstance(raw, str):
             return
         text = record.get("contextualized_text")
-        for each in (text if isinstance(text, str) else raw, headings_text(raw), code_text(raw)):
-            self.offer(each)
+        self.offer(text if isinstance(text, str) else raw)
+        if _HANGUL.search(raw):
+            self.offer(headings_text(raw))
+            self.offer(code_text(raw))
 
     def terms(self) -> dict[str, list[str]]:
         """Each text the helper analyzed -> its Korean terms; the first call sends the rest and waits for it."""
         if self._ready is None:
             self._ready = {}
-            if self._offered_chars >= AHEAD_FROM:
+            if self._pays():
                 self._send()
             helper = self._helper
             if helper is not None:
