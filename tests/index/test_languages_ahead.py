@@ -182,6 +182,21 @@ def test_a_helper_starts_only_while_korean_is_a_small_share_of_the_texts(monkeyp
     assert started == [True]
 
 
+def test_texts_past_the_share_are_left_to_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ahead_module, "cores", lambda: 2)
+    monkeypatch.setattr(ahead_module, "BATCH_CHARS", 1_000)
+    monkeypatch.delenv("VAULTEVAL_BUILD_WORKERS", raising=False)
+    ahead = KoreanAhead()
+    ahead.offer("The vault keeps every note as a plain text file on your device. " * 1_600)  # about 100,000
+    korean = [f"{n} 메모를 지웠다. 이전 버전은 얼마나 보관되나요? " * 20 for n in range(100)]  # about 58,000
+    for text in korean:
+        ahead.offer(text)
+    ready = ahead.terms()
+    sent = [text for text in korean if text in ready]
+    assert sent == korean[:len(sent)] and 20_000 <= sum(map(len, sent)) <= 25_000 + 1_000
+    assert all(ready[text] == KoreanAnalyzer()(text) for text in sent[:3])
+
+
 def test_closing_before_the_answer_stops_the_helper(monkeypatch: pytest.MonkeyPatch, helper_on: list[int]) -> None:
     ahead = KoreanAhead()
     ahead.offer("The vault keeps every note as a plain text file. " * 100)  # the build's other work
