@@ -101,6 +101,14 @@ def test_a_provision_with_korean_analyzed_ahead_writes_what_one_process_writes(
     assert helper_on[0] == 0 and helper_on[1] > 20  # serial: none; then chunk texts, headings, code, titles, aliases
     # Everything Korean with Hangul came from the helper: Kiwi never ran in this process.
     assert not [text for text in analyzed_here if ahead_module._HANGUL.search(text)]
+    # `index build` alone: the build starts the helper itself, and the field index takes its answers too.
+    from vaulteval.index.location import index_path
+    from vaulteval.pipeline.provision import build
+
+    index_path(root / ".vault-meta" / "vaulteval").unlink()
+    build(Vault(root), analyzer="auto")
+    assert _built(root) == serial and helper_on[2] > 20
+    assert not [text for text in analyzed_here if ahead_module._HANGUL.search(text)]
     index = _built(root)["index.vti"][1]
     assert b"ko\n" in index["doc_langs"] and "메모".encode() in index["terms"]
 

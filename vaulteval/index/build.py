@@ -294,12 +294,21 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         old_langs = doc_languages(old)
         for prev, new in reuse_pairs:
             doc_langs[new] = old_langs[prev]
-    if ahead is not None:  # what this build analyzes that the caller has not offered: records read, field texts
-        for text in (*(text for _, _, text in pending), *(fields.texts() if fields is not None else ())):
-            ahead.offer(text)
-        if fields is not None:
-            fields.ahead = ahead
-    analyzed = document_terms(analyzer, [(page, text) for _, page, text in pending], ahead)
+    own = None
+    if ahead is None and analyzer == "auto":  # index build: the Korean texts go to a helper as analysis starts
+        from vaulteval.index.langs.ahead import KoreanAhead
+
+        ahead = own = KoreanAhead()
+    try:
+        if ahead is not None:  # what this build analyzes that the caller has not offered: records read, field texts
+            for text in (*(text for _, _, text in pending), *(fields.texts() if fields is not None else ())):
+                ahead.offer(text)
+            if fields is not None:
+                fields.ahead = ahead
+        analyzed = document_terms(analyzer, [(page, text) for _, page, text in pending], ahead)
+    finally:
+        if own is not None:  # the fields take its terms later: closed, it keeps what it gave back
+            own.close()
     for (doc_number, _, _), (code, terms) in zip(pending, analyzed):
         lists.add(doc_number, terms)
         lengths[doc_number] = len(terms)

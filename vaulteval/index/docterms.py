@@ -14,6 +14,10 @@ from collections.abc import Callable
 
 from vaulteval.index.tokenize import check_length, get_analyzer
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+if TYPE_CHECKING:
+    from vaulteval.index.langs.ahead import KoreanAhead
+
 LANGS_SECTION = "doc_langs"  # auto indexes: each chunk's language code, newline-terminated
 
 
@@ -87,13 +91,14 @@ def fixed_language(analyzer: str) -> str:
     return BY_ANALYZER[head].code if head in BY_ANALYZER else ""
 
 
-def document_terms(analyzer: str, items: list[tuple[str, str]], ahead: "object | None" = None) -> list[tuple[str, list[str]]]:
+def document_terms(analyzer: str, items: list[tuple[str, str]],
+                   ahead: "KoreanAhead | None" = None) -> list[tuple[str, list[str]]]:
     """(page, text) pairs -> (language code, terms) pairs, in the same order (``ahead``: ``auto``'s
     ``KoreanAhead``, see ``langs.ahead``)."""
     if analyzer == "auto":
         from vaulteval.index.langs.auto import analyze_documents
 
-        return analyze_documents(items, ahead)  # type: ignore[arg-type]
+        return analyze_documents(items, ahead)
     from vaulteval.index.analyze_all import analyze_all  # the default analyzer's build path (a helper process)
 
     code = fixed_language(analyzer)

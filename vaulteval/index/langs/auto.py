@@ -41,23 +41,8 @@ MIN_SHARE = 0.005  # a language under this share of the chunks is left out of qu
 def analyze_documents(items: list[tuple[str, str]], ahead: "KoreanAhead | None" = None) -> list[tuple[str, list[str]]]:
     """(page, text) pairs -> (language code, terms) pairs, in the same order.
 
-    Texts with Hangul go to a helper process first (``ahead``, the caller's, or one started here when it pays),
-    and the Korean chunks are analyzed last, from what it gives back: the rest is done meanwhile."""
-    from vaulteval.index.langs.ahead import KoreanAhead
-
-    own = None
-    if ahead is None:
-        own = KoreanAhead()
-        for _, text in items:
-            own.offer(text)
-    try:
-        return _analyze_documents(items, ahead or own)
-    finally:
-        if own is not None:
-            own.close()
-
-
-def _analyze_documents(items: list[tuple[str, str]], ahead: "KoreanAhead | None") -> list[tuple[str, list[str]]]:
+    ``ahead``: the helper the build has been giving its Hangul texts to (``langs.ahead``); the Korean chunks are
+    analyzed last, from what it gives back, so the rest is done meanwhile."""
     from vaulteval.index.langs.identify import page_languages  # a build's: a query never identifies
 
     by_page: dict[str, list[int]] = {}
