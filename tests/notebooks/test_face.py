@@ -135,6 +135,16 @@ def test_a_user_error_is_one_line_in_the_notebook(tmp_path: Path, eval_cache: Pa
     assert "missing.yaml" in str(failed.value)
 
 
+def test_a_malformed_pool_is_one_line_in_the_judge_notebook(tmp_path: Path, eval_cache: Path) -> None:  # noqa: F811
+    (tmp_path / "pool.yaml").write_text("pairs:\n- {query_id: q1, query: x, snippet: y}\n", encoding="utf-8")
+    with pytest.raises(NotebookFailed):
+        execute("judge", tmp_path / "judge.ipynb", {"pool": str(tmp_path / "pool.yaml")})
+    nb = nbformat.read(tmp_path / "judge.ipynb", as_version=4)
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert len(errors) == 1 and len(errors[0].traceback) == 1
+    assert errors[0].traceback[0].startswith("vaulteval: error: pool ") and "has no text 'page'" in errors[0].traceback[0]
+
+
 # ------------------------------------------------------------------- grader
 
 def _pool(vault: str) -> dict:

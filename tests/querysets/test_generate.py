@@ -144,6 +144,25 @@ def test_llm_kind_takes_two_questions_per_note_and_names_the_words_to_avoid(tmp_
     assert grinder.rstrip().endswith("Purge two grams after changing the dial.")  # the note's prose comes last
 
 
+@pytest.mark.parametrize(("reply", "questions"), [
+    ("<think>The user wants questions about grinders. Let me think.</think>\n\nHow fine should coffee be ground?\n"
+     "Why does espresso taste sour?", ["How fine should coffee be ground?", "Why does espresso taste sour?"]),
+    ("<think>never closed", []),
+    ("Here are two short questions:\n\n1. **How often should I descale it?**\n2. **What makes crema thin?**",
+     ["How often should I descale it?", "What makes crema thin?"]),
+    ("Sure! Here are two questions a person might type.\n\n- \"best grind for dark roast?\"\n- how much to discard?",
+     ["best grind for dark roast?", "how much to discard?"]),
+    ("**Question 1:** ¿Cómo recupero una nota borrada?\n(I avoided the words you listed.)",
+     ["¿Cómo recupero una nota borrada?"]),
+    ("「ノートを元に戻す方法は？」", ["ノートを元に戻す方法は？"]),
+    ("recover a deleted note", ["recover a deleted note"]),
+])
+def test_llm_replies_as_real_models_write_them_give_only_the_questions(reply: str, questions: list[str]) -> None:
+    from vaulteval.querysets.generate.llm import clean_questions
+
+    assert clean_questions(reply) == questions
+
+
 def test_llm_malformed_answers_are_rejected_and_counted(vault: Vault, tmp_path: Path) -> None:
     reply = Reply(200, {"model": "llama3.2", "done": True, "response": "See [[Monstera]] for details"})
     with FakeServer([reply]) as srv:

@@ -1,9 +1,10 @@
-"""``vaulteval queryset generate|pool|from-log|merge`` and ``check --fix``: query sets for your own vault.
+"""``vaulteval queryset generate|pool|pregrade|from-log|merge`` and ``check --fix``: query sets for your own vault.
 
 Usage::
 
     vaulteval queryset generate --vault V --out q.yaml --n 200 --seed 1 --kinds title,heading,negative
     vaulteval queryset pool --vault V q.yaml --strategy bm25 --strategy bm25:analyzer=english --depth 10 --out pool.yaml
+    vaulteval queryset pregrade pool.yaml --out pool-pregraded.yaml --llm-model llama3.2
     vaulteval queryset merge q-ana.yaml q-ben.yaml --out q-judged.yaml
 
 ``register_actions`` is called by ``vaulteval.cli.eval`` for the ``queryset``
@@ -70,6 +71,33 @@ def cmd_pool(args: argparse.Namespace) -> int:
     path = write_pool(pool, args.out)
     queries = len({p["query_id"] for p in pool["pairs"]})
     print(f"{len(pool['pairs'])} unjudged (query, page) pairs for {queries} queries at depth {args.depth}; wrote {path}")
+    return EXIT_OK
+
+
+def cmd_pregrade(args: argparse.Namespace) -> int:
+    from vaulteval.querysets.generate.llm import LlmSettings
+    from vaulteval.vault.paths import is_inside
+    from vaulteval.workbench.pooling import read_pool, write_pool
+    from vaulteval.workbench.pregrade import pregrade_pool
+
+    pool = read_pool(args.pool)
+    out = Path(args.out).expanduser().resolve()
+    vault = pool.get("vault")
+    if isinstance(vault, str) and vault and Path(vault).is_dir() and is_inside(Path(vault), out):
+        raise UsageError(f"--out {args.out} is inside the vault; write the pool outside it")
+    llm = LlmSettings(model=args.llm_model, host=args.llm_host, allow_egress=args.allow_egress, timeout=args.llm_timeout)
+    try:
+        summary = pregrade_pool(pool, llm, regrade=args.regrade, progress=_progress(not args.quiet))
+    except UsageError as exc:
+        done = getattr(exc, "summary", None)
+        if done and done["graded"]:  # what was graded before the model stopped answering is kept
+            write_pool(pool, out)
+            raise UsageError(f"{exc}; the {done['graded']} pairs pre-graded so far are in {out}: run again on it "
+                             "to go on") from None
+        raise
+    write_pool(pool, out)
+    print(f"{summary['graded']} of {summary['pairs']} pairs pre-graded by {args.llm_model} ({summary['unanswered']} "
+          f"replies without a grade, {summary['kept']} pre-graded before and kept); wrote {out}")
     return EXIT_OK
 
 
@@ -213,6 +241,19 @@ def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], N
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_vault(p)
     p.set_defaults(handler=cmd_pool)
+
+    r = qsub.add_parser("pregrade", help="LLM pre-grades for a pool's pairs: suggestions the judge notebook shows")
+    r.add_argument("pool", help="a pool YAML from `queryset pool` or `queryset from-log`")
+    r.add_argument("--out", required=True, help="the pool YAML to write with the pre-grades (outside the vault; "
+                   "may be POOL itself)")
+    r.add_argument("--llm-model", default="llama3.2", help="Ollama generate model (never pulled)")
+    r.add_argument("--llm-host", help="Ollama host (default: $OLLAMA_HOST or 127.0.0.1:11434)")
+    r.add_argument("--llm-timeout", type=float, default=60.0, help="seconds per request")
+    r.add_argument("--regrade", action="store_true", help="grade pairs that carry a pre-grade again")
+    r.add_argument("--allow-egress", action="store_true", help="allow a non-local Ollama host (sends queries and "
+                   "note text)")
+    r.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    r.set_defaults(handler=cmd_pregrade)
 
     f = qsub.add_parser("from-log", help="turn a `retrieve --log` or `mcp --log` file into a query set and a pool to judge")
     f.add_argument("log", help="the JSONL file `retrieve --log` or `mcp --log` appended to")

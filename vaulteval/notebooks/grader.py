@@ -91,6 +91,8 @@ def read_grades(out: str | os.PathLike[str], pairs: list[dict[str, Any]]) -> dic
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise UsageError(f"cannot resume from {path}: {exc}; choose another out") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"cannot resume from {path}: it is not a query set; choose another out")
     wanted = {(p["query_id"], p["page"]) for p in pairs}
     found = {}
     for q in data.get("queries") or []:
@@ -131,7 +133,18 @@ class Grader:
     def progress(self) -> str:
         done = len(self.grades)
         return (f"{done} of {len(self.pairs)} pairs graded, {len(self.skipped)} skipped; "
-                f"showing pair {self.position + 1 if self.pairs else 0} of {len(self.pairs)}")
+                f"showing pair {self.position + 1 if self.pairs else 0} of {len(self.pairs)}"
+                + self.pregrade_agreement())
+
+    def pregrade_agreement(self) -> str:
+        """How often the LLM's pre-grade matched the grade given, over the graded pairs that had one ("" if none):
+        whether its suggestions deserve a glance."""
+        both = [(p["llm_grade"], self.grades[self.key(p)]) for p in self.pairs
+                if p.get("llm_grade") is not None and self.key(p) in self.grades]
+        if not both:
+            return ""
+        same = sum(1 for suggested, given in both if suggested == given)
+        return f"; the LLM pre-grade matched yours on {same} of {len(both)}"
 
     def grade(self, value: int | None) -> None:
         """Grade the current pair (None: skip it), save, and move to the next open pair."""
@@ -194,7 +207,8 @@ class Grader:
                  f'<blockquote style="border-left:3px solid #ccc;margin:6px 0;padding:4px 10px">{body}</blockquote>']
         if p.get("llm_grade") is not None:
             reason = f": {escape(str(p['llm_reason']))}" if p.get("llm_reason") else ""
-            parts.append(f'<div style="color:#555">LLM pre-grade (a suggestion, not a judgment): '
+            model = f" by {escape(str(p['llm_model']))}" if p.get("llm_model") else ""
+            parts.append(f'<div style="color:#555">LLM pre-grade{model} (a suggestion, not a judgment): '
                          f'<b>{escape(str(p["llm_grade"]))}</b>{reason}</div>')
         if grade is not None:
             parts.append(f"<div>your grade: <b>{grade}</b></div>")

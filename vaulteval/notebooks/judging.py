@@ -23,13 +23,11 @@ SNIPPET = 200
 def load_or_build_pool(pool: str, vault: str, queryset: str, *, strategies: list[str] | None = None,
                        depth: int = 3) -> dict[str, Any]:
     """A pool file as written by ``vaulteval queryset pool``, or (``pool`` empty) a fresh one, in memory."""
-    import yaml
-
     from vaulteval.notebooks.support import resolve_inputs
-    from vaulteval.workbench.pooling import pool_queryset
+    from vaulteval.workbench.pooling import pool_queryset, read_pool
 
     if pool:
-        return yaml.safe_load(Path(pool).expanduser().read_text(encoding="utf-8"))
+        return read_pool(pool)
     v, qs = resolve_inputs(vault, queryset)
     return pool_queryset(v, qs, strategies or ["bm25"], depth=depth)
 

@@ -4,6 +4,7 @@ Usage::
 
     pool = pool_queryset(vault, queryset, ["bm25", "bm25:analyzer=english"], depth=10)
     write_pool(pool, "pool.yaml")          # then notebooks/judge.ipynb, then queryset merge
+    pool = read_pool("pool.yaml")          # checked: a malformed file is one UsageError line
 
 Every (query, page) pair in any strategy's top ``depth`` that the query set
 does not judge yet (at any grade) is listed once, with the strategies that
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
 
 SNIPPET_CHARS = 600
+MAX_POOL_BYTES = 64 << 20
+_FIX = "write it again with `vaulteval queryset pool` or `vaulteval queryset from-log`"
 
 
 def pool_queryset(vault: "Vault", queryset: "QuerySet", strategies: list[str], *, depth: int = 10,
@@ -61,10 +64,70 @@ def pool_queryset(vault: "Vault", queryset: "QuerySet", strategies: list[str], *
 
 
 def write_pool(pool: dict[str, Any], out: str | os.PathLike[str]) -> Path:
-    """Write the pool as YAML (keys in a fixed order, Unicode as is)."""
+    """Write the pool as YAML (keys in a fixed order, Unicode as is), through a temporary file renamed over ``out``."""
     from vaulteval.querysets.generate.writer import dump_yaml
+    from vaulteval.vault.atomic import write_atomic
 
     target = Path(out).expanduser()
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(dump_yaml(pool), encoding="utf-8")
+    write_atomic(target, dump_yaml(pool).encode("utf-8"))
     return target
+
+
+def read_pool(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A pool file as ``write_pool`` writes it, checked pair by pair (a pair is named by its place and query id).
+
+    Raises UsageError, one line, for a file that is missing, not a regular file, larger than
+    ``MAX_POOL_BYTES``, not UTF-8 YAML, or whose ``pairs`` are not what the judge notebook reads.
+    """
+    import yaml
+
+    from vaulteval.vault.metadir import open_regular
+
+    where = Path(path).expanduser()
+    try:
+        with open_regular(where, follow=True) as fh:
+            data = fh.read(MAX_POOL_BYTES + 1)
+        if len(data) > MAX_POOL_BYTES:
+            raise UsageError(f"pool {where} is larger than {MAX_POOL_BYTES >> 20} MiB; is it a pool file?")
+        pool = yaml.load(data.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+    except OSError as exc:
+        raise UsageError(f"cannot read pool {where}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"pool {where} is not UTF-8 text; {_FIX}") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"pool {where} is not valid YAML ({getattr(exc, 'problem', None) or exc}); {_FIX}") from None
+    problem = pool_problem(pool)
+    if problem:
+        raise UsageError(f"pool {where}: {problem}; {_FIX}")
+    return pool
+
+
+_PAIR_FIELDS = (("query_id", str), ("query", str), ("page", str), ("snippet", str))
+
+
+def pool_problem(pool: Any) -> str | None:
+    """What keeps ``pool`` from being judged, or None."""
+    if not isinstance(pool, dict) or not isinstance(pool.get("pairs"), list):
+        return "expected a mapping with a 'pairs:' list"
+    if not isinstance(pool.get("strategies", []), list) or type(pool.get("depth", 1)) is not int:
+        return "'strategies' must be a list and 'depth' a number"
+    seen = set()
+    for number, pair in enumerate(pool["pairs"], 1):
+        if not isinstance(pair, dict):
+            return f"pair {number} is not a mapping"
+        name = f"pair {number} ({pair.get('query_id')!r})"
+        if isinstance(pair.get("query_id"), int) and not isinstance(pair["query_id"], bool):
+            pair["query_id"] = str(pair["query_id"])  # YAML reads an id such as 12 as a number
+        for field, kind in _PAIR_FIELDS:
+            if not isinstance(pair.get(field), kind):
+                return f"{name} has no text '{field}'"
+        if type(pair.get("best_rank", 1)) is not int or not isinstance(pair.get("strategies", []), list):
+            return f"{name}: 'best_rank' must be a number and 'strategies' a list"
+        grade = pair.get("llm_grade")
+        if grade is not None and (type(grade) is not int or grade not in (0, 1, 2)):
+            return f"{name}: 'llm_grade' must be 0, 1 or 2"
+        if (pair["query_id"], pair["page"]) in seen:
+            return f"{name} lists page {pair['page']!r} a second time for that query"
+        seen.add((pair["query_id"], pair["page"]))
+    return None

@@ -29,10 +29,14 @@ MIN_PASSAGE_CHARS = 40
 MAX_PASSAGE_CHARS = 1500
 RARE_WORDS = 8
 PROMPT = ("Write {count} that a person who has not read the note below would type into a search box and that the "
-          "note answers. Use everyday words of your own: do not use these words from the note: {avoid}. Reply with "
-          "the question text only.\n\nPassage:\n{passage}")
+          "note answers, in the language the note is written in. Use everyday words of your own: do not use these "
+          "words from the note: {avoid}. Reply with the question text only.\n\nPassage:\n{passage}")
 COUNTS = {1: "one short question", 2: "two short questions, each on its own line,"}
 _LABEL_RE = re.compile(r"^\s*(?:[-*•]|\d+[.)]|q\d*[:.)]|question\s*\d*:)\s*", re.IGNORECASE)
+_THINKING_RE = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)  # a reasoning model's draft
+_QUESTION_ENDS = ("?", "？", "؟")
+_MARKUP = "*_`"
+_QUOTES = "\"'“”«»「」"
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,11 @@ class LlmSettings:
 def _client(settings: LlmSettings):
     if settings.per_note not in COUNTS:
         raise UsageError(f"--llm-questions must be 1 or 2, got {settings.per_note}")
+    return generate_client(settings, "llm queries")
+
+
+def generate_client(settings: LlmSettings, purpose: str):
+    """The official client on the settings' host: loopback only unless ``allow_egress`` (exit 2 otherwise)."""
     import ollama
 
     from vaulteval.hosts import RerankConfigError, host_setting, normalize_host
@@ -54,9 +63,17 @@ def _client(settings: LlmSettings):
     try:
         url = normalize_host(host_setting(settings.host), allow_remote=settings.allow_egress)
     except RerankConfigError as exc:
-        raise UsageError(f"llm queries: {exc}; note text would leave this machine, pass --allow-egress to allow it") \
+        raise UsageError(f"{purpose}: {exc}; note text would leave this machine, pass --allow-egress to allow it") \
             from None
     return ollama.Client(host=url, timeout=settings.timeout)
+
+
+def generate_errors() -> tuple[type[BaseException], ...]:
+    """What one failed generate request raises: the server's error, a refused connection, a timeout."""
+    import httpx
+    import ollama
+
+    return ollama.ResponseError, ConnectionError, OSError, httpx.HTTPError
 
 
 def _passage(ctx: "Context", f) -> tuple[int, str] | None:
@@ -77,22 +94,26 @@ def _avoid(ctx: "Context", f) -> str:
 
 
 def clean_questions(text: str | None, most: int = 2) -> list[str]:
-    """Up to ``most`` questions from a reply: one per non-empty line, without quotes, numbering or a label."""
-    out = []
-    for line in (text or "").splitlines():
-        line = _LABEL_RE.sub("", line.strip()).strip().strip("\"'“”").strip()
-        if 3 <= len(line) <= 300 and line not in out:
+    """Up to ``most`` questions from a reply: one per line, without numbering, labels, quotes or emphasis.
+
+    A model's reasoning (``<think>``), lines that introduce a list ("Here are two questions:") and
+    remarks in brackets are dropped; when some lines end in a question mark, only those are kept
+    ("Sure! Here are two questions." is not a question).
+    """
+    out: list[str] = []
+    for line in _THINKING_RE.sub("", text or "").splitlines():
+        line = _LABEL_RE.sub("", line.strip().strip(_MARKUP).strip()).strip().strip(_MARKUP).strip()
+        line = line.strip(_QUOTES).strip()
+        if 3 <= len(line) <= 300 and not line.endswith(":") and not line.startswith(("(", "[")) and line not in out:
             out.append(line)
-        if len(out) >= most:
-            break
-    return out
+    asked = [line for line in out if line.endswith(_QUESTION_ENDS)]
+    return (asked or out)[:most]
 
 
 def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None) -> list[Candidate]:
     """Up to ``n`` questions from passages of pages drawn one per stratum in turn (seeded)."""
-    import ollama
-
     client = _client(settings)
+    errors = generate_errors()
     strata: dict[str, list] = {}
     for f in ctx.facts:
         strata.setdefault(f.stratum, []).append(f)
@@ -114,7 +135,7 @@ def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None)
             try:
                 answer = client.generate(model=settings.model, prompt=prompt,
                                          options={"temperature": 0, "seed": ctx.seed})
-            except (ollama.ResponseError, ConnectionError, OSError) as exc:
+            except errors as exc:
                 failures += 1
                 if failures >= 3:
                     raise UsageError(f"llm queries: the Ollama generate model {settings.model!r} failed 3 times "

@@ -1,0 +1,101 @@
+"""LLM pre-grades for a pool: a local Ollama model suggests a grade for each pair, for the person who judges.
+
+Usage::
+
+    summary = pregrade_pool(pool, LlmSettings(model="llama3.2"))   # pool: read_pool("pool.yaml")
+    write_pool(pool, "pool-pregraded.yaml")                        # then notebooks/judge.ipynb
+
+Each pair's query and snippet go to the generate model with a JSON schema
+for the answer (``{"grade": 0-2, "reason": ...}``); the grade lands in the
+pair as ``llm_grade`` with ``llm_reason`` and ``llm_model``. It is a
+suggestion the judge notebook shows beside the pair: nothing counts it as
+a judgment. Pairs that already carry a pre-grade are left as they are
+unless ``regrade``, so a run cut short goes on where it stopped. The host
+rules are the llm kind's: loopback only unless ``allow_egress``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from vaulteval.errors import UsageError
+
+if TYPE_CHECKING:
+    from vaulteval.querysets.generate.llm import LlmSettings
+
+PROMPT = ("Someone typed this into the search box of their notes:\n\n{query}\n\nA search returned this passage from "
+          "the note {page}:\n\n{snippet}\n\nGrade the passage for that search: 2 if it answers it, 1 if it is on its "
+          "topic but does not answer it, 0 if it is about something else. Reply in JSON with the grade and one short "
+          "sentence saying why.")
+SCHEMA = {"type": "object", "required": ["grade", "reason"],
+          "properties": {"grade": {"type": "integer", "enum": [0, 1, 2]}, "reason": {"type": "string"}}}
+MAX_REASON_CHARS = 200
+FAILURES_IN_A_ROW = 3
+_LEADING_GRADE = re.compile(r"^\W*(?:grade\W*)?([012])(?!\d)", re.IGNORECASE)
+
+
+def parse_grade(text: str | None) -> tuple[int, str] | None:
+    """``(grade, reason)`` from a reply: the JSON the schema asks for, or a reply that opens with the grade
+    ("2 - it lists the steps"); None for anything else (a grade outside 0-2 included)."""
+    text = (text or "").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        grade = data.get("grade")
+        if isinstance(grade, str) and grade.strip() in ("0", "1", "2"):
+            grade = int(grade)
+        if type(grade) is not int or grade not in (0, 1, 2):
+            return None
+        reason = data.get("reason")
+        return grade, _one_line(reason if isinstance(reason, str) else "")
+    found = _LEADING_GRADE.match(text)
+    if data is not None or found is None:
+        return None
+    return int(found.group(1)), _one_line(text[found.end():].lstrip(" -:.)"))
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= MAX_REASON_CHARS else line[:MAX_REASON_CHARS - 1] + "…"
+
+
+def pregrade_pool(pool: dict[str, Any], settings: "LlmSettings", *, regrade: bool = False,
+                  progress=None) -> dict[str, Any]:
+    """Pre-grade ``pool``'s pairs in place; the counts: ``graded``, ``unanswered`` (a reply with no grade in it),
+    ``kept`` (pre-graded before and left). After ``FAILURES_IN_A_ROW`` failed requests it stops with a UsageError
+    whose ``graded`` attribute says how far it got (the pairs graded so far keep their grades)."""
+    from vaulteval.querysets.generate.llm import generate_client, generate_errors
+
+    client = generate_client(settings, "llm pre-grades")
+    errors = generate_errors()
+    todo = [p for p in pool["pairs"] if regrade or p.get("llm_grade") is None]
+    summary = {"pairs": len(pool["pairs"]), "graded": 0, "unanswered": 0, "kept": len(pool["pairs"]) - len(todo)}
+    failures = 0
+    for number, pair in enumerate(todo, 1):
+        prompt = PROMPT.format(query=pair["query"], page=pair["page"], snippet=pair["snippet"])
+        try:
+            answer = client.generate(model=settings.model, prompt=prompt, format=SCHEMA,
+                                     options={"temperature": 0, "seed": 0})
+        except errors as exc:
+            failures += 1
+            if failures >= FAILURES_IN_A_ROW:
+                stop = UsageError(f"llm pre-grades: the Ollama generate model {settings.model!r} failed "
+                                  f"{FAILURES_IN_A_ROW} times in a row ({type(exc).__name__}: {exc}); is it installed? "
+                                  f"(ollama pull {settings.model})")
+                stop.summary = summary
+                raise stop from None
+            continue
+        failures = 0
+        found = parse_grade(getattr(answer, "response", None))
+        if found is None:
+            summary["unanswered"] += 1
+        else:
+            pair["llm_grade"], pair["llm_reason"], pair["llm_model"] = found[0], found[1], settings.model
+            summary["graded"] += 1
+        if progress is not None:
+            progress("llm pre-grades", number, len(todo))
+    return summary
