@@ -188,3 +188,25 @@ def test_a_model_slower_than_the_timeout_is_one_line_not_a_crash(pool_file: Path
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "failed 3 times in a row" in err[0] and "Timeout" in err[0]
     assert not (tmp_path / "g.yaml").exists()
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf"])
+def test_a_timeout_that_is_no_number_of_seconds_is_refused(pool_file: Path, tmp_path: Path, timeout: str,
+                                                           capsys) -> None:
+    rc = main(["queryset", "pregrade", str(pool_file), "--out", str(tmp_path / "g.yaml"), "--llm-timeout", timeout])
+    assert rc == 2 and "--llm-timeout must be a number of seconds" in capsys.readouterr().err
+
+
+def test_a_server_that_is_not_there_is_named_when_every_request_fails(tmp_path: Path, capsys) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    path = tmp_path / "pool.yaml"
+    path.write_text("pairs:\n- {query_id: q1, query: x, page: a.md, snippet: y}\n", encoding="utf-8")
+    rc = main(["queryset", "pregrade", str(path), "--out", str(tmp_path / "g.yaml"), "--llm-host",
+               f"http://127.0.0.1:{port}", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "failed on all 1 pairs" in err and f"is Ollama running at http://127.0.0.1:{port}?" in err
+    assert not (tmp_path / "g.yaml").exists()

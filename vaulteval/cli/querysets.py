@@ -97,7 +97,8 @@ def cmd_pregrade(args: argparse.Namespace) -> int:
         raise
     write_pool(pool, out)
     print(f"{summary['graded']} of {summary['pairs']} pairs pre-graded by {args.llm_model} ({summary['unanswered']} "
-          f"replies without a grade, {summary['kept']} pre-graded before and kept); wrote {out}")
+          f"replies without a grade, {summary['failed']} failed requests, {summary['kept']} pre-graded before and "
+          f"kept); wrote {out}")
     return EXIT_OK
 
 

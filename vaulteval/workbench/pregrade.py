@@ -66,14 +66,17 @@ def _one_line(text: str) -> str:
 def pregrade_pool(pool: dict[str, Any], settings: "LlmSettings", *, regrade: bool = False,
                   progress=None) -> dict[str, Any]:
     """Pre-grade ``pool``'s pairs in place; the counts: ``graded``, ``unanswered`` (a reply with no grade in it),
-    ``kept`` (pre-graded before and left). After ``FAILURES_IN_A_ROW`` failed requests it stops with a UsageError
-    whose ``graded`` attribute says how far it got (the pairs graded so far keep their grades)."""
-    from vaulteval.querysets.generate.llm import generate_client, generate_errors
+    ``failed`` (a request that failed; its pair stays ungraded), ``kept`` (pre-graded before and left).
+
+    After ``FAILURES_IN_A_ROW`` failed requests in a row, or when every request failed, it stops with a
+    UsageError whose ``summary`` attribute holds the counts so far (the pairs graded keep their grades)."""
+    from vaulteval.querysets.generate.llm import failure_hint, generate_client, generate_errors
 
     client = generate_client(settings, "llm pre-grades")
     errors = generate_errors()
     todo = [p for p in pool["pairs"] if regrade or p.get("llm_grade") is None]
-    summary = {"pairs": len(pool["pairs"]), "graded": 0, "unanswered": 0, "kept": len(pool["pairs"]) - len(todo)}
+    summary = {"pairs": len(pool["pairs"]), "graded": 0, "unanswered": 0, "failed": 0,
+               "kept": len(pool["pairs"]) - len(todo)}
     failures = 0
     for number, pair in enumerate(todo, 1):
         prompt = PROMPT.format(query=pair["query"], page=pair["page"], snippet=pair["snippet"])
@@ -82,10 +85,12 @@ def pregrade_pool(pool: dict[str, Any], settings: "LlmSettings", *, regrade: boo
                                      options={"temperature": 0, "seed": 0})
         except errors as exc:
             failures += 1
-            if failures >= FAILURES_IN_A_ROW:
-                stop = UsageError(f"llm pre-grades: the Ollama generate model {settings.model!r} failed "
-                                  f"{FAILURES_IN_A_ROW} times in a row ({type(exc).__name__}: {exc}); is it installed? "
-                                  f"(ollama pull {settings.model})")
+            summary["failed"] += 1
+            if failures >= FAILURES_IN_A_ROW or summary["failed"] == len(todo):
+                times = f"{FAILURES_IN_A_ROW} times in a row" if failures >= FAILURES_IN_A_ROW else \
+                    f"on all {len(todo)} pairs"
+                stop = UsageError(f"llm pre-grades: the Ollama generate model {settings.model!r} failed {times} "
+                                  f"({type(exc).__name__}: {exc}); {failure_hint(exc, settings)}")
                 stop.summary = summary
                 raise stop from None
             continue

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 MIN_PASSAGE_CHARS = 40
 MAX_PASSAGE_CHARS = 1500
 RARE_WORDS = 8
+MAX_TIMEOUT = 3600.0  # seconds per request: a large model on a CPU can take minutes, never hours
 PROMPT = ("Write {count} that a person who has not read the note below would type into a search box and that the "
           "note answers, in the language the note is written in. Use everyday words of your own: do not use these "
           "words from the note: {avoid}. Reply with the question text only.\n\nPassage:\n{passage}")
@@ -60,6 +61,9 @@ def generate_client(settings: LlmSettings, purpose: str):
 
     from vaulteval.hosts import RerankConfigError, host_setting, normalize_host
 
+    timeout = settings.timeout
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
+        raise UsageError(f"--llm-timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], got {timeout!r}")
     try:
         url = normalize_host(host_setting(settings.host), allow_remote=settings.allow_egress)
     except RerankConfigError as exc:
@@ -74,6 +78,15 @@ def generate_errors() -> tuple[type[BaseException], ...]:
     import ollama
 
     return ollama.ResponseError, ConnectionError, OSError, httpx.HTTPError
+
+
+def failure_hint(exc: BaseException, settings: LlmSettings) -> str:
+    """What to check after a failed request: the server for a refused connection, else the model."""
+    if isinstance(exc, ConnectionError):
+        from vaulteval.hosts import host_setting
+
+        return f"is Ollama running at {host_setting(settings.host)}?"
+    return f"is the model installed? (ollama pull {settings.model})"
 
 
 def _passage(ctx: "Context", f) -> tuple[int, str] | None:
@@ -139,8 +152,7 @@ def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None)
                 failures += 1
                 if failures >= 3:
                     raise UsageError(f"llm queries: the Ollama generate model {settings.model!r} failed 3 times "
-                                     f"({type(exc).__name__}: {exc}); is it installed? (ollama pull {settings.model})") \
-                        from None
+                                     f"({type(exc).__name__}: {exc}); {failure_hint(exc, settings)}") from None
                 continue
             for question in clean_questions(getattr(answer, "response", None), settings.per_note)[:n - len(out)]:
                 out.append(Candidate("llm", settings.model, question, ((f.rel, 2),), f.rel, found[0], f.stratum))
