@@ -176,3 +176,42 @@ def test_manifests_through_verify(tmp_path: Path, run_dir, edits) -> None:
         cli_ok("eval", "verify", copy, codes={0, 1, 2})
         assert snapshot(scratch) == before, "verify wrote into or beside the run folder"
         assert snapshot(root / "wiki") == notes
+
+
+pair_dicts = st.fixed_dictionaries(
+    {"query_id": st.one_of(text, st.integers(), json_values), "query": st.one_of(text, json_values),
+     "page": st.one_of(st.sampled_from(["wiki/espresso.md", "../x.md", ""]), text, json_values),
+     "snippet": st.one_of(text, json_values)},
+    optional={"best_rank": st.one_of(st.integers(-1, 3), json_values), "strategies": json_values,
+              "llm_grade": st.one_of(st.integers(-1, 3), st.booleans(), json_values), "llm_reason": json_values})
+pool_files = st.one_of(
+    st.builds(lambda pairs, depth: yaml.safe_dump({"depth": depth, "strategies": ["bm25"], "pairs": pairs},
+                                                   allow_unicode=True).encode(),
+              st.lists(st.one_of(pair_dicts, json_values), max_size=3), st.one_of(st.integers(1, 5), json_values)),
+    st.binary(max_size=200),
+    st.builds(lambda t: t.encode("utf-8", "surrogatepass"), st.text(max_size=200)))
+
+
+@fuzz_settings(0.5)
+@given(content=pool_files)
+@example(content=b"pairs:\n- {query_id: q1, query: x, page: a.md, snippet: y, llm_grade: true}\n")
+@example(content=b"depth: 1\nstrategies: [1]\npairs: []\n")
+def test_pool_files_through_pregrade(tmp_path: Path, content: bytes) -> None:
+    from fake_llm_servers import FakeServer, Reply
+
+    with Scratch(tmp_path) as scratch, \
+            FakeServer([Reply(200, {"response": '{"grade": 1, "reason": "on topic"}'})]) as srv:
+        (scratch / "pool.yaml").write_bytes(content)
+        count("pool files")
+        code, _, _ = cli_ok("queryset", "pregrade", scratch / "pool.yaml", "--out", scratch / "out.yaml",
+                            "--llm-host", srv.url, "--quiet", codes={0, 2})
+        assert (scratch / "out.yaml").exists() == (code == 0)
+        assert (scratch / "pool.yaml").read_bytes() == content  # the input pool is never rewritten
+        if code == 0:  # a pool the reader takes is one the judge notebook can page through
+            from vaulteval.notebooks.grader import Grader
+            from vaulteval.workbench.pooling import read_pool
+
+            grader = Grader(read_pool(scratch / "out.yaml"), queryset="q")
+            for index in range(len(grader.pairs)):
+                assert grader.card_html(index)
+            grader.grade(2)

@@ -136,7 +136,8 @@ def test_a_user_error_is_one_line_in_the_notebook(tmp_path: Path, eval_cache: Pa
 
 
 def test_a_malformed_pool_is_one_line_in_the_judge_notebook(tmp_path: Path, eval_cache: Path) -> None:  # noqa: F811
-    (tmp_path / "pool.yaml").write_text("pairs:\n- {query_id: q1, query: x, snippet: y}\n", encoding="utf-8")
+    (tmp_path / "pool.yaml").write_text("depth: 3\nstrategies: [bm25]\npairs:\n- {query_id: q1, query: x, snippet: y}\n",
+                                        encoding="utf-8")
     with pytest.raises(NotebookFailed):
         execute("judge", tmp_path / "judge.ipynb", {"pool": str(tmp_path / "pool.yaml")})
     nb = nbformat.read(tmp_path / "judge.ipynb", as_version=4)

@@ -72,6 +72,9 @@ def test_from_log_makes_a_query_set_and_a_pool_the_judge_notebook_reads(fresh_va
     qs_path = tmp_path / "judge" / "pool-queries.yaml"
     assert str(pool_path) in out and str(qs_path) in out
     pool = yaml.safe_load(pool_path.read_text(encoding="utf-8"))
+    from vaulteval.workbench.pooling import read_pool
+
+    assert read_pool(pool_path) == pool  # the checked reader the judge notebook and pregrade use takes it
     vault, qs = open_queryset(qs_path)
     assert vault.root == fresh_vault.resolve()
     assert len(qs.queries) == 2 and all(q.is_negative and q.tags == ("from-log",) for q in qs.queries)

@@ -145,10 +145,11 @@ BAD_POOLS = {
     "not-yaml": (b"pairs: [\n", "not valid YAML"),
     "a-list": (b"- 1\n- 2\n", "expected a mapping with a 'pairs:' list"),
     "no-pairs": (b"depth: 3\n", "expected a mapping with a 'pairs:' list"),
-    "pair-not-mapping": (b"pairs: [3]\n", "pair 1 is not a mapping"),
-    "no-page": (b"pairs:\n- {query_id: q1, query: x, snippet: y}\n", "has no text 'page'"),
-    "bad-grade": (b"pairs:\n- {query_id: q1, query: x, page: a.md, snippet: y, llm_grade: 5}\n", "'llm_grade'"),
-    "twice": (b"pairs:\n- {query_id: q1, query: x, page: a.md, snippet: y}\n"
+    "no-header": (b"pairs: []\n", "expected 'strategies:'"),
+    "pair-not-mapping": (b"depth: 3\nstrategies: [bm25]\npairs: [3]\n", "pair 1 is not a mapping"),
+    "no-page": (b"depth: 3\nstrategies: [bm25]\npairs:\n- {query_id: q1, query: x, snippet: y}\n", "has no text 'page'"),
+    "bad-grade": (b"depth: 3\nstrategies: [bm25]\npairs:\n- {query_id: q1, query: x, page: a.md, snippet: y, llm_grade: 5}\n", "'llm_grade'"),
+    "twice": (b"depth: 3\nstrategies: [bm25]\npairs:\n- {query_id: q1, query: x, page: a.md, snippet: y}\n"
               b"- {query_id: q1, query: x, page: a.md, snippet: z}\n", "a second time"),
     "not-utf8": (b"pairs: []\n# \xff\xfe\n", "not UTF-8"),
 }
@@ -177,7 +178,8 @@ def test_a_pool_that_is_a_fifo_or_a_folder_is_refused_without_blocking(tmp_path:
 
 def test_a_numeric_query_id_reads_as_text(tmp_path: Path) -> None:
     path = tmp_path / "pool.yaml"
-    path.write_text(yaml.safe_dump({"pairs": [{"query_id": 12, "query": "x", "page": "a.md", "snippet": "y"}]}))
+    path.write_text(yaml.safe_dump({"depth": 1, "strategies": ["bm25"],
+                                    "pairs": [{"query_id": 12, "query": "x", "page": "a.md", "snippet": "y"}]}))
     assert read_pool(path)["pairs"][0]["query_id"] == "12"
 
 
@@ -204,7 +206,8 @@ def test_a_server_that_is_not_there_is_named_when_every_request_fails(tmp_path: 
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     path = tmp_path / "pool.yaml"
-    path.write_text("pairs:\n- {query_id: q1, query: x, page: a.md, snippet: y}\n", encoding="utf-8")
+    path.write_text("depth: 1\nstrategies: [bm25]\npairs:\n- {query_id: q1, query: x, page: a.md, snippet: y}\n",
+                    encoding="utf-8")
     rc = main(["queryset", "pregrade", str(path), "--out", str(tmp_path / "g.yaml"), "--llm-host",
                f"http://127.0.0.1:{port}", "--quiet"])
     err = capsys.readouterr().err.strip()

@@ -110,8 +110,10 @@ def pool_problem(pool: Any) -> str | None:
     """What keeps ``pool`` from being judged, or None."""
     if not isinstance(pool, dict) or not isinstance(pool.get("pairs"), list):
         return "expected a mapping with a 'pairs:' list"
-    if not isinstance(pool.get("strategies", []), list) or type(pool.get("depth", 1)) is not int:
-        return "'strategies' must be a list and 'depth' a number"
+    strategies = pool.get("strategies")
+    if not isinstance(strategies, list) or not all(isinstance(one, str) for one in strategies) \
+            or type(pool.get("depth")) is not int:
+        return "expected 'strategies:' (a list of names) and 'depth:' (a number), as the pool commands write them"
     seen = set()
     for number, pair in enumerate(pool["pairs"], 1):
         if not isinstance(pair, dict):
@@ -122,8 +124,10 @@ def pool_problem(pool: Any) -> str | None:
         for field, kind in _PAIR_FIELDS:
             if not isinstance(pair.get(field), kind):
                 return f"{name} has no text '{field}'"
-        if type(pair.get("best_rank", 1)) is not int or not isinstance(pair.get("strategies", []), list):
-            return f"{name}: 'best_rank' must be a number and 'strategies' a list"
+        strategies = pair.get("strategies", [])
+        if type(pair.get("best_rank", 1)) is not int or not isinstance(strategies, list) \
+                or not all(isinstance(one, str) for one in strategies):
+            return f"{name}: 'best_rank' must be a number and 'strategies' a list of names"
         grade = pair.get("llm_grade")
         if grade is not None and (type(grade) is not int or grade not in (0, 1, 2)):
             return f"{name}: 'llm_grade' must be 0, 1 or 2"
