@@ -91,6 +91,8 @@ def test_a_second_run_grades_only_what_is_left_unless_asked_to_regrade(pool_file
     ('{"grade": "2", "reason": 5}', (2, "")),
     ("2 - it lists the steps", (2, "it lists the steps")),
     ("Grade: 0. Not about coffee.", (0, "Not about coffee.")),
+    ('<think>The passage names the dial.</think>\n{"grade": 2, "reason": "gives the setting"}', (2, "gives the setting")),
+    ('```json\n{"grade": 0, "reason": "other topic"}\n```', (0, "other topic")),
     ('{"grade": 3, "reason": "too high"}', None),
     ('{"grade": true}', None),
     ("[2]", None),

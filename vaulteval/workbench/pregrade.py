@@ -33,13 +33,17 @@ SCHEMA = {"type": "object", "required": ["grade", "reason"],
           "properties": {"grade": {"type": "integer", "enum": [0, 1, 2]}, "reason": {"type": "string"}}}
 MAX_REASON_CHARS = 200
 FAILURES_IN_A_ROW = 3
+_FENCE = re.compile(r"^\s*```[a-z]*|```\s*$", re.IGNORECASE)
 _LEADING_GRADE = re.compile(r"^\W*(?:grade\W*)?([012])(?!\d)", re.IGNORECASE)
 
 
 def parse_grade(text: str | None) -> tuple[int, str] | None:
-    """``(grade, reason)`` from a reply: the JSON the schema asks for, or a reply that opens with the grade
-    ("2 - it lists the steps"); None for anything else (a grade outside 0-2 included)."""
-    text = (text or "").strip()
+    """``(grade, reason)`` from a reply: the JSON the schema asks for (in a code fence too, after a reasoning
+    model's ``<think>`` block), or a reply that opens with the grade ("2 - it lists the steps"); None for
+    anything else (a grade outside 0-2 included)."""
+    from vaulteval.querysets.generate.llm import without_thinking
+
+    text = _FENCE.sub("", without_thinking(text or "")).strip()
     try:
         data = json.loads(text)
     except ValueError:

@@ -106,6 +106,11 @@ def _avoid(ctx: "Context", f) -> str:
     return ", ".join(words) or "(none)"
 
 
+def without_thinking(text: str) -> str:
+    """A reply without the ``<think>`` block some reasoning models write before their answer."""
+    return _THINKING_RE.sub("", text)
+
+
 def clean_questions(text: str | None, most: int = 2) -> list[str]:
     """Up to ``most`` questions from a reply: one per line, without numbering, labels, quotes or emphasis.
 
@@ -114,7 +119,7 @@ def clean_questions(text: str | None, most: int = 2) -> list[str]:
     ("Sure! Here are two questions." is not a question).
     """
     out: list[str] = []
-    for line in _THINKING_RE.sub("", text or "").splitlines():
+    for line in without_thinking(text or "").splitlines():
         line = _LABEL_RE.sub("", line.strip().strip(_MARKUP).strip()).strip().strip(_MARKUP).strip()
         line = line.strip(_QUOTES).strip()
         if 3 <= len(line) <= 300 and not line.endswith(":") and not line.startswith(("(", "[")) and line not in out:
