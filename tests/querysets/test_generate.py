@@ -232,3 +232,11 @@ def test_cli_generate_reports_progress_on_stderr(vault: Vault, tmp_path: Path, c
                                           ("123 !", "None")])
 def test_script_of_names_the_writing_system(text: str, script: str) -> None:
     assert script_of(text) == script
+
+
+def test_llm_kind_on_a_vault_too_small_for_three_failures_still_says_the_model_failed(tmp_path: Path) -> None:
+    one = Vault(make_vault(tmp_path / "one", {k: PAGES[k] for k in list(PAGES)[:1]}))
+    with FakeServer([Reply(500, {"error": "model 'llama3.2' not found"})]) as srv:
+        with pytest.raises(UsageError, match="failed on every note asked .*ollama pull llama3.2"):
+            _generate(one, tmp_path, ["llm"], n=2, llm=LlmSettings(host=srv.url))
+        assert len([r for r in srv.requests if r.path == "/api/generate"]) == 1

@@ -140,7 +140,8 @@ def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None)
     for key in order:
         rng_for(ctx.seed, "llm", key).shuffle(strata[key])
     out: list[Candidate] = []
-    failures = 0
+    failures = answered = 0
+    last_error: BaseException | None = None
     while len(out) < n and any(strata.values()):
         for key in order:
             if len(out) >= n or not strata[key]:
@@ -154,13 +155,17 @@ def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None)
                 answer = client.generate(model=settings.model, prompt=prompt,
                                          options={"temperature": 0, "seed": ctx.seed})
             except errors as exc:
-                failures += 1
+                failures, last_error = failures + 1, exc
                 if failures >= 3:
                     raise UsageError(f"llm queries: the Ollama generate model {settings.model!r} failed 3 times "
                                      f"({type(exc).__name__}: {exc}); {failure_hint(exc, settings)}") from None
                 continue
+            answered += 1
             for question in clean_questions(getattr(answer, "response", None), settings.per_note)[:n - len(out)]:
                 out.append(Candidate("llm", settings.model, question, ((f.rel, 2),), f.rel, found[0], f.stratum))
             if progress is not None:
                 progress("llm questions", len(out), n)
+    if last_error is not None and not answered:  # a vault too small for three failures: still no silent zero
+        raise UsageError(f"llm queries: the Ollama generate model {settings.model!r} failed on every note asked "
+                         f"({type(last_error).__name__}: {last_error}); {failure_hint(last_error, settings)}")
     return out
