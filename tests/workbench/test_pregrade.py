@@ -215,3 +215,12 @@ def test_a_server_that_is_not_there_is_named_when_every_request_fails(tmp_path: 
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "failed on all 1 pairs" in err and f"is Ollama running at http://127.0.0.1:{port}?" in err
     assert not (tmp_path / "g.yaml").exists()
+
+
+def test_without_the_ollama_package_the_line_says_what_to_install(pool_file: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ollama", None)  # as if the rerank extra were not installed
+    rc = main(["queryset", "pregrade", str(pool_file), "--out", str(tmp_path / "g.yaml")])
+    assert rc == 2 and "pip install 'vaulteval[rerank]'" in capsys.readouterr().err

@@ -57,7 +57,10 @@ def _client(settings: LlmSettings):
 
 def generate_client(settings: LlmSettings, purpose: str):
     """The official client on the settings' host: loopback only unless ``allow_egress`` (exit 2 otherwise)."""
-    import ollama
+    try:
+        import ollama
+    except ImportError:
+        raise UsageError(f"{purpose} need the ollama package: pip install 'vaulteval[rerank]'") from None
 
     from vaulteval.hosts import RerankConfigError, host_setting, normalize_host
 
