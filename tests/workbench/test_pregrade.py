@@ -97,6 +97,9 @@ def test_a_second_run_grades_only_what_is_left_unless_asked_to_regrade(pool_file
     ('{"grade": true}', None),
     ("[2]", None),
     ("12 things", None),
+    ("-1", None),
+    ("0.5 on topic", None),
+    ("**2** it answers", (2, "it answers")),
     ("I think it is relevant.", None),
     ("", None),
 ])

@@ -34,7 +34,8 @@ SCHEMA = {"type": "object", "required": ["grade", "reason"],
 MAX_REASON_CHARS = 200
 FAILURES_IN_A_ROW = 3
 _FENCE = re.compile(r"^\s*```[a-z]*|```\s*$", re.IGNORECASE)
-_LEADING_GRADE = re.compile(r"^\W*(?:grade\W*)?([012])(?!\d)", re.IGNORECASE)
+# The grade first, after quotes, emphasis or "Grade:"; not a sign or a decimal ("-1", "0.5" are no grade).
+_LEADING_GRADE = re.compile(r"^[\s*_\"'`(\[]*(?:grade\s*[:=]?\s*)?([012])(?!\d|\.\d)", re.IGNORECASE)
 
 
 def parse_grade(text: str | None) -> tuple[int, str] | None:
@@ -59,7 +60,7 @@ def parse_grade(text: str | None) -> tuple[int, str] | None:
     found = _LEADING_GRADE.match(text)
     if data is not None or found is None:
         return None
-    return int(found.group(1)), _one_line(text[found.end():].lstrip(" -:.)"))
+    return int(found.group(1)), _one_line(text[found.end():].lstrip(" -:.)*_\"'`]"))
 
 
 def _one_line(text: str) -> str:
