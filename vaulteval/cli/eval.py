@@ -26,6 +26,7 @@ from typing import Any
 
 from vaulteval.cli.common import add_scheduler_args, vault_choice
 from vaulteval.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from vaulteval.vault.paths import home_path
 
 NAMES = ("queryset", "import", "eval", "notebooks")
 
@@ -105,9 +106,9 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     if notebooks:
         from vaulteval.notebooks.run import run_for_eval
 
-        context = {"vault": str(vault.root), "queryset": str(Path(args.queryset).expanduser().resolve()),
+        context = {"vault": str(vault.root), "queryset": str(home_path(args.queryset).resolve()),
                    "k": args.k, "strategies": list(args.strategy or ["bm25"]),
-                   "cache": str(Path(args.cache).expanduser().resolve()) if args.cache else None}
+                   "cache": str(home_path(args.cache).resolve()) if args.cache else None}
         for done in run_for_eval(notebooks, path, context, overrides):
             print(f"notebook: {path / done['file']}")
     print(path)

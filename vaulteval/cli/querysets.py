@@ -23,6 +23,7 @@ from typing import Any
 from pathlib import Path
 
 from vaulteval.errors import EXIT_OK, UsageError
+from vaulteval.vault.paths import home_path
 
 
 def _progress(enabled: bool) -> Callable[[str, int, int], None] | None:
@@ -64,7 +65,7 @@ def cmd_pool(args: argparse.Namespace) -> int:
     from vaulteval.cli.common import vault_choice
 
     vault, qs = open_queryset(args.queryset, vault_choice(args))
-    if is_inside(vault.root, Path(args.out).expanduser().resolve()):
+    if is_inside(vault.root, home_path(args.out).resolve()):
         raise UsageError(f"--out {args.out} is inside the vault; write the pool outside it")
     pool = pool_queryset(vault, qs, args.strategy or ["bm25"], depth=args.depth, cache_dir=args.cache,
                          progress=_progress(not args.quiet))
@@ -81,7 +82,7 @@ def cmd_pregrade(args: argparse.Namespace) -> int:
     from vaulteval.workbench.pregrade import pregrade_pool
 
     pool = read_pool(args.pool)
-    out = Path(args.out).expanduser().resolve()
+    out = home_path(args.out).resolve()
     vault = pool.get("vault")
     if isinstance(vault, str) and vault and Path(vault).is_dir() and is_inside(Path(vault), out):
         raise UsageError(f"--out {args.out} is inside the vault; write the pool outside it")
@@ -175,7 +176,7 @@ def fix_dangling(args: argparse.Namespace, dangling: list, vault_root: Any = Non
     from vaulteval.cli.common import vault_choice
     from vaulteval.querysets.follow import UNREPAIRABLE
 
-    out = Path(args.fix).expanduser()
+    out = home_path(args.fix)
     if vault_root is not None and is_inside(vault_root, out.resolve()):
         raise UsageError(f"--fix {args.fix} is inside the vault; write the repaired query set outside it")
     gone = [d for d in dangling if not d.new]
@@ -185,7 +186,7 @@ def fix_dangling(args: argparse.Namespace, dangling: list, vault_root: Any = Non
     if len(gone) == len(dangling):
         sys.stderr.write(f"vaulteval: nothing written: {UNREPAIRABLE} (the lines above, in {args.queryset})\n")
         return 2
-    changed = write_fixed(Path(args.queryset).expanduser(), dangling, out)
+    changed = write_fixed(home_path(args.queryset), dangling, out)
     print(f"fixed {changed} judgment(s); wrote {out}")
     if gone:
         sys.stderr.write(f"vaulteval: {len(gone)} judgment(s) of deleted pages are still in {out}: {UNREPAIRABLE}\n")

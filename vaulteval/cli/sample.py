@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.paths import home_path
 from vaulteval.vault.vault import BUNDLED_SAMPLE, PACKAGE_DIR
 
 LAYOUTS = ("wiki", "plain")
@@ -34,7 +35,7 @@ def copy_sample(dest: str | Path, layout: str = "wiki") -> Path:
     """Copy the sample vault (notes and marker, no derived state) to a new folder."""
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
-    target = Path(dest).expanduser()
+    target = home_path(dest)
     if target.exists() and any(target.iterdir()):
         raise UsageError(f"{target} exists and is not empty; choose a new folder")
     skip = shutil.ignore_patterns(".vault-meta", "__pycache__")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.paths import home_path
 
 WORD = re.compile(r"\w+", re.UNICODE)
 PASSAGE = 360
@@ -84,7 +85,7 @@ def read_grades(out: str | os.PathLike[str], pairs: list[dict[str, Any]]) -> dic
     """The grades an earlier session saved to ``out`` for these pairs (resume); {} when ``out`` does not exist."""
     import yaml
 
-    path = Path(out).expanduser()
+    path = home_path(out)
     if not path.is_file():
         return {}
     try:
@@ -178,7 +179,7 @@ class Grader:
             raise UsageError("no pair is graded yet: nothing to save (a query set with 0 judgments is not written)")
         if not self.judge or not self.out:
             raise UsageError("set judge (your name) and out (a new query set file outside the vault) to save")
-        target = Path(self.out).expanduser().resolve()
+        target = home_path(self.out).resolve()
         temp = target.with_name(f".{target.name}.saving")
         try:
             saved = save_labels(queryset_path(self.queryset), self.pool, self.grades, judge=self.judge, out=temp)

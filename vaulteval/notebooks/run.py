@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vaulteval.errors import UsageError, VaultevalError
+from vaulteval.vault.paths import home_path
 from vaulteval.vault.vault import PACKAGE_DIR
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ def notebook_path(name: str | os.PathLike[str]) -> Path:
     """A bundled notebook by name (``evaluate`` or ``evaluate.ipynb``), or any ``.ipynb`` path."""
     text = str(name)
     if text.endswith(".ipynb") and ("/" in text or os.sep in text):
-        path = Path(text).expanduser()
+        path = home_path(text)
         if not path.is_file():
             raise NotebookMissing(f"notebook {path} does not exist")
         return path

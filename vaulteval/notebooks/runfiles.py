@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from vaulteval.vault.paths import home_path
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +36,7 @@ def report_data(ev: "EvalRun") -> dict[str, Any]:
 def run_folder(out: str | os.PathLike[str] = "") -> Iterator[Path]:
     """``out`` (made if missing), or a temporary folder that is removed when the block ends."""
     if out:
-        folder = Path(out).expanduser().resolve()
+        folder = home_path(out).resolve()
         folder.mkdir(parents=True, exist_ok=True)
         yield folder
         return

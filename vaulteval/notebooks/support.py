@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.paths import home_path
 from vaulteval.vault.vault import BUNDLED_SAMPLE, PACKAGE_DIR
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def prepare(cache: str | os.PathLike[str] | None = None) -> None:
     for name, value in QUIET_ENV.items():
         os.environ.setdefault(name, value)
     if cache:
-        os.environ["VAULTEVAL_CACHE"] = str(Path(cache).expanduser().resolve())
+        os.environ["VAULTEVAL_CACHE"] = str(home_path(cache).resolve())
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm.auto without ipywidgets
@@ -76,14 +77,14 @@ def vault_path(vault: str | os.PathLike[str]) -> Path:
     """Usage: ``vault_path("sample")`` -> the bundled sample vault; any other value is a folder path."""
     if not isinstance(vault, (str, os.PathLike)) or not str(vault).strip():
         raise UsageError(f"vault must be a folder path or {SAMPLE!r}, got {vault!r}")
-    return BUNDLED_SAMPLE if str(vault) == SAMPLE else Path(vault).expanduser().resolve()
+    return BUNDLED_SAMPLE if str(vault) == SAMPLE else home_path(vault).resolve()
 
 
 def queryset_path(queryset: str | os.PathLike[str]) -> Path:
     """Usage: ``queryset_path("sample")`` -> the bundled sample query set; any other value is a path."""
     if not isinstance(queryset, (str, os.PathLike)) or not str(queryset).strip():
         raise UsageError(f"queryset must be a path or {SAMPLE!r}, got {queryset!r}")
-    return SAMPLE_QUERYSET if str(queryset) == SAMPLE else Path(queryset).expanduser().resolve()
+    return SAMPLE_QUERYSET if str(queryset) == SAMPLE else home_path(queryset).resolve()
 
 
 def resolve_inputs(vault: str | os.PathLike[str], queryset: str | os.PathLike[str], *,

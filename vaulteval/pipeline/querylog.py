@@ -21,6 +21,7 @@ import stat
 from pathlib import Path
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.paths import home_path
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class QueryLog:
     def __init__(self, path: str | os.PathLike[str], vault: "Vault"):
         from vaulteval.vault.paths import is_inside
 
-        self.path = Path(path).expanduser()
+        self.path = home_path(path)
         self.vault = vault
         for base in (vault.root, vault.meta_dir):
             if is_inside(base, self.path) or is_inside(base, self.path.parent):

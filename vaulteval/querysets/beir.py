@@ -24,6 +24,7 @@ from typing import Any
 
 from vaulteval.errors import UsageError
 from vaulteval.querysets.docids import MAX_NAME_BYTES, beir_page_path  # noqa: F401
+from vaulteval.vault.paths import home_path
 
 
 
@@ -59,7 +60,7 @@ def import_beir(src: str | os.PathLike[str], out: str | os.PathLike[str], *, spl
 
     from vaulteval.querysets.queryset import load_queryset
 
-    folder, target = Path(src).expanduser().resolve(), Path(out).expanduser().resolve()
+    folder, target = home_path(src).resolve(), home_path(out).resolve()
     if target.exists() and any(target.iterdir()):
         raise ImportTargetNotEmpty(f"{target} exists and is not empty; choose a new --out folder")
     corpus_path, corpus = _open_corpus(folder)

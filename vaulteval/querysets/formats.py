@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from vaulteval.querysets.problems import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256
-from vaulteval.vault.paths import path_text_problem
+from vaulteval.vault.paths import home_path, path_text_problem
 
 
 @dataclass
@@ -117,7 +117,7 @@ def _read_header(raw: RawSet, data: dict, path: Path, line: int) -> None:
         elif (problem := path_text_problem(vault)) is not None:
             raw.problems.append(Problem(str(path), line, f"vault: {problem}; write a folder path"))
         else:
-            raw.vault_root = (path.resolve().parent / Path(vault).expanduser()).resolve()  # after symlinks
+            raw.vault_root = (path.resolve().parent / home_path(vault)).resolve()  # after symlinks
 
 
 def _read_entry(raw: RawSet, item: Any, line: int) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.paths import home_path
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
@@ -34,7 +35,7 @@ TAG = "from-log"
 
 def read_log(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The log's records; a line that is not a log record is a UsageError naming FILE:LINE."""
-    source = Path(path).expanduser()
+    source = home_path(path)
     try:
         with open(source, "rb") as fh:
             raw = fh.read(MAX_LOG_BYTES + 1)
@@ -81,8 +82,8 @@ def pool_from_log(log: str | os.PathLike[str], vault: "Vault", out: str | os.Pat
     from vaulteval.querysets.generate.writer import dump_yaml
     from vaulteval.vault.paths import is_inside
 
-    pool_path = Path(out).expanduser()
-    qs_path = Path(queryset_out).expanduser() if queryset_out else pool_path.with_name(pool_path.stem + "-queries.yaml")
+    pool_path = home_path(out)
+    qs_path = home_path(queryset_out) if queryset_out else pool_path.with_name(pool_path.stem + "-queries.yaml")
     for label, target in (("--out", pool_path), ("--queryset-out", qs_path)):
         if is_inside(vault.root, target) or is_inside(vault.root, target.parent):
             raise UsageError(f"{label} {target} is inside the vault; write it outside")
@@ -101,7 +102,7 @@ def pool_from_log(log: str | os.PathLike[str], vault: "Vault", out: str | os.Pat
         text = " ".join(r["query"].split())
         qid = query_id(text)
         entry = queries.setdefault(qid, {"id": qid, "query": text, "relevant": {}, "tags": [TAG],
-                                         "source": {"log": str(Path(log).expanduser().resolve()), "asked": 0}})
+                                         "source": {"log": str(home_path(log).resolve()), "asked": 0}})
         entry["source"]["asked"] += 1
         if isinstance(r.get("time"), str):
             entry["source"].setdefault("first_asked", r["time"])
@@ -127,7 +128,7 @@ def pool_from_log(log: str | os.PathLike[str], vault: "Vault", out: str | os.Pat
     pool = {"queryset": str(qs_path.resolve()),
             "queryset_sha256": "sha256:" + hashlib.sha256(qs_text.encode("utf-8")).hexdigest(),
             "vault": str(vault.root), "depth": max((p["best_rank"] for p in listed), default=0),
-            "strategies": strategies, "strategy_specs": strategies, "source_log": str(Path(log).expanduser().resolve()),
+            "strategies": strategies, "strategy_specs": strategies, "source_log": str(home_path(log).resolve()),
             "pairs": listed}
     qs_path.parent.mkdir(parents=True, exist_ok=True)
     qs_path.write_text(qs_text, encoding="utf-8")

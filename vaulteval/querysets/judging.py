@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.paths import home_path
 
 GRADES = (0, 1, 2)
 
@@ -69,7 +70,7 @@ def _write(data: dict[str, Any], out: Path, vault_root: Path | None, src: Path) 
 def save_labels(queryset: str | os.PathLike[str], pool: dict[str, Any], labels: dict[tuple[str, str], int], *,
                 judge: str, out: str | os.PathLike[str], at: str | None = None) -> dict[str, Any]:
     """Copy ``queryset`` to ``out`` with each label (0, 1 or 2) added as a judgment; unlabelled pairs are left out."""
-    src, target = Path(queryset).expanduser(), Path(out).expanduser()
+    src, target = home_path(queryset), home_path(out)
     if not judge.strip():
         raise UsageError("name the judge (judge='your name')")
     from vaulteval.vault.vault import Vault
@@ -101,7 +102,7 @@ def merge_querysets(paths: list[str | os.PathLike[str]], out: str | os.PathLike[
     """Union of YAML query sets by query id; one page judged differently keeps the higher grade and is reported."""
     if len(paths) < 2:
         raise UsageError("merge needs at least two query sets")
-    sources = [Path(p).expanduser() for p in paths]
+    sources = [home_path(p) for p in paths]
     merged = _load_yaml(sources[0])
     by_id = {str(q.get("id")): q for q in merged["queries"] if isinstance(q, dict)}
     conflicts: list[str] = []
@@ -130,6 +131,6 @@ def merge_querysets(paths: list[str | os.PathLike[str]], out: str | os.PathLike[
             mine["relevant"] = rel
             if judged:
                 mine["judged"] = judged
-    target = Path(out).expanduser()
+    target = home_path(out)
     _write(merged, target, None, sources[0])
     return {"out": str(target), "queries": len(merged["queries"]), "conflicts": conflicts}

@@ -32,6 +32,7 @@ from vaulteval.index.tokenize import MAX_INPUT_CHARS, over_limit
 from vaulteval.querysets.extras import read_extras
 from vaulteval.querysets.links import AmbiguousLink, LinkResolver, UnknownLink, resolve_key  # noqa: F401
 from vaulteval.querysets.problems import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256  # noqa: F401
+from vaulteval.vault.paths import home_path
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
@@ -131,13 +132,13 @@ def open_queryset(path: str | os.PathLike[str], vault: "Vault | str | os.PathLik
     """Usage: ``vault, qs = open_queryset("qs.yaml", args.vault)``: the vault the keys were resolved in, and the set."""
     from vaulteval.querysets import formats as qformats
 
-    src = Path(path).expanduser()
+    src = home_path(path)
     if not src.exists():
         raise UsageError(f"query set {src} does not exist")
     if src.is_dir():
         raw = qformats.read_beir(src, split)
     elif qrels is not None:
-        raw = qformats.read_trec(src, Path(qrels).expanduser())
+        raw = qformats.read_trec(src, home_path(qrels))
     elif src.suffix.lower() in (".yaml", ".yml"):
         raw = qformats.read_yaml(src)
     elif src.suffix.lower() == ".jsonl":

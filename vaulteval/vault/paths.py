@@ -66,6 +66,12 @@ def lexical_path(base: Path | str, relative: str, *, strip: str | None = None) -
     return os.path.join(str(base), *parts)
 
 
+def home_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded; a user with no home is left as written (pathlib's
+    ``expanduser`` raises RuntimeError there, which would crash on a typo or a query set's ``vault: ~0``)."""
+    return Path(os.path.expanduser(os.fspath(path)))
+
+
 @lru_cache(maxsize=1 << 16)
 def _lexical_cached(base: str, relative: str, strip: str | None) -> str:
     return lexical_path(base, relative, strip=strip)

@@ -20,7 +20,7 @@ from vaulteval.errors import PageMissing, UsageError, VaultSelectionError
 from vaulteval.vault.layout import IgnoreRules, choose_notes_dir, hidden
 from vaulteval.vault.metadir import META_NAME, OWN_NAME
 from vaulteval.vault.notefiles import BAD_NAME, name_is_text, printable
-from vaulteval.vault.paths import confine, is_inside, path_text_problem
+from vaulteval.vault.paths import confine, home_path, is_inside, path_text_problem
 
 MARKERS = (".vaulteval.json", ".claude-obsidian.json")
 ENV_VARS = ("VAULTEVAL_VAULT", "CLAUDE_OBSIDIAN_VAULT")
@@ -104,7 +104,7 @@ class Vault:
             if problem:
                 raise VaultSelectionError(f"the {what} path {printable(text)} {problem}; "
                                           "pass --vault PATH to an existing vault")
-        root_path = Path(root).expanduser()
+        root_path = home_path(root)
         if not root_path.is_dir():
             raise VaultSelectionError(f"vault {root_path} is not a directory; pass --vault PATH to an existing vault")
         self.root = root_path.resolve()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.paths import home_path
 
 if TYPE_CHECKING:
     from vaulteval.querysets.queryset import QuerySet
@@ -68,7 +69,7 @@ def write_pool(pool: dict[str, Any], out: str | os.PathLike[str]) -> Path:
     from vaulteval.querysets.generate.writer import dump_yaml
     from vaulteval.vault.atomic import write_atomic
 
-    target = Path(out).expanduser()
+    target = home_path(out)
     target.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(target, dump_yaml(pool).encode("utf-8"))
     return target
@@ -84,7 +85,7 @@ def read_pool(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     from vaulteval.vault.metadir import open_regular
 
-    where = Path(path).expanduser()
+    where = home_path(path)
     try:
         with open_regular(where, follow=True) as fh:
             data = fh.read(MAX_POOL_BYTES + 1)

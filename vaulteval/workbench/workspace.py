@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.workbench.fingerprint import VaultFingerprint, index_fingerprint, vault_fingerprint
 from vaulteval.vault.locking import wait_lock
-from vaulteval.vault.paths import is_inside
+from vaulteval.vault.paths import home_path, is_inside
 from vaulteval.pipeline.provision import ensure_fields, provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.chunks.obsidian import CHUNKER_VERSION
@@ -47,7 +47,7 @@ BUILD_WAIT_SECONDS = 1800.0
 def cache_root() -> Path:
     """Usage: ``cache_root()``: $VAULTEVAL_CACHE, else $XDG_CACHE_HOME/vaulteval, else ~/.cache/vaulteval."""
     if os.environ.get("VAULTEVAL_CACHE"):
-        return Path(os.environ["VAULTEVAL_CACHE"]).expanduser()
+        return home_path(os.environ["VAULTEVAL_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "vaulteval"
 
@@ -80,7 +80,7 @@ class Workspace:
 
     def __init__(self, vault: Vault, cache_dir: str | os.PathLike[str] | None = None, *, use_vault_index: bool = True):
         self.vault = vault
-        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else cache_root()
+        self.cache_dir = home_path(cache_dir) if cache_dir else cache_root()
         self.use_vault_index = use_vault_index
         self._fp: VaultFingerprint | None = None
         self._bases: dict[str, Retriever] = {}

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
 from vaulteval.querysets.generate.candidates import Candidate, norm_text, rng_for
+from vaulteval.vault.paths import home_path
 
 if TYPE_CHECKING:
     from vaulteval.querysets.generate.kinds import Context
@@ -139,7 +140,7 @@ def generate_queryset(vault: "Vault", out: str | os.PathLike[str], *, kinds: lis
         raise UsageError(f"--n must be from 1 to 100000, got {n}")
     if max_overlap is not None and not 0 <= max_overlap <= 1:
         raise UsageError(f"--max-overlap must be from 0 to 1, got {max_overlap}")
-    target = Path(out).expanduser()
+    target = home_path(out)
     if is_inside(vault.root, target.resolve()):
         raise UsageError(f"--out {target} is inside the vault; write the query set outside it")
     started = time.perf_counter()
