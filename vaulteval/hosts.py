@@ -32,6 +32,14 @@ class RerankConfigError(UsageError, ValueError):
     """Rerank settings are unusable (CLI maps this to exit 2)."""
 
 
+def request_timeout(value: object, most: float, what: str) -> float:
+    """``value`` as the seconds one request to the host may take: more than 0 and at most ``most`` (a bool, NaN
+    or infinity is not; RerankConfigError, exit 2, names ``what``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
+        raise RerankConfigError(f"{what} must be a number of seconds in (0, {most:g}], got {value!r}")
+    return float(value)
+
+
 def host_setting(host: str | None) -> str:
     """Usage: ``host_setting(None)``: the explicit host, else $OLLAMA_HOST, else $OLLAMA_URL, else the default."""
     for value in (host, os.environ.get("OLLAMA_HOST"), os.environ.get("OLLAMA_URL")):

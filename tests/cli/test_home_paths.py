@@ -43,3 +43,23 @@ def test_a_query_set_whose_vault_names_a_user_without_a_home_is_a_problem_of_the
     (tmp_path / "q.yaml").write_text("vault: '~0'\nqueries: []\n", encoding="utf-8")
     code, out, err = run_main("queryset", "check", tmp_path / "q.yaml")
     assert code == 2 and "internal error" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["generate", "pool", "merge", "pregrade"])
+def test_an_output_path_that_is_a_folder_is_one_line_and_nothing_else_is_written(command: str, tmp_path: Path) -> None:
+    from vaulteval.vault.vault import BUNDLED_SAMPLE
+
+    sample = BUNDLED_SAMPLE.parent / "querysets" / "sample-vault.yaml"
+    folder = tmp_path / "taken"
+    folder.mkdir()
+    pool = tmp_path / "pool.yaml"
+    pool.write_text("depth: 1\nstrategies: [bm25]\npairs: []\n", encoding="utf-8")
+    args = {"generate": ("queryset", "generate", "--vault", BUNDLED_SAMPLE, "--n", "5", "--quiet", "--out", folder),
+            "pool": ("queryset", "pool", sample, "--vault", BUNDLED_SAMPLE, "--depth", "1", "--quiet", "--out", folder),
+            "merge": ("queryset", "merge", sample, sample, "--out", folder),
+            "pregrade": ("queryset", "pregrade", pool, "--quiet", "--out", folder)}[command]
+    code, _, err = run_main(*args)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "internal error" not in err, err
+    assert lines[0].startswith(f"vaulteval: error: cannot write {folder}: Is a directory")
+    assert list(folder.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["pool.yaml", "taken"]

@@ -189,6 +189,24 @@ def test_the_grader_saves_atomically_as_you_go_resumes_and_refuses_zero_judgment
     assert again.skipped == {("q02", "wiki/coffee/Grinder.md")}
 
 
+def test_the_grader_never_writes_over_its_source_query_set(tmp_path: Path) -> None:
+    from vaulteval.errors import UsageError
+    from vaulteval.notebooks.grader import Grader
+    from vaulteval.vault.vault import BUNDLED_SAMPLE
+
+    source = tmp_path / "q.yaml"
+    source.write_text(QUERYSET.read_text(encoding="utf-8").replace("vault: ", "vault_was: "), encoding="utf-8")
+    before = source.read_bytes()
+    pool = _pool(str(BUNDLED_SAMPLE))
+    pool["pairs"][0]["page"] = "wiki/coffee/Espresso machine.md"
+    g = Grader(pool, queryset=str(source), judge="ana")
+    g.grades[("q01", "wiki/coffee/Espresso machine.md")] = 2
+    g.out = str(source)
+    with pytest.raises(UsageError, match="is the source query set"):
+        g.save()
+    assert source.read_bytes() == before
+
+
 # ------------------------------------------------------------ numbers shown
 
 def test_a_threshold_that_keeps_under_half_the_answers_is_no_useful_threshold() -> None:

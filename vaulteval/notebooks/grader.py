@@ -180,12 +180,7 @@ class Grader:
         if not self.judge or not self.out:
             raise UsageError("set judge (your name) and out (a new query set file outside the vault) to save")
         target = home_path(self.out).resolve()
-        temp = target.with_name(f".{target.name}.saving")
-        try:
-            saved = save_labels(queryset_path(self.queryset), self.pool, self.grades, judge=self.judge, out=temp)
-            os.replace(temp, target)
-        finally:
-            temp.unlink(missing_ok=True)
+        saved = save_labels(queryset_path(self.queryset), self.pool, self.grades, judge=self.judge, out=target)
         return f"saved {saved['judgments_added']} judgments by {saved['judge']} to {target.name}"
 
     # ------------------------------------------------------------------ display

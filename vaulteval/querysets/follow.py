@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from vaulteval.errors import UsageError
 from vaulteval.querysets.links import AmbiguousLink, LinkResolver, UnknownLink, is_wikilink, resolve_key
 from vaulteval.querysets.problems import Problem, QuerySetInvalid
+from vaulteval.vault.atomic import write_output
 from vaulteval.vault.notefiles import read_note_file
 
 if TYPE_CHECKING:
@@ -184,8 +185,7 @@ def write_fixed(src: Path, dangling: list[Dangling], out: Path) -> int:
         text = "\n".join(lines) + "\n"
     else:
         raise UsageError(f"--fix writes YAML or JSONL query sets, not {src.name}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_output(out, text)
     return changed
 
 

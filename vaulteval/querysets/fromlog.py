@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
+from vaulteval.vault.atomic import write_output
 from vaulteval.vault.paths import home_path
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ def pool_from_log(log: str | os.PathLike[str], vault: "Vault", out: str | os.Pat
     if pool_path.resolve() == qs_path.resolve():
         raise UsageError("--out and --queryset-out name the same file")
     records = read_log(log)
+    source_log = str(home_path(log).resolve())
     mine = [r for r in records if not isinstance(r.get("vault"), str) or _same(r["vault"], vault.root)]
     if not mine:
         raise UsageError(f"{log}: no logged question is from {vault.root}; pass the vault the log was made on")
@@ -102,7 +104,7 @@ def pool_from_log(log: str | os.PathLike[str], vault: "Vault", out: str | os.Pat
         text = " ".join(r["query"].split())
         qid = query_id(text)
         entry = queries.setdefault(qid, {"id": qid, "query": text, "relevant": {}, "tags": [TAG],
-                                         "source": {"log": str(home_path(log).resolve()), "asked": 0}})
+                                         "source": {"log": source_log, "asked": 0}})
         entry["source"]["asked"] += 1
         if isinstance(r.get("time"), str):
             entry["source"].setdefault("first_asked", r["time"])
@@ -128,12 +130,10 @@ def pool_from_log(log: str | os.PathLike[str], vault: "Vault", out: str | os.Pat
     pool = {"queryset": str(qs_path.resolve()),
             "queryset_sha256": "sha256:" + hashlib.sha256(qs_text.encode("utf-8")).hexdigest(),
             "vault": str(vault.root), "depth": max((p["best_rank"] for p in listed), default=0),
-            "strategies": strategies, "strategy_specs": strategies, "source_log": str(home_path(log).resolve()),
+            "strategies": strategies, "strategy_specs": strategies, "source_log": source_log,
             "pairs": listed}
-    qs_path.parent.mkdir(parents=True, exist_ok=True)
-    qs_path.write_text(qs_text, encoding="utf-8")
-    pool_path.parent.mkdir(parents=True, exist_ok=True)
-    pool_path.write_text(dump_yaml(pool), encoding="utf-8")
+    write_output(qs_path, qs_text)
+    write_output(pool_path, dump_yaml(pool))
     return {"queries": len(queries), "pairs": len(listed), "queryset": str(qs_path), "pool": str(pool_path),
             "skipped_other_vault": len(records) - len(mine), "pages_gone": sorted(gone)}
 

@@ -53,6 +53,7 @@ def _load_yaml(path: Path) -> dict[str, Any]:
 
 def _write(data: dict[str, Any], out: Path, vault_root: Path | None, src: Path) -> Path:
     from vaulteval.querysets.generate.writer import dump_yaml
+    from vaulteval.vault.atomic import write_output
     from vaulteval.vault.paths import is_inside
 
     if vault_root is not None and is_inside(vault_root, out.resolve()):
@@ -62,8 +63,7 @@ def _write(data: dict[str, Any], out: Path, vault_root: Path | None, src: Path) 
     if isinstance(data.get("vault"), str):  # keep the vault reachable from the new file's folder
         root = (src.resolve().parent / data["vault"]).resolve()
         data["vault"] = Path(os.path.relpath(root, out.resolve().parent)).as_posix()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(dump_yaml(data), encoding="utf-8")
+    write_output(out, dump_yaml(data))
     return out
 
 

@@ -25,6 +25,7 @@ from vaulteval.hosts import (  # noqa: F401  (re-exported: the rerank settings' 
     host_setting as _host_setting,
     is_loopback,
     normalize_host,
+    request_timeout,
 )
 from vaulteval.rerank.models import default_st_model, is_shipped_name, split_tag
 from vaulteval.vault.paths import home_path
@@ -60,18 +61,16 @@ def resolve(config: RerankConfig) -> RerankConfig:
     """
     if config.backend not in BACKENDS:
         raise RerankConfigError(f"unknown rerank backend {config.backend!r}; choose one of {', '.join(BACKENDS)}")
-    timeout = config.timeout
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout <= MAX_TIMEOUT):
-        raise RerankConfigError(f"rerank timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], got {timeout!r}")
+    timeout = request_timeout(config.timeout, MAX_TIMEOUT, "rerank timeout")
     batch = config.batch_size
     if isinstance(batch, bool) or not isinstance(batch, int) or not (1 <= batch <= MAX_BATCH):
         raise RerankConfigError(f"rerank batch size must be an integer in 1..{MAX_BATCH}, got {batch!r}")
     if config.backend == "ollama":
         host = normalize_host(_host_setting(config.host), config.allow_remote)
         model = validate_ollama_model(DEFAULT_OLLAMA_MODEL if config.model is None else config.model)
-        return replace(config, host=host, model=model, timeout=float(timeout))
+        return replace(config, host=host, model=model, timeout=timeout)
     model = validate_st_model(config.model)
-    return replace(config, host=None, model=model, timeout=float(timeout))
+    return replace(config, host=None, model=model, timeout=timeout)
 
 
 def validate_ollama_model(name: str) -> str:

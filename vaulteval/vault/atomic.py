@@ -6,6 +6,7 @@ Usage::
     write_atomic("index.vti", data, dir_fd=fd, durable=True)  # relative to an open directory, fsynced
     with temp_sibling(path) as tmp:                           # anything that writes a file by name (sqlite)
         build(tmp)
+    write_output(out, text)                                   # a file the user named: OSError is one UsageError
 
 The temporary file is a hidden sibling in the same directory (so the rename
 stays on one file system), created without following a symlink, and removed
@@ -74,3 +75,19 @@ def _fsync_dir(head: str, dir_fd: int | None) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_output(out: str | os.PathLike[str], text: str) -> None:
+    """Write a file the user named (an ``--out``) atomically, creating its folder; through a symlink to its target.
+
+    A path that cannot take it (a folder, no permission, a full disk) is a UsageError, one line, not a crash.
+    """
+    from vaulteval.errors import UsageError
+
+    target = os.path.realpath(out)
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        write_atomic(target, text.encode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot write {os.fspath(out)}: {exc.strerror or exc}; name a file in a folder you can "
+                         "write") from None

@@ -67,11 +67,10 @@ def pool_queryset(vault: "Vault", queryset: "QuerySet", strategies: list[str], *
 def write_pool(pool: dict[str, Any], out: str | os.PathLike[str]) -> Path:
     """Write the pool as YAML (keys in a fixed order, Unicode as is), through a temporary file renamed over ``out``."""
     from vaulteval.querysets.generate.writer import dump_yaml
-    from vaulteval.vault.atomic import write_atomic
+    from vaulteval.vault.atomic import write_output
 
     target = home_path(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, dump_yaml(pool).encode("utf-8"))
+    write_output(target, dump_yaml(pool))
     return target
 
 

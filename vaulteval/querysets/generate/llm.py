@@ -62,11 +62,9 @@ def generate_client(settings: LlmSettings, purpose: str):
     except ImportError:
         raise UsageError(f"{purpose} need the ollama package: pip install 'vaulteval[rerank]'") from None
 
-    from vaulteval.hosts import RerankConfigError, host_setting, normalize_host
+    from vaulteval.hosts import RerankConfigError, host_setting, normalize_host, request_timeout
 
-    timeout = settings.timeout
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
-        raise UsageError(f"--llm-timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], got {timeout!r}")
+    request_timeout(settings.timeout, MAX_TIMEOUT, "--llm-timeout")
     try:
         url = normalize_host(host_setting(settings.host), allow_remote=settings.allow_egress)
     except RerankConfigError as exc:

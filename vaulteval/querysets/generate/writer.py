@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.querysets.generate.candidates import Candidate
-from vaulteval.vault.atomic import write_atomic
+from vaulteval.vault.atomic import write_output
 
 JUDGE = "vaulteval queryset generate"
 
@@ -71,8 +71,7 @@ def write_yaml(target: Path, vault: "Vault", ctx: "Context", queries: list[Candi
         entries.append(query_entry(qid, c, split_of(qid), ctx, JUDGE))
     data = {"name": target.stem, "vault": _vault_ref(vault, target),
             "generator": {"tool": JUDGE, **header, "pages": len(ctx.facts)}, "queries": entries}
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, dump_yaml(data).encode("utf-8"))
+    write_output(target, dump_yaml(data))
     splits = Counter(e["split"] for e in entries)
     return {"out": str(target), "queries": len(entries), "by_kind": dict(numbers),
             "tune": splits.get("tune", 0), "test": splits.get("test", 0)}
