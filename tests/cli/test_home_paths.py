@@ -63,3 +63,29 @@ def test_an_output_path_that_is_a_folder_is_one_line_and_nothing_else_is_written
     assert code == 2 and len(lines) == 1 and "internal error" not in err, err
     assert lines[0].startswith(f"vaulteval: error: cannot write {folder}: Is a directory")
     assert list(folder.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["pool.yaml", "taken"]
+
+
+@pytest.mark.parametrize("command", ["generate", "pregrade"])
+def test_an_output_symlink_into_the_vault_is_refused_and_a_fifo_is_replaced_not_read(command: str,
+                                                                                    tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from pipeline_fixtures import snapshot
+    from vaulteval.vault.vault import BUNDLED_SAMPLE
+
+    vault = tmp_path / "v"
+    shutil.copytree(BUNDLED_SAMPLE / "wiki", vault / "wiki")
+    pool = tmp_path / "pool.yaml"
+    pool.write_text(f"vault: {vault}\ndepth: 1\nstrategies: [bm25]\npairs: []\n", encoding="utf-8")
+    before = snapshot(vault)
+    link, fifo = tmp_path / "link.yaml", tmp_path / "fifo.yaml"
+    link.symlink_to(vault / "wiki" / "out.yaml")
+    os.mkfifo(fifo)
+    head = {"generate": ("queryset", "generate", "--vault", vault, "--n", "5", "--quiet"),
+            "pregrade": ("queryset", "pregrade", pool, "--quiet")}[command]
+    code, _, err = run_main(*head, "--out", link)
+    assert code == 2 and "inside the vault" in err and snapshot(vault) == before
+    code, _, err = run_main(*head, "--out", fifo)
+    assert code == 0, err
+    assert fifo.is_file() and not fifo.is_symlink() and snapshot(vault) == before
