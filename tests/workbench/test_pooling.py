@@ -19,6 +19,8 @@ from vaulteval.querysets.queryset import load_queryset
 from vaulteval.vault.vault import Vault
 from vaulteval.workbench.evaluate import evaluate
 from vaulteval.workbench.pooling import pool_queryset
+from vaulteval.workbench.runs import run_strategy
+from vaulteval.workbench.strategy import Strategy
 
 from evalkit import make_vault, snapshot, write_yaml
 
@@ -114,3 +116,34 @@ def test_condensed_lists_drop_unjudged_pages_before_scoring(setup) -> None:
     ranking = ev.run("bm25").ranking("q1")
     assert values["RR"] == pytest.approx(1 / (ranking.index("wiki/coffee/Grinder.md") + 1))
     assert values["condensed:RR"] == 1.0  # the only judged page is first once the others are gone
+
+
+@pytest.fixture(scope="module")
+def embedded_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Vault, Path]:
+    from vaulteval.cli.sample import copy_sample
+    from vaulteval.pipeline.provision import provision
+    from vaulteval.rerank.config import RerankConfig
+
+    base = tmp_path_factory.mktemp("pool-embedded")
+    vault = Vault(copy_sample(base / "v"))
+    provision(vault, embed=RerankConfig(backend="sentence-transformers"))
+    qs = write_yaml(base / "q.yaml", [  # nothing judged: every pooled page is listed
+        {"id": "q1", "query": "coffee machine flow is weak and the steam wand sputters", "relevant": {}},
+        {"id": "q2", "query": "dough slumps out of the basket when the kitchen is warm", "relevant": {}},
+        {"id": "q3", "query": "starter smells like nail polish remover", "relevant": {}},
+    ], vault="v")
+    return vault, qs
+
+
+@pytest.mark.parametrize("strategy", ["dense", "hybrid:cc", "hybrid:rrf,bm25_top=30", "rerank:st,bm25_top=20"])
+def test_a_pool_holds_exactly_the_pages_eval_run_ranks_for_that_strategy(embedded_sample, strategy: str) -> None:
+    vault, path = embedded_sample
+    qs, depth = load_queryset(path), 4
+    pool = pool_queryset(vault, qs, [strategy], depth=depth)
+    pooled: dict[str, list[str]] = {}
+    for pair in pool["pairs"]:  # sorted by query, then best rank
+        pooled.setdefault(pair["query_id"], []).append(pair["page"])
+    ranked = {qid: pages[:depth] for qid, pages in run_strategy(vault, qs, Strategy.parse(strategy)).rankings().items()}
+    assert pooled == ranked
+    bm25 = {qid: pages[:depth] for qid, pages in run_strategy(vault, qs, Strategy.parse("bm25")).rankings().items()}
+    assert ranked != bm25  # the strategy ranks otherwise than BM25, so a BM25 pool under its name would fail

@@ -14,6 +14,7 @@ returned it, its best rank and the page's best-scoring chunk as a snippet.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ _FIX = "write it again with `vaulteval queryset pool` or `vaulteval queryset fro
 def pool_queryset(vault: "Vault", queryset: "QuerySet", strategies: list[str], *, depth: int = 10,
                   cache_dir: str | os.PathLike[str] | None = None, progress=None) -> dict[str, Any]:
     """The pool as a plain mapping: header fields and ``pairs`` (sorted by query, then best rank, then page)."""
+    from vaulteval.workbench.runs import run_query
     from vaulteval.workbench.strategy import Strategy
     from vaulteval.workbench.workspace import Workspace
 
@@ -42,9 +44,10 @@ def pool_queryset(vault: "Vault", queryset: "QuerySet", strategies: list[str], *
     pairs: dict[tuple[str, str], dict[str, Any]] = {}
     for number, strategy in enumerate(parsed, 1):
         env = ws.env(strategy)
+        # As `eval run` runs it (first stage, reranker, depths); a run's top pages do not depend on `top`.
+        as_run = strategy if strategy.top >= depth else replace(strategy, top=depth)
         for q in queryset:
-            res = env.retriever.retrieve(q.text, top=depth, bm25_top=max(strategy.bm25_top, depth),
-                                         rerank=strategy.rerank, embed_cache=ws.cache_dir / "embeddings.sqlite")
+            res = run_query(env, q, as_run, ws.cache_dir / "embeddings.sqlite")
             for rank, cand in enumerate(res.candidates[:depth], 1):
                 if cand.page_path in q.relevant:
                     continue

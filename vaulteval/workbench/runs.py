@@ -205,19 +205,13 @@ def retrieve_rows(env: "StrategyEnv", queries: "list[Query]", strategy: "Strateg
     """Usage: ``retrieve_rows(ws.env(s), qs.queries[:10], s, cache)``: the rows of those queries, in order."""
     from vaulteval.workbench.batch import batch_search
 
-    first = strategy.first_stage()
     # Plain BM25 for every query in one vectorised pass; the pipeline then checks, reranks and dedupes each.
-    plain = first.plain
+    plain = strategy.first_stage().plain
     hits = batch_search(env.index, [q.text for q in queries], k=strategy.bm25_top) if plain else [None] * len(queries)
     rows = RunRows()
     for q, q_hits in zip(_progress(queries, progress, strategy.name), hits):
         started = time.perf_counter()
-        try:
-            res = env.retriever.retrieve(q.text, top=strategy.top, bm25_top=strategy.bm25_top,
-                                         rerank=strategy.rerank, explain=True, embed_cache=embed_cache,
-                                         first=first, bm25_hits=q_hits)
-        except UsageError as exc:
-            raise UsageError(f"query {q.query_id}: {exc}") from None
+        res = run_query(env, q, strategy, embed_cache, bm25_hits=q_hits)
         latency = (time.perf_counter() - started) * 1000.0
         label = res.label
         for rank, cand in enumerate(res.candidates, 1):
@@ -234,6 +228,20 @@ def retrieve_rows(env: "StrategyEnv", queries: "list[Query]", strategy: "Strateg
                            (res.explain or {}).get("stale_candidates_skipped", 0), label.reranked,
                            failures[-1] if failures else None))
     return rows
+
+
+def run_query(env: "StrategyEnv", query: "Query", strategy: "Strategy", embed_cache: Path, *,
+              bm25_hits: list[Any] | None = None) -> Any:
+    """One query run exactly as ``eval run`` runs it: the strategy's first stage, reranker and depths.
+
+    Usage: ``run_query(ws.env(s), q, s, ws.cache_dir / "embeddings.sqlite").candidates``; pooling uses it too,
+    so a pooled page is one the strategy's evaluated run ranks."""
+    try:
+        return env.retriever.retrieve(query.text, top=strategy.top, bm25_top=strategy.bm25_top,
+                                      rerank=strategy.rerank, explain=True, embed_cache=embed_cache,
+                                      first=strategy.first_stage(), bm25_hits=bm25_hits)
+    except UsageError as exc:
+        raise UsageError(f"query {query.query_id}: {exc}") from None
 
 
 def _bm25_positions(env: "StrategyEnv", text: str, bm25_top: int, pool: list[Any],
