@@ -57,15 +57,24 @@ class ParsedPage:
     frontmatter: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_frontmatter(fm_text: str | None) -> dict[str, Any]:
+def parse_frontmatter(fm_text: str | None, rel: str | None = None) -> dict[str, Any]:
+    """A note's properties: {} when it has none, or when its front matter is not YAML vaulteval reads (not a
+    mapping, invalid, or past the bounds of ``vault.bounded``: an alias bomb, deep nesting). With ``rel``, a
+    refused front matter is said in one warning naming the note; the note's text is indexed all the same."""
     if not fm_text:
         return {}
-    import yaml
+    from vaulteval.vault.bounded import Refused, load_yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(fm_text, Loader=loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError:
+        data = load_yaml(fm_text)
+    except Refused as exc:
+        if rel is not None:
+            from vaulteval.vault.notefiles import printable
+
+            # The front matter starts on the note's line 2: the parser counts from the line after '---'.
+            where = f" (line {exc.line + 1})" if exc.line is not None else ""
+            log.warning("%s: front matter ignored, %s%s; the note is indexed without its properties",
+                        printable(rel), printable(exc.problem), where)
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -97,7 +106,7 @@ def indexable_bytes(raw: bytes, rel: str, limit: int) -> bytes:
 def parse_page(raw: bytes, rel: str) -> ParsedPage:
     text = decode_page(raw)
     fm_text, body = split_frontmatter(text)
-    fm = parse_frontmatter(fm_text)
+    fm = parse_frontmatter(fm_text, rel)
     stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
     title = fm.get("title")
     title = str(title).strip() if title not in (None, "") else stem
