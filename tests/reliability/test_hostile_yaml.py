@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_fixtures import make_vault, run_cli
+from pipeline_fixtures import make_vault, provisioned_sample, run_cli, run_main  # noqa: F401 - a fixture
 
 HANG = 120  # seconds: a hang guard, not a measurement
 
@@ -49,19 +49,25 @@ def outside_meta(root: Path) -> dict[str, tuple]:
 
 
 @pytest.fixture(scope="module")
-def bomb_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def provisioned_bombs(tmp_path_factory: pytest.TempPathFactory):
+    """The sample vault with one note per hostile front matter, as ``provision`` left it: (root, the run, the
+    files outside .vault-meta before it)."""
     root = make_vault(tmp_path_factory.mktemp("yaml") / "vault", provision=False)
     folder = root / "wiki" / "hostile"
     folder.mkdir()
     for name, front in HOSTILE_FRONT_MATTER.items():
         (folder / f"{name}.md").write_text(f"---\n{front}\n---\nquokka{name} lives in the body\n", encoding="utf-8")
-    return root
-
-
-def test_a_hostile_front_matter_costs_one_warning_and_the_note_is_indexed(bomb_vault: Path) -> None:
-    root = bomb_vault
     before = outside_meta(root)
-    proc = run_cli("provision", "--vault", root, "--no-embed", timeout=HANG)
+    return root, run_cli("provision", "--vault", root, "--no-embed", timeout=HANG), before
+
+
+@pytest.fixture(scope="module")
+def bomb_vault(provisioned_bombs) -> Path:
+    return provisioned_bombs[0]
+
+
+def test_a_hostile_front_matter_costs_one_warning_and_the_note_is_indexed(provisioned_bombs) -> None:
+    root, proc, before = provisioned_bombs
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     for name in HOSTILE_FRONT_MATTER:
@@ -89,3 +95,87 @@ def test_doctor_answers_with_a_bomb_in_the_vault(bomb_vault: Path) -> None:
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     assert proc.returncode == 0, proc.stderr[-1000:]
     assert "retrieve: verified" in proc.stdout
+
+
+# -- query sets, pools and worksheets: the same loader, one line, exit 2 ---------------------------
+
+def bomb_lines() -> list[str]:
+    return alias_bomb().splitlines()[:-1]  # the anchors, without the tags: line
+
+
+QUERYSET_BOMBS = {
+    "name": bomb_lines() + ["name: *a8", "queries:", "  - {id: q1, query: descale, relevant: {}}"],
+    "tags": bomb_lines() + ["queries:", "  - {id: q1, query: descale, relevant: {}, tags: *a8}"],
+    "grade": bomb_lines() + ["queries:", "  - {id: q1, query: descale, relevant: {wiki/howto/Descaling.md: *a8}}"],
+    "judged": bomb_lines() + ["queries:", "  - {id: q1, query: descale, relevant: {}, judged: *a8}"],
+    "nesting": ["queries:", "  - {id: q1, query: descale, relevant: {}, tags: " + "[" * 900 + "]" * 900 + "}"],
+}
+
+
+@pytest.mark.parametrize("where", sorted(QUERYSET_BOMBS))
+def test_a_query_set_bomb_is_one_line_exit_2(provisioned_sample: Path, tmp_path: Path, where: str) -> None:
+    qs = tmp_path / "bomb.yaml"
+    qs.write_text("\n".join(QUERYSET_BOMBS[where]) + "\n", encoding="utf-8")
+    for command in (["queryset", "check", "--vault", provisioned_sample, qs],
+                    ["eval", "run", "--vault", provisioned_sample, "--queryset", qs, "--out", tmp_path / "runs"],
+                    ["queryset", "merge", qs, qs, "--out", tmp_path / "merged.yaml"]):
+        code, out, err = run_main(*command)
+        assert code == 2, (command, err)
+        lines = err.strip().splitlines()  # check adds its count of problems on a line of its own
+        assert len(lines) <= (2 if "check" in command else 1) and "bomb.yaml:" in lines[0], err
+        assert all(len(line) < 400 for line in lines) and "lol" not in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "merged.yaml").exists()
+
+
+def test_a_pool_or_worksheet_bomb_is_one_line(tmp_path: Path) -> None:
+    from vaulteval.errors import UsageError
+    from vaulteval.notebooks.grader import read_grades
+    from vaulteval.workbench.pooling import read_pool
+
+    pool = tmp_path / "pool.yaml"
+    pool.write_text("\n".join(bomb_lines() + ["strategies: [bm25]", "depth: 10", "pairs: *a8"]) + "\n",
+                    encoding="utf-8")
+    with pytest.raises(UsageError, match="aliases expand past") as caught:
+        read_pool(pool)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(UsageError, match="cannot resume from .*aliases expand past"):
+        read_grades(pool, [{"query_id": "q1", "page": "wiki/a.md"}])
+
+
+# -- special files and size: refused before a byte is parsed ------------------------------------------
+
+@pytest.mark.parametrize("name", ["q.yaml", "q.jsonl"])
+def test_a_fifo_query_set_is_refused_without_blocking(provisioned_sample: Path, tmp_path: Path, name: str) -> None:
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    for command in (["queryset", "check", "--vault", provisioned_sample, fifo],
+                    ["eval", "run", "--vault", provisioned_sample, "--queryset", fifo, "--out", tmp_path / "runs"],
+                    ["queryset", "merge", fifo, fifo, "--out", tmp_path / "merged.yaml"]):
+        if name.endswith(".jsonl") and "merge" in command:
+            continue  # merge reads YAML sets only
+        code, _out, err = run_main(*command)
+        assert code == 2 and "not a regular file" in err.splitlines()[0], (command, err)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not (tmp_path / "runs").exists()
+
+
+def test_a_fifo_pool_or_worksheet_is_refused(tmp_path: Path) -> None:
+    from vaulteval.errors import UsageError
+    from vaulteval.notebooks.grader import read_grades
+    from vaulteval.workbench.pooling import read_pool
+
+    fifo = tmp_path / "pool.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="not a regular file"):
+        read_pool(fifo)
+    assert read_grades(fifo, []) == {}  # not a saved worksheet: nothing to resume, and the save replaces it
+
+
+def test_an_oversized_query_set_is_one_line(provisioned_sample: Path, tmp_path: Path, monkeypatch) -> None:
+    from vaulteval.querysets import problems
+
+    monkeypatch.setattr(problems, "MAX_QUERYSET_BYTES", 4096)
+    qs = tmp_path / "big.yaml"
+    qs.write_text("queries:\n" + "".join(f"  - {{id: q{i}, query: descale, relevant: {{}}}}\n" for i in range(200)),
+                  encoding="utf-8")
+    code, _out, err = run_main("queryset", "check", "--vault", provisioned_sample, qs)
+    assert code == 2 and "big.yaml:1: cannot read: larger than 4,096 bytes" in err, err

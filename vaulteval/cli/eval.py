@@ -131,7 +131,7 @@ def _notebook_choice(args: argparse.Namespace) -> tuple[list[str], dict[str, Any
 
 
 def _notebook_params(items: list[str]) -> dict[str, Any]:
-    import yaml
+    from vaulteval.vault.bounded import Refused, load_yaml
 
     out = {}
     for item in items:
@@ -139,8 +139,8 @@ def _notebook_params(items: list[str]) -> dict[str, Any]:
         if not eq or not key.strip().isidentifier():
             raise UsageError(f"--notebook-param expects NAME=VALUE, got {item!r}")
         try:
-            out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
-        except yaml.YAMLError:
+            out[key.strip()] = load_yaml(value) if value.strip() else ""
+        except Refused:
             out[key.strip()] = value
     return out
 

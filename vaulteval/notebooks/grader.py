@@ -83,15 +83,16 @@ class Passages:
 
 def read_grades(out: str | os.PathLike[str], pairs: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
     """The grades an earlier session saved to ``out`` for these pairs (resume); {} when ``out`` does not exist."""
-    import yaml
+    from vaulteval.querysets.formats import load_yaml_file
+    from vaulteval.querysets.problems import QuerySetInvalid
 
     path = home_path(out)
     if not path.is_file():
         return {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UsageError(f"cannot resume from {path}: {exc}; choose another out") from None
+        data = load_yaml_file(path) or {}
+    except QuerySetInvalid as exc:
+        raise UsageError(f"cannot resume from {exc}; choose another out") from None
     if not isinstance(data, dict):
         raise UsageError(f"cannot resume from {path}: it is not a query set; choose another out")
     wanted = {(p["query_id"], p["page"]) for p in pairs}

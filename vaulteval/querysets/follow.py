@@ -162,11 +162,12 @@ def write_fixed(src: Path, dangling: list[Dangling], out: Path) -> int:
     """Write ``src`` with every found page's key replaced by its new path; returns how many keys changed."""
     moves: dict[tuple[str, str], str] = {(d.query_id, d.key): d.new for d in dangling if d.new}
     if src.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-
+        from vaulteval.querysets.formats import load_yaml_file
         from vaulteval.querysets.generate.writer import dump_yaml
 
-        data = yaml.safe_load(src.read_text(encoding="utf-8"))
+        data = load_yaml_file(src)
+        if not isinstance(data, dict):
+            raise UsageError(f"{src}: expected a YAML query set with a 'queries:' list")
         changed = sum(_fix_query(q, moves) for q in data.get("queries", []) if isinstance(q, dict))
         if isinstance(data.get("vault"), str):  # keep the vault reachable from the copy's folder
             import os
@@ -176,8 +177,14 @@ def write_fixed(src: Path, dangling: list[Dangling], out: Path) -> int:
         text = dump_yaml(data)
     elif src.suffix.lower() == ".jsonl":
         lines, changed = [], 0
-        for row in src.read_text(encoding="utf-8").splitlines():
-            obj = json.loads(row) if row.strip() else None
+        from vaulteval.querysets.problems import read_set_file, set_text
+        from vaulteval.vault.bounded import Refused, load_json
+
+        for row in set_text(src, read_set_file(src)).splitlines():
+            try:
+                obj = load_json(row) if row.strip() else None
+            except Refused:
+                obj = None  # kept as written: check reported it
             if isinstance(obj, dict) and "id" in obj:
                 changed += _fix_query(obj, moves)
                 row = json.dumps(obj, ensure_ascii=False)

@@ -6,13 +6,13 @@ resolves and validates the result.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaulteval.querysets.problems import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256
+from vaulteval.querysets.problems import QUERY_FIELDS, Problem, QuerySetInvalid, file_sha256, read_set_file, set_text
+from vaulteval.vault.bounded import Refused, load_json, load_yaml
 from vaulteval.vault.paths import home_path, path_text_problem
 
 
@@ -52,14 +52,6 @@ class _LineDict(dict):
     key_lines: dict
 
 
-def _text(path: Path) -> str:
-    """A query-set file as text; unreadable or non-UTF-8 bytes are a problem at line 1, not a crash."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise QuerySetInvalid([Problem(str(path), 1, f"cannot read: {exc}")]) from None
-
-
 def _yaml_loader():
     import yaml
 
@@ -87,18 +79,23 @@ def _yaml_loader():
     return Loader
 
 
-def read_yaml(path: Path) -> RawSet:
-    import yaml
-
-    raw = RawSet(name=path.stem, path=str(path), format="yaml", sha256=file_sha256(path))
+def load_yaml_file(path: Path) -> Any:
+    """A YAML file the workbench reads whole (a query set to judge, merge or fix, a worksheet), as plain data:
+    regular, bounded in size, UTF-8, through the bounded loader; else one problem at its line."""
+    data = read_set_file(path)
     try:
-        data = yaml.load(_text(path), Loader=_yaml_loader())  # noqa: S506 - safe loader
-    except (OSError, UnicodeDecodeError) as exc:
-        raise QuerySetInvalid([Problem(str(path), 1, f"cannot read: {exc}")]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        raise QuerySetInvalid([Problem(str(path), line, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
+        return load_yaml(set_text(path, data))
+    except Refused as exc:
+        raise QuerySetInvalid([Problem(str(path), exc.line or 1, exc.problem)]) from None
+
+
+def read_yaml(path: Path) -> RawSet:
+    data_bytes = read_set_file(path)
+    raw = RawSet(name=path.stem, path=str(path), format="yaml", sha256=file_sha256((path, data_bytes)))
+    try:
+        data = load_yaml(set_text(path, data_bytes), loader=_yaml_loader())
+    except Refused as exc:
+        raise QuerySetInvalid([Problem(str(path), exc.line or 1, exc.problem)]) from None
     if not isinstance(data, dict) or not isinstance(data.get("queries"), list):
         raise QuerySetInvalid([Problem(str(path), 1, "expected a mapping with a 'queries:' list")])
     _read_header(raw, data, path, data.line)
@@ -161,15 +158,16 @@ def _read_entry(raw: RawSet, item: Any, line: int) -> None:
 # ----------------------------------------------------------------------- JSONL
 
 def read_jsonl(path: Path) -> RawSet:
-    raw = RawSet(name=path.stem, path=str(path), format="jsonl", sha256=file_sha256(path))
+    data = read_set_file(path)
+    raw = RawSet(name=path.stem, path=str(path), format="jsonl", sha256=file_sha256((path, data)))
     first = True
-    for number, text in enumerate(_text(path).splitlines(), 1):
+    for number, text in enumerate(set_text(path, data).splitlines(), 1):
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
-        except ValueError as exc:
-            raw.problems.append(Problem(raw.path, number, f"not valid JSON: {exc}"))
+            obj = load_json(text)
+        except Refused as exc:
+            raw.problems.append(Problem(raw.path, number, exc.problem))
             continue
         if first and isinstance(obj, dict) and "query" not in obj and "id" not in obj:
             _read_header(raw, obj, path, number)
@@ -189,8 +187,8 @@ def read_jsonl(path: Path) -> RawSet:
 
 # ------------------------------------------------------------------ BEIR, TREC
 
-def _read_qrels_tsv(raw: RawSet, path: Path, by_query: dict[str, list], trec: bool) -> None:
-    for number, text in enumerate(_text(path).splitlines(), 1):
+def _read_qrels_tsv(raw: RawSet, path: Path, content: str, by_query: dict[str, list], trec: bool) -> None:
+    for number, text in enumerate(content.splitlines(), 1):
         parts = [p.strip() for p in text.split("\t")] if "\t" in text and not trec else text.split()
         if not parts or not any(parts) or (number == 1 and not trec and parts[0].lower() in ("query-id", "query_id", "qid")):
             continue
@@ -213,15 +211,16 @@ def read_beir(folder: Path, split: str) -> RawSet:
     for needed in (queries, qrels):
         if not needed.is_file():
             raise QuerySetInvalid([Problem(str(needed), 1, f"missing; a BEIR folder has queries.jsonl and qrels/{split}.tsv")])
+    queries_bytes, qrels_bytes = read_set_file(queries), read_set_file(qrels)
     raw = RawSet(name=f"{folder.name}-{split}", path=str(folder), format="beir", doc_ids=True,
-                 sha256=file_sha256(queries, qrels), extra={"split": split})
+                 sha256=file_sha256((queries, queries_bytes), (qrels, qrels_bytes)), extra={"split": split})
     judged: dict[str, list] = {}
-    _read_qrels_tsv(raw, qrels, judged, trec=False)
-    for number, text in enumerate(_text(queries).splitlines(), 1):
+    _read_qrels_tsv(raw, qrels, set_text(qrels, qrels_bytes), judged, trec=False)
+    for number, text in enumerate(set_text(queries, queries_bytes).splitlines(), 1):
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
+            obj = load_json(text)
             qid = str(obj["_id"])
         except (ValueError, KeyError, TypeError):
             raw.problems.append(Problem(str(queries), number, "expected {\"_id\": ..., \"text\": ...}"))
@@ -241,9 +240,10 @@ _TITLE_RE = re.compile(r"<title>\s*(?:Topic:)?\s*(.*?)\s*(?=<|\Z)", re.S | re.I)
 def read_trec(topics: Path, qrels: Path) -> RawSet:
     if not qrels.is_file():
         raise QuerySetInvalid([Problem(str(qrels), 1, "qrels file does not exist")])
-    raw = RawSet(name=topics.stem, path=str(topics), format="trec", doc_ids=True, sha256=file_sha256(topics, qrels),
-                 extra={"qrels": str(qrels)})
-    text = _text(topics)
+    topics_bytes, qrels_bytes = read_set_file(topics), read_set_file(qrels)
+    raw = RawSet(name=topics.stem, path=str(topics), format="trec", doc_ids=True,
+                 sha256=file_sha256((topics, topics_bytes), (qrels, qrels_bytes)), extra={"qrels": str(qrels)})
+    text = set_text(topics, topics_bytes)
     found: list[tuple[str, str, int]] = []
     if "<top>" in text.lower():
         for m in _TOP_RE.finditer(text):
@@ -259,7 +259,7 @@ def read_trec(topics: Path, qrels: Path) -> RawSet:
                 qid, _, query = row.partition("\t")
                 found.append((qid.strip(), query.strip(), number))
     judged: dict[str, list] = {}
-    _read_qrels_tsv(raw, qrels, judged, trec=True)
+    _read_qrels_tsv(raw, qrels, set_text(qrels, qrels_bytes), judged, trec=True)
     for qid, query, line in found:
         raw.entries.append(RawEntry(qid, query, judged.pop(qid, []), [], line, str(topics)))
     for qid, rows in judged.items():

@@ -40,12 +40,9 @@ def _page_record(vault: Any, page: str, judge: str, at: str) -> dict[str, Any]:
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
-    import yaml
+    from vaulteval.querysets.formats import load_yaml_file
 
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UsageError(f"{path}: cannot read as YAML ({exc})") from None
+    data = load_yaml_file(path)
     if not isinstance(data, dict) or not isinstance(data.get("queries"), list):
         raise UsageError(f"{path}: expected a YAML query set with a 'queries:' list")
     return data

@@ -100,6 +100,25 @@ def open_regular(path_or_name: str | os.PathLike[str], *, dir_fd: int | None = N
         raise
 
 
+class TooLarge(OSError):
+    """A file a user named is larger than the bound its reader sets."""
+
+
+def read_capped(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of a file a user names (a query set, pool, worksheet, manifest, log): a regular file (a symlink
+    to one is followed) of at most ``limit`` bytes. Never blocks on a FIFO. Raises OSError, whose ``strerror``
+    says what was wrong in a few words: "not a regular file", "larger than N MiB", or the system's reason."""
+    with open_regular(path, follow=True) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(errno.EFBIG, f"larger than {_size_text(limit)}", str(path))
+    return data
+
+
+def _size_text(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
+
+
 class MetaDir:
     """One opened folder of derived state; every operation is relative to its descriptor."""
 

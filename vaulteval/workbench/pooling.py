@@ -83,23 +83,18 @@ def read_pool(path: str | os.PathLike[str]) -> dict[str, Any]:
     Raises UsageError, one line, for a file that is missing, not a regular file, larger than
     ``MAX_POOL_BYTES``, not UTF-8 YAML, or whose ``pairs`` are not what the judge notebook reads.
     """
-    import yaml
-
-    from vaulteval.vault.metadir import open_regular
+    from vaulteval.vault.bounded import Refused, load_yaml
+    from vaulteval.vault.metadir import read_capped
 
     where = home_path(path)
     try:
-        with open_regular(where, follow=True) as fh:
-            data = fh.read(MAX_POOL_BYTES + 1)
-        if len(data) > MAX_POOL_BYTES:
-            raise UsageError(f"pool {where} is larger than {MAX_POOL_BYTES >> 20} MiB; is it a pool file?")
-        pool = yaml.load(data.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+        pool = load_yaml(read_capped(where, MAX_POOL_BYTES).decode("utf-8"))
     except OSError as exc:
         raise UsageError(f"cannot read pool {where}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise UsageError(f"pool {where} is not UTF-8 text; {_FIX}") from None
-    except yaml.YAMLError as exc:
-        raise UsageError(f"pool {where} is not valid YAML ({getattr(exc, 'problem', None) or exc}); {_FIX}") from None
+    except Refused as exc:
+        raise UsageError(f"pool {where}, line {exc.line or 1}: {exc.problem}; {_FIX}") from None
     problem = pool_problem(pool)
     if problem:
         raise UsageError(f"pool {where}: {problem}; {_FIX}")
