@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from vaulteval.chunks.limits import HARD_MAX_CHARS, MAX_PREFIX_CHARS, OVERLAP_CHARS, TARGET_CHARS  # noqa: F401
-from vaulteval.chunks.pagetext import decode_page, split_frontmatter  # noqa: F401 - imported from here too
-from vaulteval.errors import UsageError
+from vaulteval.chunks.pagetext import (  # noqa: F401 - imported from here too
+    DEFAULT_MAX_NOTE_BYTES,
+    MAX_NOTE_BYTES_ENV,
+    decode_page,
+    indexed_part,
+    max_note_bytes,
+    split_frontmatter,
+)
 
 log = logging.getLogger(__name__)
-
-# Notes larger than this are indexed up to it and reported (a pasted log, a dump), never refused.
-DEFAULT_MAX_NOTE_BYTES = 8 << 20
-MAX_NOTE_BYTES_ENV = "VAULTEVAL_MAX_NOTE_BYTES"
 
 FIRST_SENTENCE_CHARS = 300
 
@@ -79,28 +80,15 @@ def parse_frontmatter(fm_text: str | None, rel: str | None = None) -> dict[str, 
     return data if isinstance(data, dict) else {}
 
 
-def max_note_bytes() -> int:
-    """The size bound for indexing one note: ``VAULTEVAL_MAX_NOTE_BYTES`` or 8 MiB (docs/cli.md, provision)."""
-    value = os.environ.get(MAX_NOTE_BYTES_ENV, "").strip()
-    if not value:
-        return DEFAULT_MAX_NOTE_BYTES
-    if not value.isdigit() or int(value) < 1024:
-        raise UsageError(f"{MAX_NOTE_BYTES_ENV}={value!r} must be a whole number of bytes, at least 1024")
-    return int(value)
-
-
 def indexable_bytes(raw: bytes, rel: str, limit: int) -> bytes:
-    """The first ``limit`` bytes of an over-long note (cut at a character boundary), with a warning naming it."""
-    if len(raw) <= limit:
-        return raw
-    cut = limit
-    while cut > limit - 3 and raw[cut] & 0xC0 == 0x80:  # never split a UTF-8 sequence
-        cut -= 1
-    from vaulteval.vault.notefiles import printable
+    """``indexed_part``, with a warning naming a note that was cut."""
+    part = indexed_part(raw, limit)
+    if len(part) < len(raw):
+        from vaulteval.vault.notefiles import printable
 
-    log.warning("%s is %d bytes; indexing its first %d (raise %s to index more)", printable(rel), len(raw), cut,
-                MAX_NOTE_BYTES_ENV)
-    return raw[:cut]
+        log.warning("%s is %d bytes; indexing its first %d (raise %s to index more)", printable(rel), len(raw),
+                    len(part), MAX_NOTE_BYTES_ENV)
+    return part
 
 
 def parse_page(raw: bytes, rel: str) -> ParsedPage:
@@ -118,23 +106,28 @@ def parse_page(raw: bytes, rel: str) -> ParsedPage:
     return ParsedPage(rel=rel, title=title, address=address, body=body, frontmatter=fm)
 
 
-def _hard_split(paragraph: str, target: int, hard_max: int) -> list[str]:
-    """Cut an over-long (stripped) paragraph into pieces near ``target`` chars, at whitespace when possible.
+def _hard_split(paragraph: str, target: int, hard_max: int) -> list[tuple[str, bool]]:
+    """Cut an over-long (stripped) paragraph into pieces near ``target`` chars, at a space when possible.
 
+    Each piece comes with ``glued``: True when the note has no whitespace between it and the piece before
+    (a cut inside a run without spaces, as in Chinese or Japanese text), so the chunk joins the two as they
+    are written instead of putting a paragraph break between them.
     It walks an offset instead of copying the rest of the text at every cut, so a
     note of one huge paragraph costs linear time.
     """
-    pieces = []
+    pieces: list[tuple[str, bool]] = []
     start, end = 0, len(paragraph)
+    glued = False
     while end - start > hard_max:
         cut = paragraph.rfind(" ", start + target // 2, start + target) - start
         if cut <= 0:
             cut = target
-        pieces.append(paragraph[start : start + cut].strip())
+        pieces.append((paragraph[start : start + cut].strip(), glued))
         start = _LEADING_SPACE.match(paragraph, start + cut).end()
+        glued = not paragraph[start - 1].isspace()
     if start < end:
-        pieces.append(paragraph[start:])
-    return [p for p in pieces if p]
+        pieces.append((paragraph[start:], glued))
+    return [p for p in pieces if p[0]]
 
 
 def _overlap_tail(text: str, overlap: int) -> str:
@@ -154,36 +147,41 @@ def split_chunks(
     overlap: int = OVERLAP_CHARS,
     hard_max: int = HARD_MAX_CHARS,
 ) -> list[str]:
-    """Usage: ``split_chunks(body)``: paragraph-aligned chunks of ~target chars, overlapping, never over hard_max."""
-    paragraphs: list[str] = []
+    """Usage: ``split_chunks(body)``: paragraph-aligned chunks of ~target chars, overlapping, never over hard_max.
+
+    Every chunk is text of ``body`` with only whitespace changed where paragraphs meet: a piece of a cut
+    paragraph that the note writes with no whitespace before it follows the text before it with none.
+    """
+    paragraphs: list[tuple[str, bool]] = []
     for para in _PARAGRAPH_SPLIT.split(body):
         para = para.strip()
         if para:
-            paragraphs.extend(_hard_split(para, target, hard_max) if len(para) > hard_max else [para])
+            paragraphs.extend(_hard_split(para, target, hard_max) if len(para) > hard_max else [(para, False)])
     chunks: list[str] = []
-    current: list[str] = []
+    current: list[str] = []  # the chunk's parts, each after the first with the separator before it
     size = 0  # sum(len(p) + 2 for p in current), kept as a running total
     fresh = 0  # paragraphs in `current` that are not the previous chunk's overlap tail
 
     def flush() -> None:
         nonlocal current, fresh, size
-        chunks.append("\n\n".join(current))
+        chunks.append("".join(current))
         tail = _overlap_tail(chunks[-1], overlap)
         current, fresh = ([tail] if tail else []), 0
         size = len(tail) + 2 if tail else 0
 
-    for para in paragraphs:
+    for para, glued in paragraphs:
         if fresh and size + len(para) > hard_max:
             flush()
         if current and size + len(para) > hard_max:
             current, size = [], 0  # the overlap tail itself would break the hard limit
-        current.append(para)
+        # A glued piece follows the text it continues: the piece before it, or that piece's overlap tail.
+        current.append(para if glued or not current else "\n\n" + para)
         size += len(para) + 2
         fresh += 1
         if size >= target:
             flush()
     if fresh:
-        chunks.append("\n\n".join(current))
+        chunks.append("".join(current))
     return chunks
 
 

@@ -3,8 +3,9 @@
 Usage: ``chunk_in_note(raw_text, note_bytes)`` -> bool.
 
 A chunk is paragraphs of the note's visible text (and the tail of the chunk
-before it), joined by blank lines, so with every whitespace run collapsed to
-one space it occurs in the visible text collapsed the same way. Three tries,
+before it), joined by blank lines (a paragraph cut inside a run without
+spaces is joined as written), so with every whitespace run collapsed to one
+space it occurs in the visible text collapsed the same way. Three tries,
 cheapest first, each accepting only text the note holds:
 
 1. the note as written (a chunk of a note without markup);
@@ -15,8 +16,9 @@ cheapest first, each accepting only text the note holds:
    nothing, ``> [!tip] Title`` as ``> Title``), done by one pattern without
    telling code from prose: a link's text inside code is still text of the
    note, and nothing is added that the note does not hold;
-3. the chunker's own ``visible_text`` (imported only then: this runs on the
-   query path, which must stay lean).
+3. the text the chunker cut: the visible text (``visible_text``) of the body
+   after the frontmatter, of the part of the note under the size bound
+   (imported only then: this runs on the query path, which must stay lean).
 
 A chunk found by none of them is not text of the note.
 """
@@ -24,6 +26,9 @@ A chunk found by none of them is not text of the note.
 from __future__ import annotations
 
 import re
+
+from vaulteval.chunks.pagetext import decode_page, indexed_part, max_note_bytes, split_frontmatter
+from vaulteval.errors import UsageError
 
 # Forms of ``vaulteval.chunks.visible``: autolink, embed, wikilink, Markdown link. Every branch starts with a
 # literal '<', '!' or '[' (no lookbehind, no anchor), so the scan skips to those characters.
@@ -89,8 +94,8 @@ def links_shown(text: str) -> str:
 def chunk_in_note(raw: str, data: bytes) -> bool:
     if not raw or raw.isspace():
         return False
-    # The chunker's decoding (vaulteval.chunks.chunking.decode_page); line endings and a BOM collapse away.
-    text = data.decode("utf-8", errors="replace")
+    # The chunker's decoding: a BOM dropped, line endings as \n (a fence closed by "```\r\n" closes here too).
+    text = decode_page(data)
     # Each try first looks for the chunk as it is (most are; what occurs as is occurs collapsed too), then
     # with whitespace collapsed on both sides; a chunk as it is in the note with its links shown (most chunks
     # of notes with links) is looked for before collapsing anything. The answer is the same in any order.
@@ -104,7 +109,17 @@ def chunk_in_note(raw: str, data: bytes) -> bool:
         return True
     if linked is not text and needle in _collapse(linked):
         return True
+    return needle in _collapse(_chunked_text(data, text))
+
+
+def _chunked_text(data: bytes, text: str) -> str:
+    """What the chunker cut: the visible text of the body (the part of a note over the size bound left out)."""
     from vaulteval.chunks.obsidian import visible_text
 
-    # The whole note: its frontmatter only adds words, and the chunker's comment, link and callout rules apply.
-    return needle in _collapse(visible_text(text))
+    try:
+        part = indexed_part(data, max_note_bytes())
+    except UsageError:  # a malformed bound stops provisioning before any chunk is made
+        part = data
+    if len(part) < len(data):
+        text = decode_page(part)
+    return visible_text(split_frontmatter(text)[1])

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 # Bump when the text given to the chunker changes: the catalog then re-chunks every page.
 # 3: HTML comments and tags, images and badges, link targets, reference definitions and block ids left out.
-CHUNKER_VERSION = 3
+# 4: the pieces of a paragraph cut where the note has no whitespace are joined as written.
+CHUNKER_VERSION = 4
 
 # Possessive runs: a fence line with no newline after it fails once instead of once per backtick.
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}+|~{3,}+)[^\n]*+\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
