@@ -214,6 +214,9 @@ def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], N
     from vaulteval.cli.common import int_arg
     from vaulteval.querysets.generate.core import DEFAULT_KINDS, KINDS
 
+    from vaulteval.cli.written import register_written
+
+    register_written(qsub, add_vault)
     g = qsub.add_parser("generate", help="build queries from the vault's titles, aliases, headings, links and scripts")
     g.add_argument("--out", required=True, help="the YAML query set to write (outside the vault)")
     g.add_argument("--kinds", action="append", metavar="K[,K]",

@@ -1,5 +1,5 @@
 """The optional fields of a query beyond id, query, relevant and tags: kind, variant, split, source, status, judged,
-overlap, overlap_band and bm25_rank.
+overlap, overlap_band, bm25_rank, and a written question's writer, note_hash and flags.
 
 Usage: ``fields, problems = read_extras(entry, where)`` inside query set validation.
 
@@ -10,12 +10,18 @@ and ``at`` (time). ``queryset check`` uses it to follow renamed pages.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from vaulteval.querysets.problems import OVERLAP_BANDS, SPLITS, Problem
 
 TEXT_FIELDS = ("kind", "variant", "status")
 JUDGED_KEYS = ("sha256", "address", "judge", "at")
+_HASH = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def _share(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= 1
 
 
 def read_extras(entry: Any, where: str) -> tuple[dict[str, Any], list[Problem]]:
@@ -41,10 +47,13 @@ def read_extras(entry: Any, where: str) -> tuple[dict[str, Any], list[Problem]]:
             out["split"] = extra["split"]
     if "overlap" in extra:
         value = extra["overlap"]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            bad("overlap", f"overlap must be a number from 0 to 1, got {value!r}")
+        if isinstance(value, dict) and set(value) == {"title", "text"} and all(map(_share, value.values())):
+            out["overlap"] = {"title": float(value["title"]), "text": float(value["text"])}
+        elif not _share(value):
+            bad("overlap", f"overlap must be a number from 0 to 1 or {{title: X, text: Y}}, got {value!r}")
         else:
             out["overlap"] = float(value)
+    _written_fields(extra, out, bad)
     if "overlap_band" in extra:
         if extra["overlap_band"] not in OVERLAP_BANDS:
             bad("overlap_band", f"overlap_band must be one of {', '.join(OVERLAP_BANDS)}, got {extra['overlap_band']!r}")
@@ -76,3 +85,28 @@ def read_extras(entry: Any, where: str) -> tuple[dict[str, Any], list[Problem]]:
                 record = {k: str(v) for k, v in info.items() if k in JUDGED_KEYS and v is not None}
                 out["judged"][key] = record
     return out, problems
+
+
+def _written_fields(extra: dict[str, Any], out: dict[str, Any], bad: Any) -> None:
+    """A written question's writer, note_hash and flags (docs/querysets.md, "Written questions")."""
+    from vaulteval.querysets.written.checks import writer_problem
+
+    if "writer" in extra:
+        problem = writer_problem(extra["writer"])
+        if problem:
+            bad("writer", problem.split(";")[0])
+        else:
+            out["writer"] = extra["writer"]
+    if "note_hash" in extra:
+        if not isinstance(extra["note_hash"], str) or not _HASH.fullmatch(extra["note_hash"]):
+            bad("note_hash", f"note_hash must be sha256:<64 hex digits>, got {extra['note_hash']!r}")
+        else:
+            out["note_hash"] = extra["note_hash"]
+    if "flags" in extra:
+        flags = extra["flags"]
+        if flags is None:
+            flags = []
+        if not isinstance(flags, list) or not all(isinstance(f, str) and f.strip() for f in flags):
+            bad("flags", f"flags must be a list of words, e.g. [repeats_title], got {flags!r}")
+        else:
+            out["flags"] = [f.strip() for f in flags]

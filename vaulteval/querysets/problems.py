@@ -12,7 +12,7 @@ from typing import NamedTuple
 from vaulteval.errors import UsageError
 
 QUERY_FIELDS = ("id", "query", "relevant", "tags", "kind", "variant", "split", "source", "status", "judged",
-                "overlap", "overlap_band", "bm25_rank")
+                "overlap", "overlap_band", "bm25_rank", "writer", "note_hash", "flags")
 OVERLAP_BANDS = ("low", "mid", "high")
 SPLITS = ("tune", "test")
 MAX_MESSAGE_CHARS = 500  # a message quoting a value from the file stays one readable line
