@@ -154,7 +154,7 @@ def _refused(ws: Path, tmp_path: Path, vault: Vault, capsys, *extra: str) -> str
 def test_worksheet_edited_into_bad_yaml_is_refused(vault: Vault, tmp_path: Path, capsys) -> None:
     ws = _filled(vault, tmp_path, {0: ["how often should I clean the boiler?"]})
     ws.write_text(ws.read_text("utf-8") + "  questions: [unclosed\n", encoding="utf-8")
-    assert "not valid YAML at line" in _refused(ws, tmp_path, vault, capsys)
+    assert "at line" in (err := _refused(ws, tmp_path, vault, capsys)) and "not valid YAML" in err
 
 
 def test_question_in_a_language_the_vault_lacks_is_refused(vault: Vault, tmp_path: Path, capsys) -> None:

@@ -33,30 +33,25 @@ class WorksheetInvalid(UsageError):
 
 
 def read_worksheet(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The worksheet as a mapping; unreadable, oversized or malformed YAML is one WorksheetInvalid line."""
-    import yaml
-
-    from vaulteval.vault.notefiles import read_note_file
+    """The worksheet as a mapping, read through the bounded loader; unreadable, oversized or malformed YAML
+    is one WorksheetInvalid line."""
+    from vaulteval.vault.bounded import Refused, load_yaml
+    from vaulteval.vault.metadir import read_capped
     from vaulteval.vault.paths import home_path
 
     src = home_path(path)
     try:
-        raw = read_note_file(src, MAX_WORKSHEET_BYTES)
+        text = read_capped(src, MAX_WORKSHEET_BYTES).decode("utf-8")
     except OSError as exc:
         raise WorksheetInvalid(f"cannot read worksheet {src}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_WORKSHEET_BYTES:
-        raise WorksheetInvalid(f"worksheet {src} is larger than {MAX_WORKSHEET_BYTES // 1_000_000} MB; it is not one "
-                               "that `queryset worksheet` wrote")
-    try:
-        data = yaml.load(raw.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
     except UnicodeDecodeError:
-        raise WorksheetInvalid(f"worksheet {src} is not UTF-8 text") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise WorksheetInvalid(f"worksheet {src} is not valid YAML{where} ({getattr(exc, 'problem', None) or exc}); "
-                               "fix the edit there (quote a question that holds ': ' or starts with a symbol)") \
-            from None
+        raise WorksheetInvalid(f"worksheet {src} is not UTF-8 text; save it as UTF-8") from None
+    try:
+        data = load_yaml(text)
+    except Refused as exc:
+        where = f" at line {exc.line}" if exc.line else ""
+        raise WorksheetInvalid(f"worksheet {src}{where}: {exc.problem}; fix the edit there (quote a question "
+                               "that holds ': ' or starts with a symbol)") from None
     if not isinstance(data, dict) or not isinstance(data.get("notes"), list):
         raise WorksheetInvalid(f"worksheet {src} has no notes: list; write a worksheet with `vaulteval queryset "
                                "worksheet`")
