@@ -6,6 +6,7 @@ Usage: ``.venv/bin/python -m pytest tests/workbench/test_run_safety.py -q``
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -173,3 +174,52 @@ def test_a_malformed_report_json_is_a_difference_not_a_crash(run_dir: Path) -> N
     (run_dir / "report.json").write_text('{"tables": 3}')
     diffs = verify_run(run_dir).diffs
     assert any(d.startswith("report.json: unreadable or malformed") for d in diffs)
+
+
+# -- issue 42: a malformed value or a special file in a run directory --------------------------------
+
+@pytest.mark.parametrize("edit, said", [
+    ('"seed": NaN', "NaN"),
+    ('"seed": 1e999', "past the largest number"),
+    ('"seed": "x"', "parameters.seed must be a whole number"),
+    ('"seed": true', "parameters.seed must be a whole number"),
+    ('"condensed": 1', "parameters.condensed must be true or false"),
+])
+def test_a_non_finite_or_mistyped_manifest_value_is_malformed(run_dir: Path, edit: str, said: str,
+                                                              capsys: pytest.CaptureFixture) -> None:
+    path = run_dir / "manifest.json"
+    key = edit.split(":")[0]
+    text = re.sub(key + r': [^,\n]+', edit, path.read_text(encoding="utf-8"), count=1)
+    assert edit in text
+    path.write_text(text, encoding="utf-8")
+    assert main(["eval", "verify", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "malformed" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_fifo_manifest_or_queryset_path_never_blocks(run_dir: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    fifo = tmp_path / "q.yaml"
+    os.mkfifo(fifo)
+    manifest["queryset"]["path"] = str(fifo)
+    (run_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = verify_run(run_dir)
+    assert result.diffs and "not a regular file" in result.diffs[0], result.diffs
+
+    (run_dir / "manifest.json").unlink()
+    os.mkfifo(run_dir / "manifest.json")
+    assert main(["eval", "verify", str(run_dir)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_a_tampered_vault_pages_file_is_a_difference(run_dir: Path) -> None:
+    pages = run_dir / "vault-pages.txt"
+    lines = pages.read_text(encoding="utf-8").splitlines(keepends=True)
+    digest, rel = lines[0].rstrip("\n").split("  ", 1)
+    pages.write_text("".join(["sha256:" + "0" * 64 + "  " + rel + "\n"] + lines[1:]), encoding="utf-8")
+    diffs = verify_run(run_dir).diffs
+    assert any(line.startswith("vault-pages.txt: not the page list") for line in diffs), diffs
+    assert f"vault: changed: {rel}" in diffs
+    pages.unlink()
+    assert "vault-pages.txt: missing from the run directory" in verify_run(run_dir).diffs

@@ -105,7 +105,8 @@ def check_yaml_events(events, *, max_depth: int = MAX_DEPTH, alias_budget: int =
 
 
 def load_json(data: str | bytes, *, max_depth: int = MAX_DEPTH):
-    """The JSON value in ``data``; Refused for invalid JSON, NaN or Infinity, or nesting past ``max_depth``."""
+    """The JSON value in ``data``; Refused for invalid JSON, NaN, Infinity or a number past a float, or nesting
+    past ``max_depth``."""
     import json
 
     if isinstance(data, bytes):
@@ -115,13 +116,22 @@ def load_json(data: str | bytes, *, max_depth: int = MAX_DEPTH):
             raise Refused("is not UTF-8 text") from None
     _check_json_depth(data, max_depth)
     try:
-        return json.loads(data, parse_constant=_no_constant)
+        return json.loads(data, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise Refused(f"not valid JSON: {exc.msg}", exc.lineno) from None
     except ValueError as exc:  # an integer of too many digits
         if isinstance(exc, Refused):
             raise
         raise Refused(f"holds a number JSON cannot hold ({type(exc).__name__})") from None
+
+
+def _finite(text: str) -> float:
+    import math
+
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 reads as inf
+        raise Refused(f"holds {text[:40]}, which is past the largest number")
+    return value
 
 
 def _no_constant(name: str):

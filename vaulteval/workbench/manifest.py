@@ -196,20 +196,38 @@ class RunDir:
     runs: list["Run"]
 
 
+MAX_RUN_JSON_BYTES = 64 << 20  # manifest.json and tune.json: far more than any run writes
+
+
+def read_run_json(file: Path) -> Any:
+    """A JSON file of a run directory (regular, bounded, strict: no NaN); NotARunDir, one line, otherwise."""
+    from vaulteval.vault.bounded import Refused, load_json
+    from vaulteval.vault.metadir import read_capped
+
+    try:
+        return load_json(read_capped(file, MAX_RUN_JSON_BYTES))
+    except FileNotFoundError:
+        raise NotARunDir(f"{file.parent} is not a run directory (no {file.name}); pass runs/<id>") from None
+    except OSError as exc:
+        raise NotARunDir(f"{file} cannot be read ({exc.strerror or exc}); pass runs/<id>") from None
+    except Refused as exc:
+        raise NotARunDir(f"{file} is malformed: {exc}") from None
+
+
 def read_manifest(path: str | Path) -> dict[str, Any]:
     file = Path(path) / MANIFEST
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        raise NotARunDir(f"{path} is not a run directory (no readable {MANIFEST}); pass runs/<id>") from None
+    data = read_run_json(file)
     if not isinstance(data, dict) or data.get("schema") not in READABLE:
         schema = data.get("schema") if isinstance(data, dict) else None
-        raise NotARunDir(f"{file} has schema {schema!r}; this vaulteval reads schema "
+        raise NotARunDir(f"{file} has schema {str(schema)[:40]!r}; this vaulteval reads schema "
                          f"{' or '.join(map(str, READABLE))}")
     problem = _manifest_problem(data)
     if problem:
         raise NotARunDir(f"{file} is malformed: {problem}")
     return data
+
+
+_KIND_NAMES = {(int,): "a whole number", (str,): "a name", (bool,): "true or false"}
 
 
 def _manifest_problem(data: dict[str, Any]) -> str | None:
@@ -237,6 +255,17 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
         return "parameters need measures and k"
     if not params["measures"] or not all(isinstance(m, str) and m for m in params["measures"]):
         return "parameters.measures must be a non-empty list of measure names such as nDCG@10"
+    for key, kinds in (("seed", (int,)), ("baseline", (str,)), ("use_vault_index", (bool,)),
+                       ("condensed", (bool,))):
+        value = params.get(key)
+        if value is not None and (not isinstance(value, kinds) or (kinds == (int,) and isinstance(value, bool))):
+            return f"parameters.{key} must be {_KIND_NAMES[kinds]}"
+    stale = data["vault"].get("stale_pages")
+    if stale is not None and (type(stale) is not int or stale < 0):
+        return "vault.stale_pages must be a whole number"
+    split = qs.get("split")
+    if split is not None and not isinstance(split, str):
+        return "queryset.split must be a split name"
     if not data["strategies"]:
         return "no strategies"
     for entry in data["strategies"]:

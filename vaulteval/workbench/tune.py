@@ -281,8 +281,15 @@ def decide(per_query: Any, measure: str, has_best: bool, seed: int, *, slices: d
 
 def read_tune(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``tune.json`` of a run directory, or None for a plain ``eval run``."""
+    from vaulteval.workbench.manifest import NotARunDir, read_run_json
+
     path = Path(run_dir) / TUNE_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    if not path.is_file():
+        return None
+    data = read_run_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("params", {}), dict):
+        raise NotARunDir(f"{path} is malformed: expected the mapping tune writes")
+    return data
 
 
 def test_split_ids(tune_info: dict[str, Any] | None) -> list[str] | None:

@@ -60,7 +60,6 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
                cache_dir: str | Path | None = None, allow_remote_ollama: bool = False) -> VerifyResult:
     """Usage: ``verify_run("runs/<id>").ok``; ``vault`` overrides the manifest's vault folder."""
     from vaulteval.workbench.evaluate import evaluate
-    from vaulteval.workbench.fingerprint import VaultFingerprint
     from vaulteval.querysets.queryset import load_queryset
     from vaulteval.workbench.strategy import Strategy
     from vaulteval.vault.vault import Vault
@@ -104,11 +103,7 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
     stored_stale = manifest["vault"].get("stale_pages", 0)
     if stored_stale != ev.stale.pages:
         diffs.append(f"vault: stale pages (the vault's index against the notes): {stored_stale} -> {ev.stale.pages}")
-    fp = ev.workspace.fingerprint
-    if fp.digest != manifest["vault"]["fingerprint"]:
-        old = VaultFingerprint.parse_lines((folder / PAGES_FILE).read_text(encoding="utf-8")) \
-            if (folder / PAGES_FILE).is_file() else {}
-        diffs += [f"vault: {line}" for line in fp.diff(old)] or ["vault: page fingerprint differs"]
+    diffs += _diff_pages(folder, manifest["vault"]["fingerprint"], ev.workspace.fingerprint)
     for entry, run in zip(manifest["strategies"], ev.runs):
         diffs += _compare_strategy(entry, run)
     with tempfile.TemporaryDirectory(prefix="vaulteval-verify-") as tmp:
@@ -122,6 +117,42 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
         diffs += verify_tune(tune_info, ev.per_query, str(v.root), str(cache_dir) if cache_dir else None,
                              notes_dir=v.notes_rel)
     return result
+
+
+MAX_PAGES_FILE_BYTES = 256 << 20
+
+
+def _diff_pages(folder: Path, recorded: str, fp: Any) -> list[str]:
+    """vault-pages.txt, always: it must be what the manifest's fingerprint was taken of, and each page in it
+    is compared with the vault now (a tampered file is a difference, not a pass)."""
+    import hashlib
+
+    from vaulteval.vault.metadir import read_capped
+    from vaulteval.workbench.fingerprint import VaultFingerprint
+
+    try:
+        data = read_capped(folder / PAGES_FILE, MAX_PAGES_FILE_BYTES)
+    except FileNotFoundError:
+        data = None
+        out = [f"{PAGES_FILE}: missing from the run directory"]
+    except OSError as exc:
+        data = None
+        out = [f"{PAGES_FILE}: cannot be read ({exc.strerror or exc})"]
+    else:
+        out = []
+        if "sha256:" + hashlib.sha256(data).hexdigest() != recorded:
+            out.append(f"{PAGES_FILE}: not the page list the manifest's vault fingerprint was taken of (edited?)")
+    try:
+        old = VaultFingerprint.parse_lines(data.decode("utf-8")) if data is not None else {}
+    except UnicodeDecodeError:
+        old, out = {}, out + [f"{PAGES_FILE}: not UTF-8 text"]
+    changes = fp.diff(old) if data is not None else []
+    if len(changes) > MAX_LINES_PER_FILE:
+        changes = changes[:MAX_LINES_PER_FILE] + [f"… {len(changes) - MAX_LINES_PER_FILE} more pages"]
+    out += [f"vault: {line}" for line in changes]
+    if fp.digest != recorded and not changes:
+        out.append("vault: page fingerprint differs")
+    return out
 
 
 def _refuse_rescored(folder: Path, manifest: dict[str, Any], strategies: list[Any]) -> None:
