@@ -45,7 +45,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     vault = select_vault(args)
     llm = LlmSettings(model=args.llm_model, host=args.llm_host, allow_egress=args.allow_egress,
-                      timeout=args.llm_timeout, per_note=args.llm_questions)
+                      timeout=args.llm_timeout, per_note=args.llm_questions, api=args.llm_api)
     summary = generate_queryset(vault, args.out, kinds=args.kinds, n=args.n, seed=args.seed, llm=llm,
                                 max_overlap=args.max_overlap, overlap_mix=parse_mix(args.overlap_mix),
                                 progress=_progress(not args.quiet))
@@ -86,7 +86,8 @@ def cmd_pregrade(args: argparse.Namespace) -> int:
     vault = pool.get("vault")
     if isinstance(vault, str) and vault and Path(vault).is_dir() and is_inside(Path(vault), out):
         raise UsageError(f"--out {args.out} is inside the vault; write the pool outside it")
-    llm = LlmSettings(model=args.llm_model, host=args.llm_host, allow_egress=args.allow_egress, timeout=args.llm_timeout)
+    llm = LlmSettings(model=args.llm_model, host=args.llm_host, allow_egress=args.allow_egress, timeout=args.llm_timeout,
+                      api=args.llm_api)
     try:
         summary = pregrade_pool(pool, llm, regrade=args.regrade, progress=_progress(not args.quiet))
     except UsageError as exc:
@@ -227,12 +228,16 @@ def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], N
                    help="keep only queries sharing at most this share (0-1) of their terms with their page")
     g.add_argument("--overlap-mix", metavar="MIX",
                    help="share the queries among overlap bands, e.g. low=0.5,mid=0.4,high=0.1; none: as generated")
-    g.add_argument("--llm-model", default="llama3.2", help="Ollama generate model for the llm kind (never pulled)")
-    g.add_argument("--llm-host", help="Ollama host for the llm kind (default: $OLLAMA_HOST or 127.0.0.1:11434)")
+    g.add_argument("--llm-api", choices=("ollama", "openai"), default="ollama",
+                   help="how the llm kind talks to the model: Ollama's API, or an OpenAI-compatible server (llama.cpp's "
+                   "server, LM Studio, vLLM) at --llm-host")
+    g.add_argument("--llm-model", default="llama3.2", help="model for the llm kind (never pulled)")
+    g.add_argument("--llm-host", help="the model server: Ollama's host (default: $OLLAMA_HOST or 127.0.0.1:11434), or "
+                   "with --llm-api openai its base URL, e.g. http://127.0.0.1:8080/v1")
     g.add_argument("--llm-timeout", type=float, default=60.0, help="seconds per llm request")
     g.add_argument("--llm-questions", type=int_arg, default=2, choices=(1, 2),
                    help="questions the model writes per sampled note (default 2)")
-    g.add_argument("--allow-egress", action="store_true", help="allow a non-local Ollama host for llm (sends note text)")
+    g.add_argument("--allow-egress", action="store_true", help="allow a non-local model host for llm (sends note text)")
     g.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_vault(g)
     g.set_defaults(handler=cmd_generate)
@@ -251,11 +256,14 @@ def register_actions(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], N
     r.add_argument("pool", help="a pool YAML from `queryset pool` or `queryset from-log`")
     r.add_argument("--out", required=True, help="the pool YAML to write with the pre-grades (outside the vault; "
                    "may be POOL itself)")
-    r.add_argument("--llm-model", default="llama3.2", help="Ollama generate model (never pulled)")
-    r.add_argument("--llm-host", help="Ollama host (default: $OLLAMA_HOST or 127.0.0.1:11434)")
+    r.add_argument("--llm-api", choices=("ollama", "openai"), default="ollama",
+                   help="Ollama's API, or an OpenAI-compatible server (llama.cpp's server, LM Studio, vLLM) at --llm-host")
+    r.add_argument("--llm-model", default="llama3.2", help="model that suggests grades (never pulled)")
+    r.add_argument("--llm-host", help="the model server: Ollama's host (default: $OLLAMA_HOST or 127.0.0.1:11434), or "
+                   "with --llm-api openai its base URL, e.g. http://127.0.0.1:8080/v1")
     r.add_argument("--llm-timeout", type=float, default=60.0, help="seconds per request")
     r.add_argument("--regrade", action="store_true", help="grade pairs that carry a pre-grade again")
-    r.add_argument("--allow-egress", action="store_true", help="allow a non-local Ollama host (sends queries and "
+    r.add_argument("--allow-egress", action="store_true", help="allow a non-local model host (sends queries and "
                    "note text)")
     r.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     r.set_defaults(handler=cmd_pregrade)

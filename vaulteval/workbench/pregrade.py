@@ -1,13 +1,15 @@
-"""LLM pre-grades for a pool: a local Ollama model suggests a grade for each pair, for the person who judges.
+"""LLM pre-grades for a pool: a local text model suggests a grade for each pair, for the person who judges.
 
 Usage::
 
     summary = pregrade_pool(pool, LlmSettings(model="llama3.2"))   # pool: read_pool("pool.yaml")
     write_pool(pool, "pool-pregraded.yaml")                        # then notebooks/judge.ipynb
 
-Each pair's query and snippet go to the generate model with a JSON schema
-for the answer (``{"grade": 0-2, "reason": ...}``); the grade lands in the
-pair as ``llm_grade`` with ``llm_reason`` and ``llm_model``. It is a
+Each pair's query and snippet go to the model (Ollama's API, or an
+OpenAI-compatible server with ``api="openai"``) with a JSON schema for the
+answer (``{"grade": 0-2, "reason": ...}``); the grade lands in the pair as
+``llm_grade`` with ``llm_reason`` and ``llm_model``, and the pool records the
+model (``llm``: api, model, digest or the name the server answered with). It is a
 suggestion the judge notebook shows beside the pair: nothing counts it as
 a judgment. Pairs that already carry a pre-grade are left as they are
 unless ``regrade``, so a run cut short goes on where it stopped. The host
@@ -75,10 +77,11 @@ def pregrade_pool(pool: dict[str, Any], settings: "LlmSettings", *, regrade: boo
 
     After ``FAILURES_IN_A_ROW`` failed requests in a row, or when every request failed, it stops with a
     UsageError whose ``summary`` attribute holds the counts so far (the pairs graded keep their grades)."""
-    from vaulteval.querysets.generate.llm import failure_hint, generate_client, generate_errors
+    from vaulteval.querysets.generate.llm import failure_hint, server_name
+    from vaulteval.querysets.generate.textmodel import model_errors, open_model
 
-    client = generate_client(settings, "llm pre-grades")
-    errors = generate_errors()
+    model = open_model(settings, "llm pre-grades")
+    errors = model_errors()
     todo = [p for p in pool["pairs"] if regrade or p.get("llm_grade") is None]
     summary = {"pairs": len(pool["pairs"]), "graded": 0, "unanswered": 0, "failed": 0,
                "kept": len(pool["pairs"]) - len(todo)}
@@ -86,21 +89,22 @@ def pregrade_pool(pool: dict[str, Any], settings: "LlmSettings", *, regrade: boo
     for number, pair in enumerate(todo, 1):
         prompt = PROMPT.format(query=pair["query"], page=pair["page"], snippet=pair["snippet"])
         try:
-            answer = client.generate(model=settings.model, prompt=prompt, format=SCHEMA,
-                                     options={"temperature": 0, "seed": 0})
+            answer = model.ask(prompt, schema=SCHEMA)
         except errors as exc:
             failures += 1
             summary["failed"] += 1
             if failures >= FAILURES_IN_A_ROW or summary["failed"] == len(todo):
                 times = f"{FAILURES_IN_A_ROW} times in a row" if failures >= FAILURES_IN_A_ROW else \
                     f"on all {len(todo)} pairs"
-                stop = UsageError(f"llm pre-grades: the Ollama generate model {settings.model!r} failed {times} "
+                stop = UsageError(f"llm pre-grades: {server_name(settings)} failed {times} "
                                   f"({type(exc).__name__}: {exc}); {failure_hint(exc, settings)}")
                 stop.summary = summary
+                if summary["graded"]:
+                    pool["llm"] = model.identity()
                 raise stop from None
             continue
         failures = 0
-        found = parse_grade(getattr(answer, "response", None))
+        found = parse_grade(answer)
         if found is None:
             summary["unanswered"] += 1
         else:
@@ -108,4 +112,7 @@ def pregrade_pool(pool: dict[str, Any], settings: "LlmSettings", *, regrade: boo
             summary["graded"] += 1
         if progress is not None:
             progress("llm pre-grades", number, len(todo))
+    if summary["graded"]:
+        pool["llm"] = model.identity()
+        summary["model"] = pool["llm"]
     return summary

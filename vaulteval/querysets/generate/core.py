@@ -147,6 +147,10 @@ def generate_queryset(vault: "Vault", out: str | os.PathLike[str], *, kinds: lis
     ctx = Context(read_pages(vault, progress), seed=seed)
     if not ctx.facts:
         raise UsageError(f"{vault.root} has no notes to build queries from")
+    if "llm" in chosen and llm is None:
+        from vaulteval.querysets.generate.llm import LlmSettings
+
+        llm = LlmSettings()
     ordered = {}
     rejected: Counter = Counter()
     for kind in chosen:
@@ -164,7 +168,8 @@ def generate_queryset(vault: "Vault", out: str | os.PathLike[str], *, kinds: lis
     queries = measure(ctx, [c for kind in chosen for c in picked.get(kind, [])])
     report = rejection_report(rejected)
     header = {"seed": seed, "n": n, "kinds": chosen, **({"max_overlap": max_overlap} if max_overlap is not None else {}),
-              **({"overlap_mix": overlap_mix} if overlap_mix is not None else {}), "rejected": report}
+              **({"overlap_mix": overlap_mix} if overlap_mix is not None else {}),
+              **({"llm": dict(llm.record)} if llm is not None and llm.record else {}), "rejected": report}
     summary = write_yaml(target, vault, ctx, queries, split_of=lambda qid: _split(seed, qid), header=header)
     summary.update(band_summary(queries))
     summary["rejected"] = report

@@ -1,6 +1,8 @@
-"""LLM-written questions (optional): a local Ollama generate model asks one or two questions per sampled note.
+"""LLM-written questions (optional): a local text model asks one or two questions per sampled note.
 
-Usage: ``llm_candidates(ctx, 20, LlmSettings(model="llama3.2"))``
+Usage: ``llm_candidates(ctx, 20, LlmSettings(model="llama3.2"))`` (Ollama), or with
+``LlmSettings(api="openai", host="http://127.0.0.1:8080/v1", model=...)`` any OpenAI-compatible server
+(llama.cpp's server, LM Studio, vLLM; ``vaulteval.querysets.generate.textmodel``).
 
 The prompt gives the start of the note as prose and asks for questions a
 person would type, in their own words: it names the note's title words and
@@ -16,7 +18,7 @@ whether the model obeyed is measured, not assumed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from vaulteval.errors import UsageError
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
 MIN_PASSAGE_CHARS = 40
 MAX_PASSAGE_CHARS = 1500
 RARE_WORDS = 8
-MAX_TIMEOUT = 3600.0  # seconds per request: a large model on a CPU can take minutes, never hours
 PROMPT = ("Write {count} that a person who has not read the note below would type into a search box and that the "
           "note answers, in the language the note is written in. Use everyday words of your own: do not use these "
           "words from the note: {avoid}. Reply with the question text only.\n\nPassage:\n{passage}")
@@ -47,38 +48,23 @@ class LlmSettings:
     allow_egress: bool = False
     timeout: float = 60.0
     per_note: int = 2  # questions asked per sampled note (1 or 2)
+    api: str = "ollama"  # or "openai": an OpenAI-compatible server at ``host`` (its base URL)
+    # Filled by a run that got answers: which model answered (api, model, digest or served_as); the set records it.
+    record: dict = field(default_factory=dict, compare=False, hash=False)
 
 
-def _client(settings: LlmSettings):
+def _model(settings: LlmSettings):
+    from vaulteval.querysets.generate.textmodel import open_model
+
     if settings.per_note not in COUNTS:
         raise UsageError(f"--llm-questions must be 1 or 2, got {settings.per_note}")
-    return generate_client(settings, "llm queries")
+    return open_model(settings, "llm queries")
 
 
-def generate_client(settings: LlmSettings, purpose: str):
-    """The official client on the settings' host: loopback only unless ``allow_egress`` (exit 2 otherwise)."""
-    try:
-        import ollama
-    except ImportError:
-        raise UsageError(f"{purpose} need the ollama package: pip install 'vaulteval[rerank]'") from None
-
-    from vaulteval.hosts import RerankConfigError, host_setting, normalize_host, request_timeout
-
-    request_timeout(settings.timeout, MAX_TIMEOUT, "--llm-timeout")
-    try:
-        url = normalize_host(host_setting(settings.host), allow_remote=settings.allow_egress)
-    except RerankConfigError as exc:
-        raise UsageError(f"{purpose}: {exc}; note text would leave this machine, pass --allow-egress to allow it") \
-            from None
-    return ollama.Client(host=url, timeout=settings.timeout)
-
-
-def generate_errors() -> tuple[type[BaseException], ...]:
-    """What one failed generate request raises: the server's error, a refused connection, a timeout."""
-    import httpx
-    import ollama
-
-    return ollama.ResponseError, ConnectionError, OSError, httpx.HTTPError
+def server_name(settings: LlmSettings) -> str:
+    """How a failure names the server: "the Ollama generate model 'x'" or "the OpenAI-compatible model 'x'"."""
+    kind = "Ollama generate" if settings.api == "ollama" else "OpenAI-compatible"
+    return f"the {kind} model {settings.model!r}"
 
 
 def failure_hint(exc: BaseException, settings: LlmSettings) -> str:
@@ -86,7 +72,11 @@ def failure_hint(exc: BaseException, settings: LlmSettings) -> str:
     if isinstance(exc, ConnectionError):
         from vaulteval.hosts import host_setting
 
+        if settings.api == "openai":
+            return f"is the server running at {settings.host}?"
         return f"is Ollama running at {host_setting(settings.host)}?"
+    if settings.api == "openai":
+        return f"does the server at {settings.host} serve {settings.model!r}?"
     return f"is the model installed? (ollama pull {settings.model})"
 
 
@@ -130,9 +120,12 @@ def clean_questions(text: str | None, most: int = 2) -> list[str]:
 
 
 def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None) -> list[Candidate]:
-    """Up to ``n`` questions from passages of pages drawn one per stratum in turn (seeded)."""
-    client = _client(settings)
-    errors = generate_errors()
+    """Up to ``n`` questions from passages of pages drawn one per stratum in turn (seeded); once a model
+    answered, ``settings.record`` holds which one (api, model, digest or the name the server answered with)."""
+    from vaulteval.querysets.generate.textmodel import model_errors
+
+    model = _model(settings)
+    errors = model_errors()
     strata: dict[str, list] = {}
     for f in ctx.facts:
         strata.setdefault(f.stratum, []).append(f)
@@ -153,20 +146,21 @@ def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None)
                 continue
             prompt = PROMPT.format(count=COUNTS[settings.per_note], avoid=_avoid(ctx, f), passage=found[1])
             try:
-                answer = client.generate(model=settings.model, prompt=prompt,
-                                         options={"temperature": 0, "seed": ctx.seed})
+                answer = model.ask(prompt, seed=ctx.seed)
             except errors as exc:
                 failures, last_error = failures + 1, exc
                 if failures >= 3:
-                    raise UsageError(f"llm queries: the Ollama generate model {settings.model!r} failed 3 times "
+                    raise UsageError(f"llm queries: {server_name(settings)} failed 3 times "
                                      f"({type(exc).__name__}: {exc}); {failure_hint(exc, settings)}") from None
                 continue
             answered += 1
-            for question in clean_questions(getattr(answer, "response", None), settings.per_note)[:n - len(out)]:
+            for question in clean_questions(answer, settings.per_note)[:n - len(out)]:
                 out.append(Candidate("llm", settings.model, question, ((f.rel, 2),), f.rel, found[0], f.stratum))
             if progress is not None:
                 progress("llm questions", len(out), n)
     if last_error is not None and not answered:  # a vault too small for three failures: still no silent zero
-        raise UsageError(f"llm queries: the Ollama generate model {settings.model!r} failed on every note asked "
+        raise UsageError(f"llm queries: {server_name(settings)} failed on every note asked "
                          f"({type(last_error).__name__}: {last_error}); {failure_hint(last_error, settings)}")
+    if answered:
+        settings.record.update(model.identity())
     return out
