@@ -13,10 +13,11 @@ import yaml
 from vaulteval.cli.main import main
 from vaulteval.errors import UsageError
 from vaulteval.querysets.generate.core import generate_queryset
-from vaulteval.querysets.generate.llm import PROMPT, LlmSettings
+from vaulteval.querysets.generate.llm import LlmSettings
 from vaulteval.querysets.generate.script import segments
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.querysets.scripts import script_of
+from vaulteval.querysets.written.worksheet import QUESTION_RULES, TASK_INTRO
 from vaulteval.vault.vault import BUNDLED_SAMPLE, Vault
 
 from evalkit import make_vault, snapshot
@@ -137,7 +138,8 @@ def test_llm_kind_takes_two_questions_per_note_and_names_the_words_to_avoid(tmp_
     assert sorted(q["query"] for q in qs) == sorted([
         "How often should I clean the boiler?", "Why does the taste change?",
         "What number do I set for dark beans?", "How much coffee to throw away after adjusting?"])
-    assert all(p.startswith(PROMPT.split("{count}")[0] + "two short questions") for p in prompts)
+    assert all(p.startswith(TASK_INTRO + "\nRules:\n" + QUESTION_RULES) for p in prompts)  # the worksheet's task
+    assert all("in language en. Reply with two short questions, each on its own line," in p for p in prompts)
     (grinder,) = [p for p in prompts if "dial sits at 12" in p]
     avoid = grinder.split("do not use these words from the note: ", 1)[1].split(". Reply", 1)[0].split(", ")
     assert {"espresso", "grinder", "settings"} <= set(avoid)

@@ -4,10 +4,11 @@ Usage: ``llm_candidates(ctx, 20, LlmSettings(model="llama3.2"))`` (Ollama), or w
 ``LlmSettings(api="openai", host="http://127.0.0.1:8080/v1", model=...)`` any OpenAI-compatible server
 (llama.cpp's server, LM Studio, vLLM; ``vaulteval.querysets.generate.textmodel``).
 
-The prompt gives the start of the note as prose and asks for questions a
-person would type, in their own words: it names the note's title words and
+The prompt is the worksheet's task (``written.worksheet``: its opening and
+its rules for each question), so a model writes under the rules an agent or
+a person writes under; then the note's language, the note's title words and
 rarest terms (``RARE_WORDS``) as words not to use, because a question that
-repeats them only measures string matching. The host follows the rerank
+repeats them only measures string matching, and the start of the note as prose. The host follows the rerank
 rules (``vaulteval.hosts``): loopback only, unless ``allow_egress`` lets
 note text leave the machine. Temperature 0 and the run seed make a
 deterministic model give the same questions again. Every question is
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from vaulteval.errors import UsageError
 from vaulteval.querysets.generate.candidates import Candidate, rng_for
+from vaulteval.querysets.written.worksheet import QUESTION_RULES, TASK_INTRO
 
 if TYPE_CHECKING:
     from vaulteval.querysets.generate.kinds import Context
@@ -30,9 +32,9 @@ if TYPE_CHECKING:
 MIN_PASSAGE_CHARS = 40
 MAX_PASSAGE_CHARS = 1500
 RARE_WORDS = 8
-PROMPT = ("Write {count} that a person who has not read the note below would type into a search box and that the "
-          "note answers, in the language the note is written in. Use everyday words of your own: do not use these "
-          "words from the note: {avoid}. Reply with the question text only.\n\nPassage:\n{passage}")
+PROMPT = (f"{TASK_INTRO}\nRules:\n{QUESTION_RULES}\n\n"
+          "The note below is in language {language}. Reply with {count} that it answers, the question text only, "
+          "and do not use these words from the note: {avoid}.\n\nPassage:\n{passage}")
 COUNTS = {1: "one short question", 2: "two short questions, each on its own line,"}
 _LABEL_RE = re.compile(r"^\s*(?:[-*•]|\d+[.)]|q\d*[:.)]|question\s*\d*:)\s*", re.IGNORECASE)
 _THINKING_RE = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)  # a reasoning model's draft
@@ -122,6 +124,7 @@ def clean_questions(text: str | None, most: int = 2) -> list[str]:
 def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None) -> list[Candidate]:
     """Up to ``n`` questions from passages of pages drawn one per stratum in turn (seeded); once a model
     answered, ``settings.record`` holds which one (api, model, digest or the name the server answered with)."""
+    from vaulteval.index.langs.identify import identify
     from vaulteval.querysets.generate.textmodel import model_errors
 
     model = _model(settings)
@@ -144,7 +147,8 @@ def llm_candidates(ctx: "Context", n: int, settings: LlmSettings, progress=None)
             found = _passage(ctx, f)
             if found is None:
                 continue
-            prompt = PROMPT.format(count=COUNTS[settings.per_note], avoid=_avoid(ctx, f), passage=found[1])
+            prompt = PROMPT.format(count=COUNTS[settings.per_note], avoid=_avoid(ctx, f), passage=found[1],
+                                   language=identify(found[1]))
             try:
                 answer = model.ask(prompt, seed=ctx.seed)
             except errors as exc:

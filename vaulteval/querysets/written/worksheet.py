@@ -34,15 +34,19 @@ LENGTH_BANDS = ((1_000, "short"), (4_000, "medium"), (None, "long"))  # shown ch
 DEGREE_BANDS = ((0, "unlinked"), (3, "few links"), (None, "many links"))  # links in and out
 MAX_N = 1000
 
-TASK = """\
-Write questions that the notes below answer, as someone would ask them who has not read the note.
+# The task's opening and its rules for each question: the llm kind's prompt states them too (generate/llm.py).
+TASK_INTRO = "Write questions that the notes below answer, as someone would ask them who has not read the note."
+QUESTION_RULES = """\
+- Ask in the note's language (its `language:`).
+- Do not use the note's title or its rare words (names, jargon): say what you want in your own
+  words, as a person who does not know what the note is called would."""
+TASK = f"""\
+{TASK_INTRO}
 Rules:
 - Write the questions before you run any search or look at any ranking of this vault.
 - For each note, write one or two questions into its `questions:` list. Leave it empty when the
   note answers nothing a person would ask.
-- Ask in the note's language (its `language:`).
-- Do not use the note's title or its rare words (names, jargon): say what you want in your own
-  words, as a person who does not know what the note is called would.
+{QUESTION_RULES}
 - Under `unanswerable:`, write a few questions (three or more) that a user of this vault might ask
   and that no note in it answers.
 - Fill in `writer:`: agent, person, or model:<name> (the model that wrote them).
