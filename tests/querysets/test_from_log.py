@@ -103,6 +103,8 @@ def test_from_log_makes_a_query_set_and_a_pool_the_judge_notebook_reads(fresh_va
     (b'{"query": "q", "paths": ["a.md"]}\n{"query": 3}\n', "log.jsonl:2: expected"),
     (b"\xff\xfe\n", "log.jsonl:1: not a JSON line"),
     (b"\n\n", "holds no logged questions"),
+    (b'{"query": "callouts \\udcff", "paths": []}\n', "log.jsonl:1: expected"),
+    (b'{"query": "q", "paths": ' + b"[" * 5000 + b"]" * 5000 + b"}\n", "log.jsonl:1: not a JSON line"),
 ])
 def test_a_malformed_log_is_one_line_naming_the_line(fresh_vault: Path, tmp_path: Path, content: bytes,
                                                      message: str) -> None:
@@ -147,3 +149,20 @@ def test_a_log_that_fails_to_take_the_line_is_one_clear_line(fresh_vault: Path, 
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert "--log" in err and "No space left on device" in err and "internal error" not in err
     assert snapshot(fresh_vault) == before
+
+
+def test_a_query_that_is_not_utf8_is_logged_escaped(fresh_vault: Path, tmp_path: Path) -> None:
+    """``retrieve --log`` of ``$'callouts \\xff'``: Python reads the byte as a surrogate escape."""
+    log = tmp_path / "questions.jsonl"
+    code, _out, err = _retrieve(fresh_vault, "callouts \udcff and \ud800", "--log", log)
+    assert code == 0, err
+    (line,) = log.read_bytes().decode("utf-8").splitlines()
+    assert json.loads(line)["query"] == "callouts \\xff and \\ud800"
+    assert run_main("queryset", "from-log", log, "--vault", fresh_vault, "--out", tmp_path / "pool.yaml")[0] == 0
+
+
+def test_a_fifo_log_is_refused_without_blocking(fresh_vault: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "log.jsonl"
+    os.mkfifo(fifo)
+    code, _, err = run_main("queryset", "from-log", fifo, "--vault", fresh_vault, "--out", tmp_path / "pool.yaml")
+    assert code == 2 and "not a regular file" in err and len(err.strip().splitlines()) == 1, err

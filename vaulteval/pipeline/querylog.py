@@ -6,7 +6,8 @@ Usage::
     log.append(result)                                      # one JSON line: time, vault, query, strategy, paths
 
 Each line is ``{"time", "vault", "query", "strategy", "paths"}``; ``paths``
-are the returned pages in rank order. Nothing is written without ``--log``,
+are the returned pages in rank order; ``query`` is as received, a byte that
+was not UTF-8 written as ``\\xff`` text. Nothing is written without ``--log``,
 and never into the vault (notes stay read-only; derived state belongs to
 provisioning). The file is opened for appending without following a
 symlink as its last component, so a line goes where the user said, or
@@ -27,6 +28,21 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not im
 if TYPE_CHECKING:
     from vaulteval.pipeline.retrieve import RetrievalResult
     from vaulteval.vault.vault import Vault
+
+
+def escaped(text: str) -> str:
+    """``text`` as received, each lone surrogate written as an escape: ``\\xff`` for a byte that was not UTF-8
+    (Python reads it as a surrogate escape), ``\\ud800`` for any other; such text cannot be encoded as is."""
+    if text.isascii():
+        return text
+    import re
+
+    return re.sub("[\ud800-\udfff]", _escape, text)
+
+
+def _escape(match: "re.Match") -> str:
+    code = ord(match.group(0))
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 class QueryLog:
@@ -55,9 +71,10 @@ class QueryLog:
         """Append one line for ``result`` (a single write, so concurrent retrieves do not interleave lines)."""
         from datetime import datetime, timezone
 
-        record = {"time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "vault": str(self.vault.root),
-                  "query": result.query, "strategy": result.strategy,
-                  "paths": [c.page_path for c in result.candidates]}
+        # A note or vault name can hold a byte that is not UTF-8 as well as the query: every text is escaped.
+        record = {"time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "vault": escaped(str(self.vault.root)), "query": escaped(result.query),
+                  "strategy": escaped(result.strategy), "paths": [escaped(c.page_path) for c in result.candidates]}
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:

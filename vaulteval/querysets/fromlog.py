@@ -17,13 +17,13 @@ the start of the page as a snippet, in the format of ``queryset pool``
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
 from vaulteval.vault.atomic import write_output
+from vaulteval.vault.bounded import Refused, load_json
 from vaulteval.vault.paths import home_path
 
 if TYPE_CHECKING:
@@ -36,23 +36,25 @@ TAG = "from-log"
 
 def read_log(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The log's records; a line that is not a log record is a UsageError naming FILE:LINE."""
+    from vaulteval.vault.metadir import TooLarge, read_capped
+
     source = home_path(path)
     try:
-        with open(source, "rb") as fh:
-            raw = fh.read(MAX_LOG_BYTES + 1)
+        raw = read_capped(source, MAX_LOG_BYTES)  # a FIFO is refused, never waited on
+    except TooLarge:
+        raise UsageError(f"{path} is over {MAX_LOG_BYTES >> 20} MiB; split it and convert the parts") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the log ({exc.strerror or exc})") from None
-    if len(raw) > MAX_LOG_BYTES:
-        raise UsageError(f"{path} is over {MAX_LOG_BYTES >> 20} MiB; split it and convert the parts")
     records = []
     for number, line in enumerate(raw.split(b"\n"), 1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            item = load_json(line)
+        except Refused:
             raise UsageError(f"{path}:{number}: not a JSON line; a `retrieve --log` file has one object per line") from None
         if (not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item["query"].strip()
+                or not _encodable(item["query"])
                 or not isinstance(item.get("paths"), list) or not all(isinstance(p, str) for p in item["paths"])):
             raise UsageError(f"{path}:{number}: expected {{\"query\": text, \"paths\": [pages], ...}} "
                              "as `retrieve --log` writes it")
@@ -60,6 +62,14 @@ def read_log(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not records:
         raise UsageError(f"{path} holds no logged questions")
     return records
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")  # a lone surrogate escape ("\\udcff") is no text a query set can hold
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def logged_vault(log: str | os.PathLike[str]) -> "Vault":
