@@ -37,6 +37,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from vaulteval.vault.paths import is_inside
     from vaulteval.workbench.grid import parse_grid
     from vaulteval.workbench.tune import tune
+    from vaulteval.workbench.evidence import evidence_line
     from vaulteval.workbench.verdict import verdict_line
 
     if args.force and not args.write:
@@ -56,6 +57,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if decision.get("stale"):
         sys.stderr.write(f"vaulteval: warning: {decision['stale']}\n")
     sys.stderr.write(f"vaulteval: {verdict_line(decision, result.best, result.baseline)}\n")
+    sys.stderr.write(f"vaulteval: {evidence_line(decision['evidence'], decision.get('regression'))}\n")
     if decision.get("warning"):
         sys.stderr.write(f"vaulteval: warning: {decision['warning']}\n")
     if args.write and decision["verdict"] != "adopt" and not args.force:

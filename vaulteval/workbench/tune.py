@@ -20,6 +20,14 @@ kind or overlap band loses significantly, ``keep`` when the default is as good
 or better, else ``inconclusive`` with the number of judged queries a decision
 would need. ``eval verify`` recomputes the test run and, from ``tune.json``,
 the search and the decision.
+
+When a set holds written or real questions (``kind: written``, judged questions
+from a log, hand-written ones) and generated queries, the search and the
+verdict use the questions only; the default and the best are run on the
+generated queries as a regression check, reported beside the verdict and
+never part of it. ``decision["evidence"]`` says how many questions the
+verdict rests on, who wrote them and the smallest difference they detect
+(``vaulteval.workbench.evidence``).
 """
 
 from __future__ import annotations
@@ -135,8 +143,14 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
     from vaulteval.workbench.executor import make_executor
     from vaulteval.workbench.workspace import Workspace
 
+    from vaulteval.workbench.evidence import evidence_facts, regression_check
+
     baseline = current_default(vault)
     grid, parsed = _unique_grid([baseline, *(grid or default_grid(vault, baseline))])  # usage errors first
+    # The pages either set judges, before written or real questions are set apart from generated queries.
+    judged = queryset if test_queryset is None else replace(queryset, queries=[*queryset.queries,
+                                                                              *test_queryset.queries])
+    queryset, test_queryset, generated = decisive_sets(queryset, test_queryset)
     if test_queryset is None:
         tune_ids, test_ids, method = tune_test_split(queryset, test_fraction, seed)
         tune_qs, test_qs = subset(queryset, tune_ids, "tune"), subset(queryset, test_ids, "test")
@@ -150,8 +164,6 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
                            "ids": tune_ids}, "method": "two query sets"}
     if not tune_ids or not test_qs.positive:
         raise UsageError("the tune and the test split each need at least one query with relevant pages")
-    # The pages either split judges (one set split in two, or two sets).
-    judged = queryset if test_queryset is None else replace(queryset, queries=[*queryset.queries, *test_qs.queries])
     ws = Workspace(vault, cache_dir)  # the search runs on the index this checked
     stale = require_current(ws, parsed, judged, allow_stale=allow_stale, what="tune")
     slices, high = verdict_slices(test_qs)
@@ -174,6 +186,15 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
         ev = evaluate(vault, test_qs, chosen, measures=[measure, "R@100"], k=10, baseline="default",
                       cache_dir=cache_dir, seed=seed, executor=ex, allow_stale=allow_stale,
                       workspace=ws, checked=stale)
+        regression = None
+        if generated is not None and generated.positive and best != baseline:
+            old, new = search_scores(vault, generated, [by_text[baseline], by_text[best]], measure,
+                                     cache_dir=cache_dir, executor=ex, workspace=ws)
+            regression = regression_check(old, new, measure=measure, seed=seed)
+    columns = measure_columns(ev.per_query, measure)
+    evidence = evidence_facts(test_qs, len(tune_ids), columns["default"],
+                              columns.get("best") if best != baseline else None, measure=measure,
+                              generated=len(generated.queries) if generated is not None else 0)
     decision = decide(ev.per_query, measure, best != baseline, seed, slices=slices, high_overlap=high,
                       semantic=semantic)
     chosen_strategy = by_text[best if decision["adopt"] else baseline]
@@ -185,6 +206,11 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
     params = {"measure": measure, "seed": seed, "grid": grid, "splits": splits, "names": names,
               "test_slices": slices, "high_overlap": sorted(high) if high is not None else None,
               "semantic": semantic, "allow_stale": allow_stale, "stale_pages": stale.pages}
+    decision["evidence"] = evidence
+    if regression is not None:
+        decision["regression"] = regression
+    if generated is not None:
+        params["regression_ids"] = [q.query_id for q in generated.queries]
     if stale.pages:
         decision["stale"] = stale.note()
     run_dir = ev.save(out, run_id=run_id)
@@ -270,13 +296,36 @@ def decide(per_query: Any, measure: str, has_best: bool, seed: int, *, slices: d
     """
     from vaulteval.workbench.verdict import Evidence, judge
 
-    table = per_query[per_query.measure == measure].pivot_table(index="query_id", columns="run", values="value")
-    column = {name: {str(q): float(v) for q, v in table[name].items()} for name in table.columns}
+    column = measure_columns(per_query, measure)
     ev = Evidence(default=column["default"], candidate=column.get("best") if has_best else None,
                   slices=slices or {}, high_overlap=high_overlap, rival=column.get("rival"))
     flags = semantic or {}
     return judge(ev, seed=seed, measure=measure, candidate_semantic=flags.get("candidate", False),
                  default_semantic=flags.get("default", False), grid_semantic=flags.get("grid", False))
+
+
+def measure_columns(per_query: Any, measure: str) -> dict[str, dict[str, float]]:
+    """{run name: {query id: value}} of one measure from ``evaluate``'s per-query table."""
+    table = per_query[per_query.measure == measure].pivot_table(index="query_id", columns="run", values="value")
+    return {name: {str(q): float(v) for q, v in table[name].items()} for name in table.columns}
+
+
+def decisive_sets(queryset: "QuerySet", test_queryset: "QuerySet | None"
+                  ) -> "tuple[QuerySet, QuerySet | None, QuerySet | None]":
+    """The sets the verdict decides on, and the generated queries set apart for the regression check (None when
+    no set holds both written or real questions and generated queries; ``vaulteval.workbench.evidence``)."""
+    from vaulteval.workbench.evidence import partition
+
+    sets, apart = [], []
+    for qs in (queryset, test_queryset):
+        if qs is None:
+            sets.append(None)
+            continue
+        questions, generated = partition(qs)
+        sets.append(subset(qs, questions, "questions") if generated else qs)
+        apart += [qs[q] for q in generated]
+    generated_qs = replace(queryset, name=f"{queryset.name}-generated", queries=apart) if apart else None
+    return sets[0], sets[1], generated_qs
 
 
 def read_tune(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
