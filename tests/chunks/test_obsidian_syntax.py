@@ -35,6 +35,7 @@ NOTES = {
     ),
     "Mapping alias.md": "---\naliases:\n- Lawlistia: Custom Listing Styles\ntags: {area: [pomology]}\n---\nBody text only.\n",
     "Tags.md": "---\ntags: [espresso-maintenance, project/wobblenut]\naliases: [Percolator pal]\n---\nBody mentions #fridge-inventory inline.\n",
+    "Key case.md": "---\nAliases: [Quixotrope]\nTAG: snarfblat gubbinsworth\n---\nPlain body.\n",
 }
 
 ROWS = [
@@ -70,6 +71,8 @@ ROWS = [
     ("harbour crane", "Badges.md", "an image's alt text that reads as words is indexed"),
     ("wobbleref", None, "a reference-style link definition is not indexed"),
     ("lawlistia", "Mapping alias.md", "an alias that YAML read as a mapping is a term"),
+    ("quixotrope", "Key case.md", "an Aliases: key with a capital is the aliases property, as in Obsidian"),
+    ("gubbinsworth", "Key case.md", "a TAG: key is the tags property; its text splits at spaces into tags"),
     ("custom listing styles", "Mapping alias.md", "the mapping's value is a term too"),
     ("pomology", "Mapping alias.md", "a tag inside a mapping is a term"),
 ]
@@ -154,6 +157,24 @@ def test_page_terms_line() -> None:
     assert page_terms({"aliases": [{"LawList": "Custom List Styles"}, ["Nested", None]]}, "") == \
         "Aliases: LawList: Custom List Styles; Nested."
     assert page_terms({"aliases": {"A": None}, "tags": {"area": ["x-y", 3]}}, "") == "Tags: area x-y 3 x y. Aliases: A."
+
+
+@pytest.mark.parametrize("frontmatter, aliases, tags", [
+    ({"Aliases": ["A b"]}, ["A b"], []),
+    ({"ALIAS": "A, B"}, ["A", "B"], []),
+    ({"alias": "One"}, ["One"], []),
+    ({"Tags": "x y,z"}, [], ["x", "y", "z"]),
+    ({"tag": ["#x"]}, [], ["x"]),
+    # Obsidian takes the first key that names the property, in the note's order; later ones are other properties.
+    ({"aliases": ["first"], "Alias": ["second"], "TAGS": ["t1"], "tags": ["t2"]}, ["first"], ["t1"]),
+    ({"aliases_extra": ["no"], "my tags": "no", 3: "no"}, [], []),
+])
+def test_default_properties_are_read_as_obsidian_reads_them(frontmatter: dict, aliases: list, tags: list) -> None:
+    from vaulteval.chunks.obsidian import page_aliases, page_tags, property_value
+
+    assert page_aliases(frontmatter) == aliases
+    assert page_tags(frontmatter, "")[0] == tags
+    assert property_value({"CSSClass": "wide", "cssclasses": ["narrow"]}, "cssclasses") == "wide"
 
 
 def test_a_mapping_alias_is_in_the_alias_field(vault: Path) -> None:

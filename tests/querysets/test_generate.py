@@ -242,3 +242,11 @@ def test_llm_kind_on_a_vault_too_small_for_three_failures_still_says_the_model_f
         with pytest.raises(UsageError, match="failed on every note asked .*ollama pull llama3.2"):
             _generate(one, tmp_path, ["llm"], n=2, llm=LlmSettings(host=srv.url))
         assert len([r for r in srv.requests if r.path == "/api/generate"]) == 1
+
+
+def test_page_facts_read_aliases_and_tags_under_any_key_case() -> None:
+    from vaulteval.querysets.generate.pages import page_facts
+
+    facts = page_facts("wiki/Sleep.md", b"---\nAliases: [Slumber, Kip]\nTags: rest night-time\n---\nBody.\n")
+    assert facts.aliases == ["Slumber", "Kip"]
+    assert facts.tags == ["rest", "night-time"]

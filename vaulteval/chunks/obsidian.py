@@ -10,6 +10,8 @@ Usage::
   reference definitions; code left exactly as written.
 - Tags stay in the text; frontmatter ``tags`` and ``aliases`` are added as terms
   to every chunk's prefix, with nested or hyphenated tags also split into words.
+  Those properties are found as Obsidian finds them (``property_value``: any key
+  case, the singular ``tag``/``alias``).
   A value that YAML read as a mapping or a list (``- LawList: Custom List
   Styles``) is flattened into its text.
 """
@@ -29,7 +31,8 @@ if TYPE_CHECKING:
 # Bump when the text given to the chunker changes: the catalog then re-chunks every page.
 # 3: HTML comments and tags, images and badges, link targets, reference definitions and block ids left out.
 # 4: the pieces of a paragraph cut where the note has no whitespace are joined as written.
-CHUNKER_VERSION = 4
+# 5: aliases and tags read under any key case and from the first matching key, as Obsidian reads them.
+CHUNKER_VERSION = 5
 
 # Possessive runs: a fence line with no newline after it fails once instead of once per backtick.
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}+|~{3,}+)[^\n]*+\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
@@ -71,9 +74,24 @@ def _as_list(value: Any) -> list[str]:
     return [text.strip() for text in _flat(value, pairs=False) if text.strip()]
 
 
+# Obsidian's default list properties, each with the singular key it also reads (deprecated since Obsidian 1.4).
+_PROPERTY_KEYS = {"aliases": ("aliases", "alias"), "tags": ("tags", "tag"), "cssclasses": ("cssclasses", "cssclass")}
+
+
+def property_value(frontmatter: dict, name: str) -> Any:
+    """Usage: ``property_value(fm, "aliases")``: the value of one of Obsidian's default properties (``aliases``,
+    ``tags``, ``cssclasses``) as Obsidian finds it: the first key of the note, in the note's order, that is the
+    name or its singular form in any letter case (``Aliases:``, ``TAG:``); None when the note has none."""
+    keys = _PROPERTY_KEYS[name]
+    for key, value in frontmatter.items():
+        if isinstance(key, str) and key.lower() in keys:
+            return value
+    return None
+
+
 def page_tags(frontmatter: dict, body: str) -> tuple[list[str], list[str]]:
-    """(frontmatter ``tags``/``tag``, inline ``#tags`` outside code), without '#', each in order and once."""
-    front = [t.lstrip("#") for key in ("tags", "tag") for t in _as_list(frontmatter.get(key))]
+    """(frontmatter ``tags``, inline ``#tags`` outside code), without '#', each in order and once."""
+    front = [t.lstrip("#") for t in _as_list(property_value(frontmatter, "tags"))]
     inline = _inline_tags(body)
     if inline and "`" in body:  # only then can a candidate sit in code
         inline = _inline_tags(_without_code(_FENCE.sub("", body)))
@@ -86,13 +104,12 @@ def _inline_tags(text: str) -> list[str]:
 
 
 def page_aliases(frontmatter: dict) -> list[str]:
-    out: list[str] = []
-    for key in ("aliases", "alias"):
-        value = frontmatter.get(key)
-        if isinstance(value, str):
-            value = value.split(",") if key == "aliases" else [value]
-        out.extend(text.strip() for text in _flat(value, pairs=True) if text.strip())
-    return list(dict.fromkeys(out))
+    """The note's ``aliases`` (see ``property_value``): a list, or a text of comma-separated names, as Obsidian
+    splits it; each once, in order."""
+    value = property_value(frontmatter, "aliases")
+    if isinstance(value, str):
+        value = value.split(",")
+    return list(dict.fromkeys(text.strip() for text in _flat(value, pairs=True) if text.strip()))
 
 
 def page_terms(frontmatter: dict, body: str) -> str:

@@ -6,8 +6,8 @@ Incremental like the main index: rows of the previous field file whose chunk is
 unchanged (same page path, chunk id and hashes) are carried over, so editing a
 few notes reads only those notes.
 
-Title is the page's ``title:`` and its file name; aliases come from
-``aliases:``/``alias:`` in the front matter; headings are the chunk's Markdown
+Title is the page's ``title:`` and its file name; aliases are the front
+matter's ``aliases`` as Obsidian reads them (``chunks.obsidian.page_aliases``: any key case, ``alias``); headings are the chunk's Markdown
 ``#`` lines; code is the text inside the chunk's fenced code blocks (``` or
 ~~~; a fence left open at the end of a chunk runs to its end). Each field is
 analyzed with the index's analyzer (``auto``: the chunk's language's, as the index records it).
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from vaulteval.vault.metadir import MetaDir
     from vaulteval.vault.vault import Vault
 
-EXTRACT_VERSION = 1  # bump when what goes into a field changes: a newer build must not reuse older rows
+EXTRACT_VERSION = 2  # bump when what goes into a field changes: a newer build must not reuse older rows
 DIGEST_SIZE = 16  # bytes of BLAKE2b per row key in ``doc_digests``
 def _aliases(frontmatter: dict[str, Any]) -> str:
     from vaulteval.chunks.obsidian import page_aliases  # a mapping or nested list is flattened into its text

@@ -70,10 +70,10 @@ def plain(text: str) -> str:
     return " ".join(_FORMAT_RE.sub(" ", text).split())
 
 
-def _as_list(value: object) -> list[str]:
-    """A frontmatter list or comma-separated string as names; mappings and nested lists are no names."""
+def _as_list(value: object, separators: str = ",") -> list[str]:
+    """A frontmatter list or a string split at ``separators`` as names; mappings and nested lists are no names."""
     if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
+        return [v.strip() for v in re.split(f"[{separators}]+", value) if v.strip()]
     if isinstance(value, list):
         return [str(v).strip() for v in value if isinstance(v, (str, int, float)) and not isinstance(v, bool)
                 and str(v).strip()]
@@ -83,6 +83,7 @@ def _as_list(value: object) -> list[str]:
 def page_facts(rel: str, raw: bytes) -> PageFacts:
     """Usage: ``page_facts("wiki/a.md", path.read_bytes())``."""
     from vaulteval.chunks.chunking import ADDRESS_RE, decode_page, parse_frontmatter, split_frontmatter
+    from vaulteval.chunks.obsidian import property_value
     from vaulteval.querysets.generate.prose import prose
 
     text = decode_page(raw)
@@ -97,8 +98,8 @@ def page_facts(rel: str, raw: bytes) -> PageFacts:
     stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
     facts = PageFacts(rel=rel, sha256="sha256:" + hashlib.sha256(raw).hexdigest(), address=address,
                       title=stem, title_line=1, lines=lines, body_start=body_start, text=text)
-    facts.aliases = _as_list(fm.get("aliases")) + [a for a in _as_list(fm.get("alias"))]
-    tags = [t.lstrip("#") for t in _as_list(fm.get("tags")) + _as_list(fm.get("tag"))]
+    facts.aliases = list(dict.fromkeys(_as_list(property_value(fm, "aliases"))))
+    tags = [t.lstrip("#") for t in _as_list(property_value(fm, "tags"), separators=r",\s")]
     in_fence, titled = False, False
     for number, line in facts.body_lines():
         if _FENCE_RE.match(line):
