@@ -166,3 +166,15 @@ def test_a_fifo_log_is_refused_without_blocking(fresh_vault: Path, tmp_path: Pat
     os.mkfifo(fifo)
     code, _, err = run_main("queryset", "from-log", fifo, "--vault", fresh_vault, "--out", tmp_path / "pool.yaml")
     assert code == 2 and "not a regular file" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_logged_path_relative_to_the_notes_folder_is_that_note(fresh_vault: Path, tmp_path: Path) -> None:
+    log = tmp_path / "questions.jsonl"
+    record = {"time": "2026-12-07T00:00:00Z", "vault": str(fresh_vault.resolve()), "query": "descaling",
+              "strategy": "bm25-only", "paths": ["howto/Descaling.md", "wiki/hot.md", "../outside.md"]}
+    log.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    code, out, err = run_main("queryset", "from-log", log, "--out", tmp_path / "pool.yaml")
+    assert code == 0, err
+    pool = yaml.safe_load((tmp_path / "pool.yaml").read_text(encoding="utf-8"))
+    assert [p["page"] for p in pool["pairs"]] == ["wiki/howto/Descaling.md", "wiki/hot.md"]
+    assert all(p["snippet"] for p in pool["pairs"])

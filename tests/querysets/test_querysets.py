@@ -141,7 +141,7 @@ def test_trec_topics_sgml_and_tsv_with_qrels(tmp_path: Path, vault: Vault) -> No
 
 @pytest.mark.parametrize("entry, line, message", [
     ({"id": "a", "query": "x", "relevant": {"wiki/nope.md": 1}}, 10, "unknown page wiki/nope.md"),
-    ({"id": "a", "query": "x", "relevant": {"howto/Descaling.md": 1}}, 10, "did you mean wiki/howto/Descaling.md"),
+    ({"id": "a", "query": "x", "relevant": {"Descaling.md": 1}}, 10, "did you mean wiki/howto/Descaling.md"),
     ({"id": "a", "query": "x", "relevant": {"[[Notes]]": 1}}, 10, "matches 2 pages"),
     ({"id": "a", "query": "  ", "relevant": {}}, 7, "is empty"),
     ({"id": "a", "query": "x", "relevant": {"[[Top]]": -1}}, 10, "not a whole number >= 0"),

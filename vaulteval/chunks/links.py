@@ -4,19 +4,32 @@ Usage::
 
     resolver = LinkResolver.from_vault(vault)
     resolver.resolve("[[books/Notes#Template|how I take notes]]")   # -> "wiki/books/Notes.md"
+    resolver.link_status("wiki/sleep/Naps.md", "./adenosine")       # -> ("wiki/sleep/adenosine.md", "resolved")
 
-Order: exact path (``wiki/x/Note``, ``x/Note`` or ``Note``, with or without
-``.md``; the notes folder's own prefix is optional), then the shortest unique path suffix (a bare name is a suffix of one
-component), each first case-sensitive then case-insensitive; last the
-``aliases:`` of every page's frontmatter. ``#heading``, ``^block`` and
-``|display`` parts are ignored. Several matches at the first level that has
-any are an :class:`AmbiguousLink`; none is an :class:`UnknownLink`.
+``resolve`` takes a key with no note around it (a query set's judgment, a page
+to read). Order: exact path (``wiki/x/Note``, ``x/Note`` or ``Note``, with or
+without ``.md``; the notes folder's own prefix is optional), then the shortest
+unique path suffix (a bare name is a suffix of one component), each first
+case-sensitive then case-insensitive; last the ``aliases:`` of every page's
+frontmatter. ``#heading``, ``^block`` and ``|display`` parts are ignored.
+Several matches at the first level that has any are an :class:`AmbiguousLink`;
+none is an :class:`UnknownLink`.
+
+``link_status`` resolves a link written in a note, in every format Obsidian's
+"New link format" setting writes: a path relative to the note (``./x``,
+``../assets/x.png``), a path from the vault root (``folder/x``, ``/folder/x``)
+or the shortest unique name; with or without ``.md``. Among several notes of
+one name the one in the linking note's folder wins, then the shortest path,
+as Obsidian opens them. A link to a file that is not a note (an image, a PDF)
+is looked up among the vault's files.
 
 It lives in ``chunks`` so both the pipeline-level note reader and query sets use it.
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
 import unicodedata
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -61,11 +74,14 @@ class LinkResolver:
     """Page lookup by path, path suffix and alias; aliases are read only when first needed."""
 
     def __init__(self, pages: Iterable[str], *, read_page: Callable[[str], bytes] | None = None,
-                 notes_rel: str = "wiki"):
+                 notes_rel: str = "wiki", list_files: Callable[[], Iterable[str]] | None = None):
         self.pages = sorted(_norm(p) for p in pages)
         self._set = set(self.pages)
+        self._folded = {p.casefold(): p for p in reversed(self.pages)}  # the first in path order wins
         self._read_page = read_page
         self._aliases: dict[str, list[str]] | None = None
+        self._list_files = list_files
+        self._files: dict[str, str] | None = None
         self.lead = f"{notes_rel}/" if notes_rel else ""
         # Path without the notes folder and ".md", for exact and suffix matching.
         self._stems = {p: p.removeprefix(self.lead).removesuffix(".md") for p in self.pages}
@@ -79,7 +95,8 @@ class LinkResolver:
     def from_vault(cls, vault: "Vault") -> "LinkResolver":
         """Usage: ``LinkResolver.from_vault(vault)``: every note of the vault, aliases from frontmatter."""
         pages = {p.rel: p.path for p in vault.iter_pages()}
-        return cls(pages, read_page=lambda rel: _read_or_empty(pages[rel]), notes_rel=vault.notes_rel)
+        return cls(pages, read_page=lambda rel: _read_or_empty(pages[rel]), notes_rel=vault.notes_rel,
+                   list_files=lambda: _other_files(vault))
 
     def has_page(self, rel: str) -> bool:
         return _norm(rel) in self._set
@@ -117,6 +134,95 @@ class LinkResolver:
         exc.candidates = tuple(sorted(found))
         raise exc
 
+    def link_status(self, source: str, target: str, *, markdown: bool = False) -> tuple[str | None, str]:
+        """(vault path or None, status) of a link to ``target`` (its file part: no ``#``, no ``|``) written in the
+        note ``source``. Status: ``resolved`` (a note), ``not-a-note`` (another file of the vault), ``ambiguous``
+        (notes tied by folder and path length), ``unresolved``. ``markdown``: a Markdown link, whose plain path
+        is read relative to the note first (a wikilink's from the vault root first)."""
+        target = _norm(target.strip().replace("\\", "/"))
+        if not target:
+            return source, "resolved"  # [[#Heading]] points into the same note
+        try:
+            return self._note_from(source, target, markdown), "resolved"
+        except AmbiguousLink:
+            return None, "ambiguous"
+        except UnknownLink:
+            pass
+        ext = posixpath.splitext(target)[1].lower()
+        if ext and ext != ".md":
+            found = self._file_from(source, target, markdown)
+            if found is not None:
+                return found, "not-a-note"
+        return None, "unresolved"
+
+    def _paths_from(self, source: str, target: str, markdown: bool) -> list[str] | None:
+        """The vault paths a path-like target can name, in the order tried (``.md`` still optional); None for a
+        bare name. A path from the root may leave out the notes folder; a relative path that climbs out of the
+        vault names nothing."""
+        folder = posixpath.dirname(source)
+        if target.startswith(("./", "../")) or target in (".", ".."):
+            joined = posixpath.normpath(posixpath.join(folder, target))
+            return [] if joined == ".." or joined.startswith("../") else [joined]
+        if "/" not in target:  # a bare name; a Markdown link's may still be a file beside the note
+            return [posixpath.join(folder, target)] if markdown else None
+        root = posixpath.normpath(target.lstrip("/"))
+        rooted = [root] if not self.lead or root.startswith(self.lead) else [self.lead + root, root]
+        if target.startswith("/"):
+            return rooted
+        beside = posixpath.normpath(posixpath.join(folder, target))
+        return [beside, *rooted] if markdown else [*rooted, beside]
+
+    def _page_at(self, path: str) -> str | None:
+        """The note at vault path ``path``, ``.md`` optional, exact case first."""
+        tries = [path] if path.endswith(".md") else [path, path + ".md"]
+        for t in tries:
+            if t in self._set:
+                return t
+        for t in tries:
+            if t.casefold() in self._folded:
+                return self._folded[t.casefold()]
+        return None
+
+    def _note_from(self, source: str, target: str, markdown: bool) -> str:
+        paths = self._paths_from(source, target, markdown)
+        for path in paths or ():
+            found = self._page_at(path)
+            if found:
+                return found
+        if target.startswith(("/", "./", "../")):
+            raise UnknownLink(f"{target} names no note")
+        if paths is None:  # a bare name: the note of that name beside the linking note first
+            found = self._page_at(posixpath.join(posixpath.dirname(source), target))
+            if found:
+                return found
+        try:
+            return self.resolve(target)
+        except AmbiguousLink as exc:
+            return _nearest(source, exc)
+
+    def _file_from(self, source: str, target: str, markdown: bool) -> str | None:
+        files = self.files()
+        for path in self._paths_from(source, target, markdown) or ():
+            if path.casefold() in files:
+                return files[path.casefold()]
+        if target.startswith(("/", "./", "../")):
+            return None
+        want = "/" + target.casefold()
+        folder = posixpath.dirname(source)
+        found = sorted((p for p in files.values() if ("/" + p.casefold()).endswith(want)),
+                       key=lambda p: (posixpath.dirname(p) != folder, len(p), p))
+        return found[0] if found else None
+
+    def files(self) -> dict[str, str]:
+        """Casefolded vault path -> vault path of every file under the notes folder that is not a note (listed
+        once, when a link first needs it)."""
+        if self._files is None:
+            listed = self._list_files() if self._list_files is not None else ()
+            self._files = {}
+            for rel in sorted(_norm(r) for r in listed):
+                self._files.setdefault(rel.casefold(), rel)
+        return self._files
+
     def open_link(self, key: str) -> str:
         """The note Obsidian opens for ``key``: as ``resolve``, but among several notes of one name the
         shortest path wins; only a tie is ambiguous (AmbiguousLink listing every tied note)."""
@@ -149,6 +255,34 @@ class LinkResolver:
         name = link_target(key).removesuffix(".md").rsplit("/", 1)[-1].casefold()
         hits = self._by_name.get(name, [])
         return hits[0] if len(hits) == 1 else None
+
+
+def _nearest(source: str, exc: AmbiguousLink) -> str:
+    """Among notes of one name, the one Obsidian opens from ``source``: in its folder, else the shortest path;
+    a tie stays ambiguous."""
+    folder = posixpath.dirname(source)
+    beside = [p for p in exc.candidates if posixpath.dirname(p) == folder]
+    if len(beside) == 1:
+        return beside[0]
+    shortest = min(len(p) for p in exc.candidates)
+    best = [p for p in exc.candidates if len(p) == shortest]
+    if len(best) == 1:
+        return best[0]
+    raise exc
+
+
+def _other_files(vault: "Vault") -> list[str]:
+    """Vault paths of the files under the notes folder that are not notes, outside hidden folders; names only,
+    nothing is opened, symlinks are not followed."""
+    top = str(vault.notes_dir)
+    lead = f"{vault.notes_rel}/" if vault.notes_rel else ""
+    out = []
+    for folder, dirs, names in os.walk(top):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        rel_dir = os.path.relpath(folder, top).replace(os.sep, "/")
+        prefix = lead + ("" if rel_dir == "." else rel_dir + "/")
+        out += [prefix + n for n in names if not n.endswith(".md") and not n.startswith(".")]
+    return out
 
 
 def _read_or_empty(path) -> bytes:

@@ -6,16 +6,16 @@ Usage::
     view["headings"][0]["link"]        # "[[Descaling#How often]]"
 
 A page is a vault-relative path or a ``[[wikilink]]`` (resolved as Obsidian
-does). Links and backlinks are resolved with the same resolver as query sets:
-file name, shortest unique path, aliases; Markdown links to notes are resolved
-relative to the linking note, then to the vault. Every string returned is the
+does). Links and backlinks are resolved as Obsidian resolves a link in a note
+(``LinkResolver.link_status``): a path relative to the note, a path from the
+vault root, the shortest unique name, then aliases; Markdown links relative to
+the linking note first. Every string returned is the
 note's own text: data, never instructions.
 """
 
 from __future__ import annotations
 
 import json
-import posixpath
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.chunks import obsidian
@@ -39,25 +39,9 @@ def _json_safe(value: Any) -> Any:
 
 
 def resolve_link(resolver: LinkResolver, source: str, link: dict) -> tuple[str | None, str]:
-    """(page path or None, status) for one link of ``source``; status: resolved, unresolved, ambiguous, not-a-note."""
-    target = link["target"]
-    if not target:
-        return source, "resolved"  # [[#Heading]] points into the same note
-    if link["kind"] == "markdown":
-        rel_to_source = posixpath.normpath(posixpath.join(posixpath.dirname(source), target))
-        for candidate in (rel_to_source, target.lstrip("/")):
-            for path in (candidate, candidate + ".md"):
-                if resolver.has_page(path):
-                    return path, "resolved"
-    ext = posixpath.splitext(target)[1].lower()
-    if ext and ext != ".md":
-        return None, "not-a-note"  # an attachment or another file type
-    try:
-        return resolver.resolve(target), "resolved"
-    except AmbiguousLink:
-        return None, "ambiguous"
-    except UnknownLink:
-        return None, "unresolved"
+    """(page path or None, status) for one link of ``source``; status: resolved, unresolved, ambiguous, not-a-note
+    (see ``LinkResolver.link_status``)."""
+    return resolver.link_status(source, link["target"], markdown=link["kind"] == "markdown")
 
 
 def cite_name(resolver: LinkResolver, rel: str) -> str:
@@ -96,7 +80,7 @@ def read_note(vault: "Vault", page: str, *, heading: str | None = None,
     ``resolver`` and ``backlinks_of`` may come from a caller that keeps them for the vault as it is now
     (the MCP server's ``vaulteval.server.links.LinkTable``); otherwise the vault is scanned for them."""
     resolver = resolver or LinkResolver.from_vault(vault)
-    rel = page.replace("\\", "/").removeprefix("./")
+    rel = vault.page_rel(page.replace("\\", "/").removeprefix("./")) if not is_wikilink(page) else page
     bare = not rel.endswith(".md") and not rel.startswith("/") and ".." not in rel.split("/")
     if not is_wikilink(page) and bare and not resolver.has_page(rel):
         page = f"[[{page.strip()}]]"  # a bare note name ("Descaling", "howto/Descaling#How often"), as Obsidian

@@ -121,7 +121,8 @@ def pool_from_log(log: str | os.PathLike[str], vault: "Vault", out: str | os.Pat
         strategy = r["strategy"] if isinstance(r.get("strategy"), str) else "unknown"
         if strategy not in strategies:
             strategies.append(strategy)
-        for rank, page in enumerate(r["paths"], 1):
+        for rank, logged in enumerate(r["paths"], 1):
+            page = vault.page_rel(logged)  # a path relative to the notes folder is that note's vault path
             if page not in snippets:
                 snippets[page] = _snippet(vault, page)
             if snippets[page] is None:

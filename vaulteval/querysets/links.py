@@ -17,14 +17,16 @@ __all__ = ["AmbiguousLink", "LinkResolver", "UnknownLink", "is_wikilink", "link_
 
 
 def resolve_key(resolver: LinkResolver, key: Any, doc_ids: bool = False) -> str:
-    """A judgment key -> page path: a wikilink, a vault path, or (``doc_ids``) a BEIR/TREC document id."""
+    """A judgment key -> page path: a wikilink, a vault path or a path relative to the notes folder, or
+    (``doc_ids``) a BEIR/TREC document id."""
     if not isinstance(key, str) or not key.strip():
         raise UnknownLink(f"key {key!r} is not a page path or [[wikilink]]")
     if is_wikilink(key):
         return resolver.resolve(key)
     path = key.strip().replace("\\", "/").removeprefix("./")
-    if resolver.has_page(path):
-        return unicodedata.normalize("NFC", path)
+    for page in (path, resolver.lead + path):  # vault-relative, or relative to the notes folder
+        if resolver.has_page(page):
+            return unicodedata.normalize("NFC", page)
     if doc_ids:
         page = beir_page_path(path)
         if resolver.has_page(page):

@@ -184,6 +184,28 @@ class Vault:
         """The notes folder as users see it in messages: ``wiki/`` or ``the vault root``."""
         return f"{self.notes_rel}/" if self.notes_rel else "the vault root"
 
+    def page_rel(self, name: str) -> str:
+        """Usage: ``vault.page_rel("Concepts/x.md")`` -> ``"content/Concepts/x.md"``: a page path as a user or an
+        agent names it, vault-relative or relative to the notes folder, as the vault path every page has.
+
+        A path without the notes folder's prefix gains it; one with the prefix keeps it unless only the path
+        below the notes folder names a file (``content/x.md`` in a notes folder that holds ``content/``). A path
+        that is absolute or has ``..`` is returned as given: confinement refuses it with its own message."""
+        if not self.notes_rel or not isinstance(name, str):
+            return name
+        clean = name.replace("\\", "/")
+        while clean.startswith("./"):
+            clean = clean[2:]
+        parts = clean.split("/")
+        if not clean or clean.startswith("/") or clean[1:2] == ":" or ".." in parts or "\x00" in clean:
+            return name
+        lead = self.notes_rel + "/"
+        if not clean.startswith(lead):
+            return lead + clean
+        if not os.path.lexists(self.root / clean) and os.path.lexists(self.notes_dir / clean):
+            return lead + clean
+        return clean
+
     def page_path(self, rel: str) -> Path:
         """Usage: ``vault.page_path("wiki/a.md")``: the confined absolute path of a note."""
         return confine(self.notes_dir, rel, strip=self.notes_strip)
