@@ -28,8 +28,8 @@ PAGES = {
                                            "# Espresso grinder settings\n\nThe dial sits at 12 for the dark roast.\n\n"
                                            "## Retention and purging\n\nPurge two grams after changing the dial.\n",
     "coffee/Descaling routine.md": "---\ntags: [coffee]\n---\nCitric acid every month keeps the boiler clean.\n\n"
-                                   "After descaling I always check [[Espresso grinder settings]] because the taste "
-                                   "changes a lot with fresh water.\n",
+                                   "After descaling I always check the grind (see [[Espresso grinder settings]]) "
+                                   "because the taste changes a lot with fresh water.\n",
     "garden/Monstera.md": "# Monstera\n\nBought in 2022 with three leaves near the window.\n\n## Repotting in spring\n\n"
                           "Use chunky bark mix and a pot two centimetres wider.\n",
     "travel/京都の紅葉.md": "# 京都の紅葉\n\n東福寺の通天橋は十一月の下旬が一番きれい。JR奈良線で行く。\n",
@@ -78,7 +78,7 @@ def test_heading_kind_resolves_to_its_page(vault: Vault, tmp_path: Path) -> None
 
 def test_backlink_kind_removes_the_link_and_judges_the_target(vault: Vault, tmp_path: Path) -> None:
     (q,) = _generate(vault, tmp_path, ["backlink"])
-    assert q["query"] == "After descaling I always check because the taste changes a lot with fresh water."
+    assert q["query"] == "After descaling I always check the grind because the taste changes a lot with fresh water."
     assert q["relevant"] == {"wiki/coffee/Espresso grinder settings.md": 2}
     assert q["source"] == {"page": "wiki/coffee/Descaling routine.md", "line": 6}  # the distractor
 
@@ -250,3 +250,21 @@ def test_page_facts_read_aliases_and_tags_under_any_key_case() -> None:
     facts = page_facts("wiki/Sleep.md", b"---\nAliases: [Slumber, Kip]\nTags: rest night-time\n---\nBody.\n")
     assert facts.aliases == ["Slumber", "Kip"]
     assert facts.tags == ["rest", "night-time"]
+
+
+def test_relative_links_give_backlink_and_link_text_queries() -> None:
+    from vaulteval.querysets.generate.kinds import Context
+    from vaulteval.querysets.generate.pages import page_facts
+    from vaulteval.querysets.generate.sentence_kinds import backlink_candidates, link_text_candidates
+
+    notes = {
+        "content/Concepts/adenosine.md": "# Adenosine\n\nA molecule.\n",
+        "content/Guides/Naps.md": ("# Naps\n\nA short nap clears some of the tiredness, see [[../Concepts/adenosine]].\n\n"
+                                   "Coffee blocks [[../Concepts/adenosine.md|the build-up of sleep pressure]].\n"),
+    }
+    facts = [page_facts(rel, text.encode()) for rel, text in notes.items()]
+    ctx = Context(facts, notes_rel="content")
+    backlinks = {c.text: c.relevant for c in backlink_candidates(ctx)}
+    assert backlinks == {"A short nap clears some of the tiredness": (("content/Concepts/adenosine.md", 2),)}
+    (shown,) = link_text_candidates(ctx)
+    assert (shown.text, shown.relevant) == ("the build-up of sleep pressure", (("content/Concepts/adenosine.md", 2),))

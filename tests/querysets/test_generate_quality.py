@@ -28,6 +28,7 @@ MESSY = {
     "people/Nicole.md": "# Nicole\n\nWatch the [Obsidian for Beginners](https://www.youtube.com/watch?v=E6ySG7xYgjY) "
                         "guide that uses [[Folder Color]] methodology.\n\nShe paints every folder with "
                         "[[Folder Color]] so the sidebar reads like a map of her projects.\n\n"
+                        "[[Folder Color]] is the plugin that gives her sidebar its pastel map.\n\n"
                         "Check the backlinks for [[Folder Color]]\n",
     "notes/Garden.md": "# Garden\n\nTomatoes need a stake once the first truss sets fruit.\n\n"
                        "## Watering\n\nWater the beds early so leaves dry before the evening chill.\n",
@@ -48,7 +49,9 @@ def test_no_markup_fragments_reach_the_set_and_each_refusal_is_counted(messy: Va
     summary = generate_queryset(messy, out, kinds=["title", "alias", "heading", "backlink", "no-title-words"], n=60)
     texts = [q["query"] for q in _queries(out)]
     assert not [t for t in texts if any(m in t for m in ("[[", "](", "http", "www.", "{", "v="))]
-    assert "She paints every folder with so the sidebar reads like a map of her projects." in texts
+    # the link was a part of the sentence: no query is left with its hole; one it was the subject of is asked about
+    assert not [t for t in texts if t.startswith("She paints every folder")]
+    assert "What is the plugin that gives her sidebar its pastel map?" in texts
     assert summary["rejected"]["alias"]["path"] >= 1  # How to/Color folders
     assert "backlink" in summary["rejected"]  # "Check the backlinks for" has no content left
     header = yaml.safe_load(out.read_text(encoding="utf-8"))["generator"]

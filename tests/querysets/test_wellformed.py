@@ -73,7 +73,7 @@ def test_trim_edges_removes_what_a_removed_link_leaves_dangling() -> None:
 def test_prose_keeps_link_text_and_drops_markup() -> None:
     line = ("- See [the guide](https://example.org/a?v=1) and [[Sync/Set up|set up sync]] %% todo %% "
             "<b>now</b> `code` #tag ![[img.png]] [[Other note#Part]]")
-    assert prose(line) == "See the guide and set up sync now Other note"
+    assert prose(line) == "See the guide and set up sync now code Other note"  # code that is one name reads as it
 
 
 def test_prose_marks_the_removed_link_and_sentences_split_on_real_ends() -> None:
@@ -90,3 +90,44 @@ def test_segments_are_whole_words_never_random_cuts() -> None:
     assert segments("这是一个非常非常长的句子没有任何标点符号") == []  # a long run is a clause: no cut is made
     assert mixed("JR奈良線で行く") == ["JR奈良線"]
     assert mixed("Minote Sync 小米笔记同步插件") == ["Sync 小米笔记同步插件"]
+
+
+@pytest.mark.parametrize("line, link, query", [
+    # the originals of fragments a code-heavy garden produced: inline code or a link stood in the hole
+    ("Iterators give you an `Iterator<Item = T>` to step over.", None, ""),
+    ("Iterators give you an `Iter` to step over.", None, "Iterators give you an Iter to step over."),
+    ("[[Bandwidth]] is the maximum transmission capacity across a given path.", "[[Bandwidth]]",
+     "What is the maximum transmission capacity across a given path?"),
+    ("`Bandwidth` is the maximum transmission capacity across a given path.", None,
+     "Bandwidth is the maximum transmission capacity across a given path."),
+    ("An `Actor<T>` encapsulates a thread and a concurrent message queue.", None, ""),
+    ("An [[Actor]] encapsulates a thread and a concurrent message queue.", "[[Actor]]", ""),
+    ("An ![[actor.png]] encapsulates a thread and a concurrent message queue.", None, ""),
+    # holes a sentence survives: brackets, a separator, a trailing reference, a run of code
+    ("Sleep pressure builds up (see [[adenosine]]) during the day.", "[[adenosine]]",
+     "Sleep pressure builds up during the day."),
+    ("- [[Dataview]]: query your notes like a database.", "[[Dataview]]", "query your notes like a database."),
+    ("Naps help a lot, see [[adenosine]].", "[[adenosine]]", "Naps help a lot, see"),
+    ("Coffee blocks [[adenosine]].", "[[adenosine]]", ""),
+    ("Install it from https://example.org/x today.", None, ""),
+    ("Use `a b`, `c d` or `e f` to pick one.", None, ""),
+])
+def test_a_sentence_that_lost_code_or_a_link_is_mended_or_dropped(line: str, link: str | None, query: str) -> None:
+    from vaulteval.querysets.generate.prose import CUT, mend
+
+    (sentence,) = sentences(prose(line, keep=link, cuts=True))
+    mended = mend(sentence)
+    assert mended == query
+    assert HOLE not in mended and CUT not in mended
+
+
+@pytest.mark.parametrize("sentence, query", [
+    ("[[X]] is really nice.", ""),                    # no definition to ask about
+    ("`--vim`-only: the launcher opens notes.", ""),  # the code was part of a word
+    ("[[X]] — a calendar for daily notes.", "a calendar for daily notes."),
+])
+def test_a_leading_hole_is_asked_about_or_dropped_only_before_a_definition(sentence: str, query: str) -> None:
+    from vaulteval.querysets.generate.prose import mend
+
+    link = "[[X]]" if "[[X]]" in sentence else None
+    assert mend(sentences(prose(sentence, keep=link, cuts=True))[0]) == query

@@ -144,7 +144,7 @@ def generate_queryset(vault: "Vault", out: str | os.PathLike[str], *, kinds: lis
     if is_inside(vault.root, target.resolve()):
         raise UsageError(f"--out {target} is inside the vault; write the query set outside it")
     started = time.perf_counter()
-    ctx = Context(read_pages(vault, progress), seed=seed)
+    ctx = Context(read_pages(vault, progress), seed=seed, notes_rel=vault.notes_rel)
     if not ctx.facts:
         raise UsageError(f"{vault.root} has no notes to build queries from")
     if "llm" in chosen and llm is None:

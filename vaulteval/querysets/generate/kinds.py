@@ -34,9 +34,10 @@ MAX_QUERY_CHARS = 300
 class Context:
     """The pages plus lookups every kind needs, built once."""
 
-    def __init__(self, facts: "list[PageFacts]", seed: int = 0):
+    def __init__(self, facts: "list[PageFacts]", seed: int = 0, notes_rel: str = "wiki"):
         self.facts = facts
         self.seed = seed
+        self.notes_rel = notes_rel
         self.by_rel = {f.rel: f for f in facts}
         self._cache: dict[str, Any] = {}
 
@@ -75,7 +76,7 @@ class Context:
         from vaulteval.querysets.links import LinkResolver
 
         aliases = {f.rel: f.aliases for f in self.facts}
-        resolver = LinkResolver(aliases)
+        resolver = LinkResolver(aliases, notes_rel=self.notes_rel)
         resolver._aliases = {}
         for rel, names in aliases.items():  # aliases already read: no second pass over the files
             for name in names:
@@ -83,6 +84,13 @@ class Context:
                 if rel not in bucket:
                     bucket.append(rel)
         return resolver
+
+    def link_dest(self, source: str, link: str) -> str | None:
+        """The note a ``[[link]]`` written in ``source`` leads to, as Obsidian resolves it; None when it leads to
+        no note or to several."""
+        where = link[2:-2].split("|", 1)[0].split("#", 1)[0]
+        path, status = self.resolver.link_status(source, where)
+        return path if status == "resolved" else None
 
     def known_item(self, name: str) -> tuple[tuple[str, int], ...] | None:
         """Every page named ``name`` (grade 2), or None when too many share it to be a known item."""

@@ -86,8 +86,10 @@ def _passage(ctx: "Context", f) -> tuple[int, str] | None:
     """The first line and the prose of the note's start, up to MAX_PASSAGE_CHARS; None for a note without prose."""
     from vaulteval.querysets.generate.sentence_kinds import prose_lines
 
+    from vaulteval.querysets.generate.prose import CUT
+
     lines = prose_lines(ctx, f)
-    text = " ".join(words for _, words, _ in lines)[:MAX_PASSAGE_CHARS]
+    text = " ".join(" ".join(words.replace(CUT, " ").split()) for _, words, _ in lines)[:MAX_PASSAGE_CHARS]
     return (lines[0][0], text) if len(text) >= MIN_PASSAGE_CHARS else None
 
 

@@ -6,10 +6,14 @@ Usage::
     prose(line, keep="[[Target]]")   # that one link becomes HOLE, so the caller can find and remove it
     sentences("One. Two? Three")     # -> ["One.", "Two?", "Three"]
 
-Links become their text, while embeds, images, bare URLs, comments (``%%``
-and HTML), HTML tags, footnote marks, block ids, inline code, inline fields
-and tags are removed. A sentence ends at ``.``, ``!`` or ``?`` followed by
-a space (so ``www.x.com`` and ``v1.2`` are no ends) or at CJK end
+Links become their text, and inline code that is one name (```Actor```,
+```gather()```) its name, while embeds, images, bare URLs, comments (``%%``
+and HTML), HTML tags, footnote marks, block ids, other inline code, inline
+fields and tags are removed. Where a removal can leave a hole in a sentence
+(code, an embed, a URL, an e-mail address, a tag, a link without text) the
+text holds :data:`CUT` (``cuts=True``); ``mend`` then rewrites a sentence
+around its holes or gives it up. A sentence ends at ``.``, ``!`` or ``?``
+followed by a space (so ``www.x.com`` and ``v1.2`` are no ends) or at CJK end
 punctuation.
 """
 
@@ -18,7 +22,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from vaulteval.querysets.generate.wellformed import EDGE_WORDS
+
 HOLE = "\u2063"  # an invisible separator: marks where the removed link stood
+CUT = "\u2064"  # an invisible plus: marks where cleaning removed something a sentence may have needed
 
 _COMMENT_RE = re.compile(r"%%.*?(%%|$)|<!--.*?(-->|$)")
 _EMBED_RE = re.compile(r"!\[\[[^\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)")
@@ -40,6 +47,15 @@ _DOUBLE_PUNCT_RE = re.compile(r"([,;:])(?:\s*[,;:])+")
 _EMPTY_RE = re.compile(r"\(\s*\)|\[\s*\]|\"\s*\"|“\s*”")
 
 
+_NAME_CODE_RE = re.compile(r"[^\W\d](?:[\w.-]*\w)?")
+
+
+def _code(m: re.Match) -> str:
+    """Inline code that is one name reads as that name (```Actor```, ```gather()```); other code is a cut."""
+    inner = m.group(0).strip("`").strip().removesuffix("()")
+    return inner if len(inner) <= 40 and _NAME_CODE_RE.fullmatch(inner) else f" {CUT} "
+
+
 def _link_text(m: re.Match) -> str:
     """``[[a/B#h|shown]]`` reads as "shown"; ``[[a/B#h]]`` as "B"."""
     inner = m.group(1)
@@ -48,25 +64,66 @@ def _link_text(m: re.Match) -> str:
     return inner.split("#", 1)[0].rsplit("/", 1)[-1].removesuffix(".md")
 
 
+_CUT = f" {CUT} "
 _STEPS = (
-    ("%", _COMMENT_RE, " "), ("<!", _COMMENT_RE, " "), ("![", _EMBED_RE, " "), ("`", _CODE_RE, " "),
-    ("](", _MD_LINK_RE, lambda m: m.group(1)), ("[[", _WIKI_RE, _link_text), (":", _URL_RE, " "),
-    ("www.", _URL_RE, " "), ("@", _EMAIL_RE, " "), ("<", _HTML_RE, " "), ("&", _HTML_RE, " "),
-    ("::", _FIELD_RE, " "), ("^", _FOOTNOTE_RE, " "), ("#", _TAG_RE, " "), ("*", _EMPHASIS_RE, ""),
-    ("_", _EMPHASIS_RE, ""), ("~~", _EMPHASIS_RE, ""), ("==", _EMPHASIS_RE, ""),
+    ("%", _COMMENT_RE, " "), ("<!", _COMMENT_RE, " "), ("![", _EMBED_RE, _CUT), ("`", _CODE_RE, _code),
+    ("](", _MD_LINK_RE, lambda m: m.group(1) if m.group(1).strip() else _CUT), ("[[", _WIKI_RE, _link_text),
+    (":", _URL_RE, _CUT), ("www.", _URL_RE, _CUT), ("@", _EMAIL_RE, _CUT), ("<", _HTML_RE, " "),
+    ("&", _HTML_RE, " "), ("::", _FIELD_RE, " "), ("^", _FOOTNOTE_RE, " "), ("#", _TAG_RE, _CUT),
+    ("*", _EMPHASIS_RE, ""), ("_", _EMPHASIS_RE, ""), ("~~", _EMPHASIS_RE, ""), ("==", _EMPHASIS_RE, ""),
 )
 
 
-def prose(line: str, keep: str | None = None) -> str:
-    """The line as plain prose; the first occurrence of ``keep`` (a raw link) becomes :data:`HOLE`."""
-    text = line.replace(HOLE, " ")
+def prose(line: str, keep: str | None = None, *, cuts: bool = False) -> str:
+    """The line as plain prose; the first occurrence of ``keep`` (a raw link) becomes :data:`HOLE`; with ``cuts``
+    each removal that can leave a hole is :data:`CUT` (see ``mend``)."""
+    text = line.replace(HOLE, " ").replace(CUT, " ")
     if keep:
         text = text.replace(keep, f" {HOLE} ", 1)
     text = _MARKER_RE.sub(" ", _CALLOUT_RE.sub(" ", text))
     for trigger, pattern, replace in _STEPS:  # a pattern runs only when its trigger is in the line
         if trigger in text:
             text = pattern.sub(replace, text)
-    return tidy(text)
+    return tidy(text if cuts else text.replace(CUT, " "))
+
+
+_GAP = f"[{HOLE}{CUT}]"
+_BRACKETED_GAP_RE = re.compile(rf"\(\s*(?:[^\W\d]+\.?\s+)?{_GAP}\s*\)")  # "(see [[X]])", "(`x`)"
+_GAP_RUN_RE = re.compile(rf"{_GAP}(?:\s*(?:,|and|or|&|/|\+)?\s*{_GAP})+")  # "`a`, `b` and `c`"
+_LEAD_SEPARATOR_RE = re.compile(r"^[:\-–—]\s+")
+_COPULA_RE = re.compile(r"^(is|are|was|were)\s+((?:a|an|the)\s+\S.*?)[.!]?$")  # "[[X]] is a plugin that ..."
+_CLAUSE_END = (",", ";", ":", "-", "–", "—", "(")
+
+
+def mend(sentence: str) -> str:
+    """``sentence`` rewritten around the holes a removed link or cut left, or "" when one leaves a fragment.
+
+    A hole inside brackets goes with them; a run of holes is one. A hole that starts the sentence is dropped
+    before a separator ("[[X]]: a plugin that ..." -> "a plugin that ...") and asked about before "is"/"are"
+    ("[[X]] is the maximum ..." -> "What is the maximum ...?", only before "a", "an" or "the": a definition); a hole that ends it is dropped after a clause
+    mark or a word such as "see", "in" or "with" (the caller trims those). Any other hole leaves a fragment.
+    """
+    if HOLE not in sentence and CUT not in sentence:
+        return sentence
+    text = _GAP_RUN_RE.sub(HOLE, _BRACKETED_GAP_RE.sub(" ", sentence))
+    text = tidy(text.replace(CUT, HOLE))
+    if text.startswith(HOLE):
+        rest = text[1:].strip()
+        if _LEAD_SEPARATOR_RE.match(rest):
+            text = _LEAD_SEPARATOR_RE.sub("", rest)
+        elif (copula := _COPULA_RE.match(rest)) and HOLE not in rest:
+            return f"What {copula.group(1)} {copula.group(2)}?"
+        else:
+            return ""
+    stripped = text.rstrip(".!?").rstrip()
+    if stripped.endswith(HOLE):
+        left = stripped[:-1].rstrip()
+        words = left.split()
+        last = words[-1].casefold() if words else ""
+        if not words or not (last.endswith(_CLAUSE_END) or last in EDGE_WORDS or last == "in"):
+            return ""
+        text = left
+    return "" if HOLE in text else tidy(text)
 
 
 def _no_symbols(text: str) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vaulteval.querysets.generate.candidates import Candidate
-from vaulteval.querysets.generate.prose import HOLE, prose, sentences, tidy
+from vaulteval.querysets.generate.prose import CUT, HOLE, mend, prose, sentences, tidy
 from vaulteval.querysets.generate.wellformed import trim_edges
 
 if TYPE_CHECKING:
@@ -32,10 +32,11 @@ RARE_TERMS = 8
 
 
 def _sentence_around(line: str, link: str) -> str:
-    """The sentence of ``line`` holding ``link``, as prose, with that link removed and cut edges trimmed."""
-    text = prose(line, keep=link)
+    """The sentence of ``line`` holding ``link``, as prose, mended around that link and anything else cleaning
+    removed (``prose.mend``; "" when that leaves a fragment), cut edges trimmed."""
+    text = prose(line, keep=link, cuts=True)
     found = next((s for s in sentences(text) if HOLE in s), "")
-    return trim_edges(tidy(found.replace(HOLE, " ")))
+    return trim_edges(mend(found))
 
 
 def backlink_candidates(ctx: "Context") -> list[Candidate]:
@@ -43,18 +44,13 @@ def backlink_candidates(ctx: "Context") -> list[Candidate]:
 
 
 def _backlinks(ctx: "Context") -> list[Candidate]:
-    from vaulteval.querysets.links import AmbiguousLink, UnknownLink
-
     out = []
     for f in ctx.facts:
         for line, link, text in f.links:
             if text.lstrip().startswith("|"):  # a table row is no sentence
                 continue
-            try:
-                target = ctx.resolver.resolve(link)
-            except (UnknownLink, AmbiguousLink):
-                continue
-            if target == f.rel:
+            target = ctx.link_dest(f.rel, link)
+            if target is None or target == f.rel:
                 continue
             sentence = _sentence_around(text, link)
             if sentence:
@@ -67,7 +63,6 @@ def link_text_candidates(ctx: "Context") -> list[Candidate]:
     """The display text of a piped ``[[Target|text]]`` in another note, as prose, when some of its words are not the
     target's title, aliases or the linked heading (else it is a title query again)."""
     from vaulteval.querysets.generate.lexical import terms
-    from vaulteval.querysets.links import AmbiguousLink, UnknownLink
 
     out = []
     for f in ctx.facts:
@@ -76,14 +71,11 @@ def link_text_candidates(ctx: "Context") -> list[Candidate]:
             if "|" not in inner:
                 continue
             where, shown = inner.split("|", 1)
-            try:
-                target = ctx.resolver.resolve(link)
-            except (UnknownLink, AmbiguousLink):
-                continue
-            facts = ctx.by_rel.get(target)
+            target = ctx.link_dest(f.rel, link)
+            facts = ctx.by_rel.get(target) if target else None
             if target == f.rel or facts is None:
                 continue
-            text = trim_edges(tidy(prose(shown)))
+            text = trim_edges(mend(prose(shown, cuts=True)))
             named = set(terms(" ".join([facts.title, *facts.aliases, where.partition("#")[2]])))
             if text and not set(terms(text)) <= named:
                 out.append(Candidate("link-text", "display", text, ((target, 2),), f.rel, line, facts.stratum))
@@ -108,10 +100,15 @@ def _prose_lines(f: "PageFacts") -> list[tuple[int, str, int]]:
         if stripped.startswith("#") and stripped.lstrip("#").startswith(" "):
             section += 1
             continue
-        words = prose(text)
-        if words:
+        words = prose(text, cuts=True)
+        if words.replace(CUT, "").strip():
             out.append((line, words, section))
     return out
+
+
+def whole_sentences(words: str) -> list[str]:
+    """The sentences of a line of prose, each mended around what cleaning removed; fragments left out."""
+    return [mended for s in sentences(words) if (mended := mend(s))]
 
 
 def first_sentence_candidates(ctx: "Context") -> list[Candidate]:
@@ -119,7 +116,7 @@ def first_sentence_candidates(ctx: "Context") -> list[Candidate]:
     out = []
     for f in ctx.facts:
         for line, words, _ in prose_lines(ctx, f)[:1]:
-            found = sentences(words)
+            found = whole_sentences(words)
             if found:
                 out.append(Candidate("first-sentence", "first-sentence", found[0], ((f.rel, 2),), f.rel, line,
                                      f.stratum))
@@ -168,7 +165,7 @@ def summary_candidates(ctx: "Context") -> list[Candidate]:
             if section in seen_sections:
                 continue
             seen_sections.add(section)
-            found = sentences(words)
+            found = whole_sentences(words)
             if not found:
                 continue
             text = _drop_words(found[0], drop)
