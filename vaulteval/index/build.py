@@ -27,6 +27,7 @@ from vaulteval.index.params import check_bm25_params, check_chunk_dict
 from vaulteval.index.docmeta import ROW_FORMAT
 from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
+from vaulteval.index.notecap import cap_note_terms
 from vaulteval.index.postings import Postings
 from vaulteval.index.rowcopy import rows_section
 from vaulteval.index.unchanged import same_as_previous
@@ -309,7 +310,10 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     finally:
         if own is not None:  # the fields take its terms later: closed, it keeps what it gave back
             own.close()
-    for (doc_number, _, _), (code, terms) in zip(pending, analyzed):
+    dropped = cap_note_terms([page for _, page, _ in pending], [docs[n].chunk_index for n, _, _ in pending],
+                             [terms for _, terms in analyzed])  # the chunks of a note past its budget
+    for position, ((doc_number, _, _), (code, terms)) in enumerate(zip(pending, analyzed)):
+        terms = [] if position in dropped else terms
         lists.add(doc_number, terms)
         lengths[doc_number] = len(terms)
         doc_langs[doc_number] = code
