@@ -23,8 +23,8 @@ import anyio
 from mcp import types
 from mcp.server.lowlevel import Server
 
-from vaulteval.errors import VaultevalError
-from vaulteval.server.args import TOOLS, input_schema
+from vaulteval.errors import EXIT_FAILED, UsageError, VaultevalError
+from vaulteval.server.args import TOOLS, check_encodable, input_schema
 from vaulteval.server.warm import WarmVault
 from vaulteval.version import __version__
 
@@ -43,19 +43,31 @@ def tool_list() -> list[types.Tool]:
 
 def _result(data: dict[str, Any], error: bool = False) -> types.CallToolResult:
     # Compact: the C encoder (an indented dump runs the pure-Python one), and fewer tokens for the agent.
-    text = data["error"] if error else json.dumps(data, ensure_ascii=False)
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")  # an answer that cannot be sent would leave the request unanswered
+    except UnicodeEncodeError:
+        data, error = {"error": "the answer holds text that cannot be encoded as UTF-8 (a lone surrogate); "
+                                "nothing was sent", "exit_code": EXIT_FAILED}, True
+    if error:
+        text = data["error"]
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structuredContent=data,
                                 isError=error)
 
 
 def call(warm: WarmVault, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-    """One tool call, synchronously (the server runs it on a worker thread)."""
+    """One tool call, synchronously (the server runs it on a worker thread).
+
+    Every tool, present and future, passes the same two checks first: its arguments are text that can be
+    encoded, and the vault still opens as the CLI would open it now (``WarmVault.check_vault``: Obsidian's
+    exclusions, the notes folder; a vault the CLI would refuse is refused here with the CLI's message)."""
     handler = {"search": warm.search, "read": warm.read, "read_many": warm.read_many,
                "status": warm.status}.get(name)
-    if handler is None:
-        return _result({"error": f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}", "exit_code": 2},
-                       error=True)
     try:
+        check_encodable(name, arguments)
+        if handler is None:
+            raise UsageError(f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
+        warm.check_vault()
         return _result(handler(**(arguments or {})))
     except VaultevalError as exc:
         return _result({"error": str(exc), "exit_code": exc.exit_code}, error=True)
@@ -80,4 +92,29 @@ async def run_stdio(server: Server) -> None:
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        lenient_write, lenient_read = anyio.create_memory_object_stream[Any](0)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_parse_as_http_does, read, lenient_write)
+            await server.run(lenient_read, write, server.create_initialization_options())
+            group.cancel_scope.cancel()
+
+
+async def _parse_as_http_does(source: Any, sink: Any) -> None:
+    """Pass the stdio reader's messages on. A line that pydantic's JSON parser refused is parsed again as the
+    SDK's HTTP transport parses a body (``json.loads``, then the message model): that parser refuses a lone
+    surrogate escape (``"\\ud800"``) that ``json.loads`` accepts, and the request would get no answer at all,
+    where over HTTP it gets the tool's error."""
+    from pydantic import ValidationError
+    from mcp.shared.message import SessionMessage
+
+    async with sink:
+        async for item in source:
+            if isinstance(item, ValidationError):
+                problems = item.errors()
+                line = problems[0].get("input") if problems and problems[0].get("type") == "json_invalid" else None
+                if isinstance(line, str):
+                    try:
+                        item = SessionMessage(types.JSONRPCMessage.model_validate(json.loads(line)))
+                    except (ValueError, RecursionError):
+                        pass  # still not a message: the SDK reports it as before
+            await sink.send(item)

@@ -129,3 +129,31 @@ def checked(tool: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
         for page in pages:
             _text("each page", page)
     return args
+
+
+
+def _refuse_unencodable(where: str, text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"{where} is not valid text: it holds a lone surrogate (U+{ord(text[exc.start]):04X}) at "
+                         f"character {exc.start + 1}; send whole characters as UTF-8 (a string cut inside an emoji "
+                         "keeps half of one)") from None
+
+
+def check_encodable(tool: object, arguments: Any) -> None:
+    """UsageError (exit 2) when the tool's name, or any parameter name or text at any depth, cannot be encoded as
+    UTF-8: a lone surrogate, which a client sends when it cuts a string inside an emoji. Checked before
+    anything else, so no message or result ever carries such text (it could not be sent back)."""
+    stack: list[tuple[str, Any]] = [("the tool name", tool), ("the arguments", arguments)]
+    while stack:  # a loop, not recursion: a request may nest lists deeply
+        where, value = stack.pop()
+        if isinstance(value, str):
+            _refuse_unencodable(where, value)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str):
+                    _refuse_unencodable("a parameter name", key)
+                stack.append((str(key) if where == "the arguments" else f"{where}.{key}", item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(value))

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaulteval.pipeline.retrieve import Retriever, check_limit, check_query
 from vaulteval.server.args import checked
+from vaulteval.server.opening import Opening
 
 if TYPE_CHECKING:
     from vaulteval.pipeline.firststage import FirstStage
@@ -92,6 +93,25 @@ class WarmVault:
         self.reopened = 0
         self.started_at = time.time()
         self._links: "LinkTable | None" = None
+        self._opening = Opening(vault)
+
+    def check_vault(self) -> None:
+        """Open the vault again as the CLI would when what opening reads changed (``vaulteval.server.opening``):
+        raises the CLI's error while it would refuse. New exclusions replace the old ones in place (the warm
+        index and link table stay; every walk and check reads the rules anew); another notes folder gets a new
+        Retriever and link table."""
+        fresh = self._opening.check()
+        if fresh is None:
+            return
+        with self._lock:
+            vault = self.vault
+            if (fresh.root, fresh.notes_dir, fresh.meta_dir) == (vault.root, vault.notes_dir, vault.meta_dir):
+                vault.ignore = fresh.ignore
+                return
+            self.vault, self._retriever, self._links = fresh, Retriever(fresh), None
+            self._published = _published(fresh.meta_dir)
+            self._signature = _signature(self._published)
+            self.reopened += 1
 
     def retriever(self) -> Retriever:
         """The current Retriever; a new one when the index or its companions were republished (one stat each)."""

@@ -17,7 +17,7 @@ from collections import namedtuple
 from pathlib import Path
 
 from vaulteval.errors import PageMissing, UsageError, VaultSelectionError
-from vaulteval.vault.layout import IgnoreRules, choose_notes_dir, hidden
+from vaulteval.vault.layout import APP_SETTINGS, IgnoreRules, choose_notes_dir, hidden
 from vaulteval.vault.metadir import META_NAME, OWN_NAME
 from vaulteval.vault.notefiles import BAD_NAME, name_is_text, printable
 from vaulteval.vault.paths import confine, home_path, is_inside, path_text_problem
@@ -156,6 +156,24 @@ class Vault:
         """The same vault and notes folder with derived state in ``meta_dir`` (evaluation variants)."""
         return Vault(self.root, meta_dir=meta_dir, notes_dir=self.notes_rel, notes_dir_change=True,
                      ignore_obsidian_settings=self.ignore_obsidian_settings)
+
+    def reopen(self) -> "Vault":
+        """The same vault opened again as the CLI would open it now: the same root, ``--notes-dir`` and
+        ``--ignore-obsidian-settings``, and every check of opening run again (the notes folder's choice,
+        Obsidian's exclusions). Raises what opening raises."""
+        return Vault(self.root, meta_dir=self.meta_dir if self.meta_is_external else None,
+                     notes_dir=(self.notes_rel or ".") if self.notes_origin == "flag" else None,
+                     ignore_obsidian_settings=self.ignore_obsidian_settings)
+
+    def open_inputs(self) -> tuple[str, ...]:
+        """The paths opening this vault reads: while none of them changed, ``reopen`` would give the same vault.
+        Keep in step with ``__init__`` and ``choose_notes_dir``."""
+        from vaulteval.vault.layout import CONFIG_FILE, OBSIDIAN_DIR
+        from vaulteval.vault.notesrecord import RECORD_REL
+
+        root = self.root
+        return tuple(str(p) for p in (root, root / CONFIG_FILE, root / RECORD_REL, root / "wiki", root / OBSIDIAN_DIR,
+                                      root / APP_SETTINGS, self.notes_dir))
 
     @property
     def is_bundled(self) -> bool:

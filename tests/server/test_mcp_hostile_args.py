@@ -1,0 +1,119 @@
+"""Every tool argument is input (issue 42, item 4): text that cannot be encoded is a tool error, never silence.
+
+A JavaScript client that cuts a string inside an emoji sends half of a
+surrogate pair (``"\\ud800abc"``). Python's ``json`` (and so the SDK's HTTP
+transport) accepts it; pydantic's JSON parser (the SDK's stdio reader) does
+not. Either way the request is answered, with the usual one-line tool error
+(exit 2), and the server goes on serving. HTTP is checked in test_mcp_http.py.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline_fixtures import DESCALING_NOTE, cli_env, snapshot
+from vaulteval import Vault
+from vaulteval.server.app import call
+from vaulteval.server.warm import Pipeline, WarmVault
+
+pytest.importorskip("mcp")
+
+# Raw JSON-RPC text: "\ud800" stays an escape here and reaches the server as a lone surrogate.
+LONE = r"\ud800abc"
+CALLS = {
+    "search query": f'{{"name": "search", "arguments": {{"query": "{LONE}"}}}}',
+    "search strategy": f'{{"name": "search", "arguments": {{"query": "x", "strategy": "{LONE}"}}}}',
+    "read page": f'{{"name": "read", "arguments": {{"page": "{LONE}"}}}}',
+    "read heading": f'{{"name": "read", "arguments": {{"page": "[[Descaling]]", "heading": "\\udfff"}}}}',
+    "read_many page": f'{{"name": "read_many", "arguments": {{"pages": ["[[Descaling]]", "{LONE}"]}}}}',
+    "the tool name": f'{{"name": "{LONE}", "arguments": {{}}}}',
+    "a low surrogate first": '{"name": "search", "arguments": {"query": "\\udc00\\ud800"}}',
+}
+
+
+class StdioServer:
+    """``vaulteval mcp`` over stdio, spoken to line by line (the SDK's client cannot send a lone surrogate)."""
+
+    def __init__(self, root: Path):
+        self.proc = subprocess.Popen([sys.executable, "-m", "vaulteval", "mcp", "--vault", str(root), "--no-rerank"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=cli_env())
+        self.send('{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
+                  '"capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}')
+        assert self.answer()["id"] == 0
+        self.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line.encode("ascii") + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self, seconds: float = 60) -> dict:
+        """The next message that answers a request (log notifications are skipped); fails instead of hanging."""
+        while True:
+            ready, _, _ = select.select([self.proc.stdout], [], [], seconds)
+            assert ready, "no answer from the server"
+            message = json.loads(self.proc.stdout.readline())
+            if "id" in message:
+                return message
+
+    def close(self) -> str:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        return self.proc.stderr.read().decode("utf-8", "replace")
+
+
+def test_unencodable_text_in_any_argument_over_stdio_gets_its_answer(provisioned_sample: Path) -> None:
+    before = snapshot(provisioned_sample)
+    server = StdioServer(provisioned_sample)
+    try:
+        for number, (case, params) in enumerate(sorted(CALLS.items()), start=1):
+            server.send(f'{{"jsonrpc": "2.0", "id": {number}, "method": "tools/call", "params": {params}}}')
+            answer = server.answer()
+            assert answer["id"] == number, case
+            result = answer["result"]
+            message = result["content"][0]["text"]
+            assert result["isError"] is True and result["structuredContent"] == {"error": message, "exit_code": 2}
+            assert "lone surrogate" in message and "\n" not in message, (case, message)
+        # A parameter *name* of that kind the SDK itself refuses while validating the request: still answered.
+        server.send(f'{{"jsonrpc": "2.0", "id": 98, "method": "tools/call", "params": {{"name": "status", '
+                    f'"arguments": {{"{LONE}": 1}}}}}}')
+        refused = server.answer()
+        assert refused["id"] == 98 and refused["error"]["code"] == -32602
+        server.send('{"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": '
+                    '{"name": "search", "arguments": {"query": "descale the espresso machine"}}}')
+        served = server.answer()["result"]
+        assert served["isError"] is False
+        assert DESCALING_NOTE in [c["page_path"] for c in served["structuredContent"]["candidates"]]
+    finally:
+        err = server.close()
+    assert "Traceback" not in err and "Received exception" not in err, err
+    assert snapshot(provisioned_sample) == before
+
+
+def test_the_message_names_the_argument_and_the_place(provisioned_sample: Path) -> None:
+    warm = WarmVault(Vault(provisioned_sample), Pipeline())
+    result = call(warm, "read_many", {"pages": ["[[Descaling]]", "ok \udbff"]})
+    assert result.isError is True and result.structuredContent["exit_code"] == 2
+    assert result.content[0].text.startswith("pages[1] is not valid text: it holds a lone surrogate (U+DBFF) at "
+                                             "character 4;")
+    key = call(warm, "status", {"x\udc80": 1})
+    assert key.isError is True and key.content[0].text.startswith("a parameter name is not valid text")
+    whole = call(warm, "search", {"query": "descale \U0001F600 espresso"})  # a whole pair is fine
+    assert whole.isError is False and whole.structuredContent["query"] == "descale \U0001F600 espresso"
+
+
+def test_an_answer_that_cannot_be_encoded_is_an_error_not_silence(provisioned_sample: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a tool returns, the request is answered: text that could not be sent becomes a tool error."""
+    warm = WarmVault(Vault(provisioned_sample), Pipeline())
+    monkeypatch.setattr(WarmVault, "status", lambda self, **kw: {"schema": "x", "note": "half \ud83d"})
+    result = call(warm, "status", {})
+    assert result.isError is True and result.structuredContent["exit_code"] == 1
+    assert "cannot be encoded" in result.content[0].text
+    result.model_dump_json()  # what a transport sends
