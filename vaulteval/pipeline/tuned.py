@@ -46,19 +46,22 @@ MAX_CONFIG_BYTES = 1 << 20
 
 
 def _read_config(vault: "Vault") -> dict[str, Any] | None:
+    from vaulteval.vault.bounded import Refused, load_json
+    from vaulteval.vault.metadir import TooLarge, read_capped
+
     path = vault.root / CONFIG_NAME
     try:
         if path.is_symlink() or not path.is_file():
             return None
-        raw = path.read_bytes()[: MAX_CONFIG_BYTES + 1]
-    except OSError:
-        return None
-    if len(raw) > MAX_CONFIG_BYTES:
+        raw = read_capped(path, MAX_CONFIG_BYTES)  # regular files only: a FIFO swapped in is never waited on
+    except TooLarge:
         _warn("%s is over %d bytes; ignoring it", path, MAX_CONFIG_BYTES)
         return None
+    except OSError:
+        return None
     try:
-        data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
-    except (UnicodeDecodeError, ValueError) as exc:
+        data = load_json(raw) if raw.strip() else {}
+    except Refused as exc:
         _warn("%s is not valid JSON (%s); ignoring it", path, exc)
         return None
     return data if isinstance(data, dict) else None

@@ -18,7 +18,6 @@ Obsidian's "Excluded files" setting (``userIgnoreFilters``) is read by
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -32,17 +31,23 @@ MAX_SETTINGS_BYTES = 1 << 20
 
 def read_config(root: Path) -> dict:
     """The vault's ``.vaulteval.json`` as a dict ({} when absent or empty); a malformed file is a usage error."""
+    from vaulteval.vault.bounded import Refused, load_json
+    from vaulteval.vault.metadir import read_capped
+
     path = root / CONFIG_FILE
     try:
-        raw = path.read_bytes()[: MAX_SETTINGS_BYTES + 1]
-    except OSError:
+        raw = read_capped(path, MAX_SETTINGS_BYTES)  # a FIFO is refused, never waited on
+    except FileNotFoundError:
         return {}
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read ({exc.strerror or exc}); make it a JSON file or remove it") \
+            from None
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise UsageError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        data = load_json(raw)
+    except Refused as exc:
+        raise UsageError(f"{path}: not valid JSON ({exc}); fix it or remove it") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: must hold a JSON object")
     return data

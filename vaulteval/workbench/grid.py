@@ -25,10 +25,10 @@ The policy:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vaulteval.errors import UsageError, VaultevalError
+from vaulteval.vault.paths import home_path
 
 if TYPE_CHECKING:
     from vaulteval.vault.vault import Vault
@@ -152,13 +152,20 @@ def _text(head: str, items: list[str]) -> str:
     return f"{head},{','.join(items)}" if ":" in head else f"{head}:{','.join(items)}"
 
 
+MAX_GRID_BYTES = 1 << 20  # a grid file names strategies, one a line
+
+
 def parse_grid(spec: str) -> list[str]:
     """``--grid``: strategies separated by ``;``, or ``@FILE`` with one per line (``#`` comments)."""
     if spec.startswith("@"):
+        from vaulteval.vault.metadir import read_capped
+
         try:
-            text = Path(spec[1:]).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"--grid {spec}: cannot read it ({exc})") from None
+            text = read_capped(home_path(spec[1:]), MAX_GRID_BYTES).decode("utf-8")
+        except OSError as exc:
+            raise UsageError(f"--grid {spec}: cannot read it ({exc.strerror or exc})") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"--grid {spec}: not UTF-8 text; one strategy a line") from None
         items = [line.split("#", 1)[0].strip() for line in text.splitlines()]
     else:
         items = [part.strip() for part in spec.split(";")]

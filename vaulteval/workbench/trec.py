@@ -13,15 +13,18 @@ from urllib.parse import unquote
 from vaulteval.errors import UsageError
 
 FORMAT = "'qid Q0 doc rank score name' (six fields separated by spaces)"
+MAX_RUN_BYTES = 1 << 30  # a run of a million queries at depth 100 fits
 
 
 def _text(path: Path) -> str:
+    from vaulteval.vault.metadir import read_capped
+
     if not path.exists():
         raise UsageError(f"run file {path} does not exist")
     if not path.is_file():
         raise UsageError(f"run file {path} is not a regular file; pass a TREC run file")
     try:
-        return path.read_text(encoding="utf-8")
+        return read_capped(path, MAX_RUN_BYTES).decode("utf-8")  # regular only: a FIFO swapped in is not waited on
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}); is it a TREC run file?") from None
     except OSError as exc:
