@@ -56,10 +56,10 @@ def _bands(path: Path) -> Counter:
 def test_a_mix_moves_the_set_toward_low_overlap_and_keeps_n(tmp_path: Path):
     sample = Vault(BUNDLED_SAMPLE)
     plain, mixed = tmp_path / "plain.yaml", tmp_path / "mixed.yaml"
-    generate_queryset(sample, plain, n=60, seed=3)
-    summary = generate_queryset(sample, mixed, n=60, seed=3, overlap_mix={"low": 0.5, "mid": 0.4, "high": 0.1})
+    generate_queryset(sample, plain, n=50, seed=3)
+    summary = generate_queryset(sample, mixed, n=50, seed=3, overlap_mix={"low": 0.5, "mid": 0.4, "high": 0.1})
     load_queryset(mixed, sample)
-    assert summary["queries"] == 60
+    assert summary["queries"] == 50
     before, after = _bands(plain), _bands(mixed)
     positives = sum(after.values())
     assert after["high"] < before["high"] and after["low"] > before["low"]

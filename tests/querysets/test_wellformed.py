@@ -109,6 +109,7 @@ def test_segments_are_whole_words_never_random_cuts() -> None:
     ("- [[Dataview]]: query your notes like a database.", "[[Dataview]]", "query your notes like a database."),
     ("Naps help a lot, see [[adenosine]].", "[[adenosine]]", "Naps help a lot, see"),
     ("Coffee blocks [[adenosine]].", "[[adenosine]]", ""),
+    ("Choose between Live preview or [[Source mode]].", "[[Source mode]]", ""),
     ("Install it from https://example.org/x today.", None, ""),
     ("Use `a b`, `c d` or `e f` to pick one.", None, ""),
 ])

@@ -93,15 +93,17 @@ _GAP_RUN_RE = re.compile(rf"{_GAP}(?:\s*(?:,|and|or|&|/|\+)?\s*{_GAP})+")  # "`a
 _LEAD_SEPARATOR_RE = re.compile(r"^[:\-–—]\s+")
 _COPULA_RE = re.compile(r"^(is|are|was|were)\s+((?:a|an|the)\s+\S.*?)[.!]?$")  # "[[X]] is a plugin that ..."
 _CLAUSE_END = (",", ";", ":", "-", "–", "—", "(")
+_LIST_WORDS = frozenset(("and", "or", "nor", "between"))
 
 
 def mend(sentence: str) -> str:
     """``sentence`` rewritten around the holes a removed link or cut left, or "" when one leaves a fragment.
 
     A hole inside brackets goes with them; a run of holes is one. A hole that starts the sentence is dropped
-    before a separator ("[[X]]: a plugin that ..." -> "a plugin that ...") and asked about before "is"/"are"
-    ("[[X]] is the maximum ..." -> "What is the maximum ...?", only before "a", "an" or "the": a definition); a hole that ends it is dropped after a clause
-    mark or a word such as "see", "in" or "with" (the caller trims those). Any other hole leaves a fragment.
+    before a separator ("[[X]]: a plugin that ..." -> "a plugin that ...") and asked about before "is a/an/the"
+    ("[[X]] is the maximum ..." -> "What is the maximum ...?"). A hole that ends it is dropped after a clause
+    mark or a word such as "see", "in" or "with" (the caller trims those), but not after "and"/"or" (a list lost
+    its last member). Any other hole leaves a fragment.
     """
     if HOLE not in sentence and CUT not in sentence:
         return sentence
@@ -120,7 +122,7 @@ def mend(sentence: str) -> str:
         left = stripped[:-1].rstrip()
         words = left.split()
         last = words[-1].casefold() if words else ""
-        if not words or not (last.endswith(_CLAUSE_END) or last in EDGE_WORDS or last == "in"):
+        if not words or last in _LIST_WORDS or not (last.endswith(_CLAUSE_END) or last in EDGE_WORDS or last == "in"):
             return ""
         text = left
     return "" if HOLE in text else tidy(text)

@@ -123,8 +123,10 @@ def first_sentence_candidates(ctx: "Context") -> list[Candidate]:
     return out
 
 
-def _drop_words(text: str, drop: set[str]) -> str:
-    """``text`` without every word whose terms (default analyzer) are all in ``drop``; cut edges trimmed."""
+def _drop_words(text: str, drop: set[str], sentence: bool = False) -> str:
+    """``text`` without every word whose terms (default analyzer) are all in ``drop``, cut edges trimmed. A
+    ``sentence`` is mended around the words it lost (``prose.mend``: "" when they leave a fragment); a heading,
+    a name, reads well without them."""
     from vaulteval.querysets.generate.lexical import word_terms
 
     kept = []
@@ -132,7 +134,9 @@ def _drop_words(text: str, drop: set[str]) -> str:
         found = word_terms(word)
         if not (found and found <= drop):
             kept.append(word)
-    return trim_edges(tidy(" ".join(kept)))
+        elif sentence:
+            kept.append(CUT + word[len(word.rstrip(".,;:!?")):])  # the hole keeps the punctuation after the word
+    return trim_edges(mend(tidy(" ".join(kept))) if sentence else tidy(" ".join(kept)))
 
 
 def no_title_word_candidates(ctx: "Context", sources: list[Candidate]) -> list[Candidate]:
@@ -145,7 +149,7 @@ def no_title_word_candidates(ctx: "Context", sources: list[Candidate]) -> list[C
         if facts is None:
             continue
         drop = set(terms(" ".join([facts.title, *facts.aliases])))
-        text = _drop_words(c.text, drop)
+        text = _drop_words(c.text, drop, sentence=c.kind != "heading")  # "The team takes seriously." is no query
         if text and text != c.text:
             out.append(Candidate("no-title-words", f"from-{c.kind}", text, c.relevant, c.page, c.line, c.stratum))
     return out
