@@ -19,6 +19,7 @@ from typing import Any
 from vaulteval.errors import UsageError
 from vaulteval.index.tokenize import MAX_INPUT_CHARS
 from vaulteval.pipeline.retrieve import MAX_TOP
+from vaulteval.vault.notefiles import printable
 
 MAX_READ_MANY = 20
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_TOP}
@@ -106,7 +107,8 @@ def checked(tool: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
     unknown = sorted(set(args) - set(known))
     if unknown:
         takes = ", ".join(known) or "no parameters"
-        raise UsageError(f"unknown parameter(s) for {tool}: {', '.join(unknown)} (it takes {takes})")
+        names = ", ".join(printable(str(name))[:100] for name in unknown[:10])  # a name may hold a newline
+        raise UsageError(f"unknown parameter(s) for {tool}: {names} (it takes {takes})")
     missing = [n for n in TOOLS[tool]["required"] if n not in args]
     if missing:
         raise UsageError(f"{tool} needs {', '.join(missing)}")
