@@ -183,16 +183,22 @@ def concurrency(root: Path, short: list[str], long: list[str]) -> tuple[float, f
     import anyio
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
+    import httpx
 
+    token_file = root.parent / "mcp-bench.token"
     proc = subprocess.Popen([sys.executable, "-m", "vaulteval", "mcp", "--vault", str(root), "--no-rerank", "--http",
-                             "--port", "0"], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             "--port", "0", "--token-file", str(token_file)], env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
     try:
         port = int(re.search(r":(\d+)/mcp", proc.stderr.readline()).group(1))
         url = f"http://127.0.0.1:{port}/mcp"
+        headers = {"Authorization": f"Bearer {token_file.read_text(encoding='ascii').strip()}"}
         time.sleep(1.0)
 
         async def client(queries: list[str], args: dict, out: list[float] | None, stop: list[bool]) -> None:
-            async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+            async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=300)) as http, \
+                    streamable_http_client(url, http_client=http) as (read, write, _), \
+                    ClientSession(read, write) as session:
                 await session.initialize()
                 for q in queries:
                     if stop and stop[0]:

@@ -3,7 +3,7 @@
 Usage::
 
     vaulteval mcp --vault V                       # stdio: what an agent's MCP config starts
-    vaulteval mcp --vault V --http --port 8765    # http://127.0.0.1:8765/mcp
+    vaulteval mcp --vault V --http --port 8765    # http://127.0.0.1:8765/mcp, with a bearer token (docs/mcp.md)
 
 The search pipeline is what ``vaulteval retrieve`` would run with the same
 flags (``--strategy``, the tuned pipeline, ``--no-rerank``, ``--embedder``...);
@@ -58,7 +58,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if args.http:
         from vaulteval.server.http import serve
 
-        serve(server, port=args.port)
+        serve(server, port=args.port, token_file=args.token_file)
     else:
         import anyio
 
@@ -81,6 +81,9 @@ def register(sub: Any, add_vault: Any) -> None:
     p.add_argument("--no-rerank", action="store_true", help="keep the first-stage order; never contact a model")
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP on 127.0.0.1 instead of stdio")
     p.add_argument("--port", type=int_arg, default=8765, help="port for --http (default 8765; 0 picks a free one)")
+    p.add_argument("--token-file", metavar="FILE", help="with --http: write this launch's bearer token to FILE "
+                                                        "(mode 0600; default $XDG_RUNTIME_DIR/vaulteval/mcp-PORT.token, "
+                                                        "else ~/.cache/vaulteval/mcp-PORT.token)")
     p.add_argument("--log", metavar="FILE", help="append each search's question and returned pages to FILE, as "
                                                  "retrieve --log does (outside the vault; nothing is logged without it)")
     _add_rerank_flags(p)
