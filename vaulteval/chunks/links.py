@@ -82,6 +82,7 @@ class LinkResolver:
         self._aliases: dict[str, list[str]] | None = None
         self._list_files = list_files
         self._files: dict[str, str] | None = None
+        self._files_by_name: dict[str, list[str]] = {}
         self.lead = f"{notes_rel}/" if notes_rel else ""
         # Path without the notes folder and ".md", for exact and suffix matching.
         self._stems = {p: p.removeprefix(self.lead).removesuffix(".md") for p in self.pages}
@@ -209,7 +210,8 @@ class LinkResolver:
             return None
         want = "/" + target.casefold()
         folder = posixpath.dirname(source)
-        found = sorted((p for p in files.values() if ("/" + p.casefold()).endswith(want)),
+        named = self._files_by_name.get(posixpath.basename(want), ())
+        found = sorted((p for p in named if ("/" + p.casefold()).endswith(want)),
                        key=lambda p: (posixpath.dirname(p) != folder, len(p), p))
         return found[0] if found else None
 
@@ -218,9 +220,10 @@ class LinkResolver:
         once, when a link first needs it)."""
         if self._files is None:
             listed = self._list_files() if self._list_files is not None else ()
-            self._files = {}
+            self._files, self._files_by_name = {}, {}
             for rel in sorted(_norm(r) for r in listed):
-                self._files.setdefault(rel.casefold(), rel)
+                if self._files.setdefault(rel.casefold(), rel) == rel:
+                    self._files_by_name.setdefault(posixpath.basename(rel.casefold()), []).append(rel)
         return self._files
 
     def open_link(self, key: str) -> str:
