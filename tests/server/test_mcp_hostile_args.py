@@ -9,20 +9,17 @@ not. Either way the request is answered, with the usual one-line tool error
 
 from __future__ import annotations
 
-import json
-import select
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from pipeline_fixtures import DESCALING_NOTE, cli_env, snapshot
+from pipeline_fixtures import DESCALING_NOTE, snapshot
 from vaulteval import Vault
 from vaulteval.server.app import call
 from vaulteval.server.warm import Pipeline, WarmVault
 
 pytest.importorskip("mcp")
+from mcp_servers import StdioLines  # noqa: E402
 
 # Raw JSON-RPC text: "\ud800" stays an escape here and reaches the server as a lone surrogate.
 LONE = r"\ud800abc"
@@ -37,40 +34,9 @@ CALLS = {
 }
 
 
-class StdioServer:
-    """``vaulteval mcp`` over stdio, spoken to line by line (the SDK's client cannot send a lone surrogate)."""
-
-    def __init__(self, root: Path):
-        self.proc = subprocess.Popen([sys.executable, "-m", "vaulteval", "mcp", "--vault", str(root), "--no-rerank"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=cli_env())
-        self.send('{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
-                  '"capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}')
-        assert self.answer()["id"] == 0
-        self.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-
-    def send(self, line: str) -> None:
-        self.proc.stdin.write(line.encode("ascii") + b"\n")
-        self.proc.stdin.flush()
-
-    def answer(self, seconds: float = 60) -> dict:
-        """The next message that answers a request (log notifications are skipped); fails instead of hanging."""
-        while True:
-            ready, _, _ = select.select([self.proc.stdout], [], [], seconds)
-            assert ready, "no answer from the server"
-            message = json.loads(self.proc.stdout.readline())
-            if "id" in message:
-                return message
-
-    def close(self) -> str:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
-        return self.proc.stderr.read().decode("utf-8", "replace")
-
-
 def test_unencodable_text_in_any_argument_over_stdio_gets_its_answer(provisioned_sample: Path) -> None:
     before = snapshot(provisioned_sample)
-    server = StdioServer(provisioned_sample)
+    server = StdioLines(provisioned_sample)
     try:
         for number, (case, params) in enumerate(sorted(CALLS.items()), start=1):
             server.send(f'{{"jsonrpc": "2.0", "id": {number}, "method": "tools/call", "params": {params}}}')
