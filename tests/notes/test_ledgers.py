@@ -111,6 +111,7 @@ def test_malformed_ledgers_name_file_and_field(tmp_path: Path, which: str, path:
 
 @pytest.mark.parametrize("claims, sources, message", [
     ("{not json", SOURCES, "not valid JSON"),
+    ('{"claims": ' + "[" * 5000 + "]" * 5000 + "}", SOURCES, "nests deeper than 64 levels"),
     (CLAIMS, "[1, 2]", "must be an object"),
     (CLAIMS, None, "source-ledger.json is missing"),
 ])

@@ -20,7 +20,6 @@ accepted claim needs two independent ones.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import LedgerInvalid
@@ -53,13 +52,12 @@ def _load(vault: "Vault", rel: str) -> Any | None:
         raise LedgerInvalid(f"{rel}: cannot be read ({exc.strerror})") from None
     if len(raw) > MAX_LEDGER_BYTES:
         raise LedgerInvalid(f"{rel}: larger than {MAX_LEDGER_BYTES >> 20} MiB")
+    from vaulteval.vault.bounded import Refused, load_json
+
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise LedgerInvalid(f"{rel}: not UTF-8 text") from None
-    except ValueError as exc:
-        raise LedgerInvalid(f"{rel}: not valid JSON ({getattr(exc, 'msg', exc)} at line "
-                            f"{getattr(exc, 'lineno', '?')})") from None
+        return load_json(raw)  # nesting bounded: a ledger nested thousands deep is invalid, not a RecursionError
+    except Refused as exc:
+        raise LedgerInvalid(f"{rel}: {exc.problem}" + (f" at line {exc.line}" if exc.line else "")) from None
 
 
 def _stale(source: Source, as_of: dt.date) -> bool:
