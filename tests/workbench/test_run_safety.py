@@ -223,3 +223,17 @@ def test_a_tampered_vault_pages_file_is_a_difference(run_dir: Path) -> None:
     assert f"vault: changed: {rel}" in diffs
     pages.unlink()
     assert "vault-pages.txt: missing from the run directory" in verify_run(run_dir).diffs
+
+
+def test_a_fifo_or_malformed_table_in_a_run_directory_is_one_line(run_dir: Path,
+                                                                 capsys: pytest.CaptureFixture) -> None:
+    (run_dir / "pool.csv").unlink()
+    os.mkfifo(run_dir / "pool.csv")
+    assert main(["eval", "compare", str(run_dir)]) == 2
+    assert "pool.csv cannot be read (not a regular file)" in capsys.readouterr().err
+    assert any(line.startswith("pool.csv: ") for line in verify_run(run_dir).diffs)  # a difference, no wait
+    (run_dir / "pool.csv").unlink()
+    (run_dir / "pool.csv").write_bytes(b'run,query_id\n"unclosed\n')
+    assert main(["eval", "compare", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "pool.csv is malformed" in err and len(err.strip().splitlines()) == 1, err

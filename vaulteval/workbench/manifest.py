@@ -34,6 +34,8 @@ from vaulteval.vault.paths import path_text_problem
 from vaulteval.workbench.report import REPORT_DATA
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from vaulteval.workbench.runs import Run
     from vaulteval.vault.vault import Vault
 
@@ -214,6 +216,26 @@ def read_run_json(file: Path) -> Any:
         raise NotARunDir(f"{file} is malformed: {exc}") from None
 
 
+MAX_RUN_TABLE_BYTES = 1 << 30
+
+
+def read_run_table(file: Path, dtype: dict[str, Any]) -> "pd.DataFrame":
+    """A CSV table of a run directory (regular, bounded); NotARunDir, one line, when it cannot be read."""
+    import io
+
+    import pandas as pd
+
+    from vaulteval.vault.metadir import read_capped
+
+    try:
+        return pd.read_csv(io.BytesIO(read_capped(file, MAX_RUN_TABLE_BYTES)), dtype=dtype)
+    except OSError as exc:
+        raise NotARunDir(f"{file} cannot be read ({exc.strerror or exc}); pass runs/<id>") from None
+    except ValueError as exc:  # pandas' ParserError, an empty file, a cell that is not its column's type
+        raise NotARunDir(f"{file} is malformed ({str(exc).splitlines()[0][:200] if str(exc) else 'unreadable'})") \
+            from None
+
+
 def read_manifest(path: str | Path) -> dict[str, Any]:
     file = Path(path) / MANIFEST
     data = read_run_json(file)
@@ -287,8 +309,8 @@ def load_run_dir(path: str | Path) -> RunDir:
 
     folder = Path(path)
     manifest = read_manifest(folder)
-    pool = pd.read_csv(folder / "pool.csv", dtype={"query_id": str})
-    queries = pd.read_csv(folder / "queries.csv", dtype={"query_id": str})
+    pool = read_run_table(folder / "pool.csv", {"query_id": str})
+    queries = read_run_table(folder / "queries.csv", {"query_id": str})
     if "reranked" not in queries.columns:
         queries = _schema_1_queries(queries)
     runs = []

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import VaultevalError
-from vaulteval.workbench.manifest import PAGES_FILE, REPORT_DATA, NotARunDir, read_manifest
+from vaulteval.workbench.manifest import PAGES_FILE, REPORT_DATA, NotARunDir, read_manifest, read_run_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -307,7 +307,11 @@ def _diff_csv(name: str, old_path: Path, new_path: Path, keys: list[str]) -> lis
         return [f"{name}: missing from the run directory"]
     dtypes: dict[str, Any] = {k: str for k in keys if k not in ("pool_rank",)}
     dtypes.update({"rank": "Int64", "bm25_rank": "Int64"})
-    old, new = pd.read_csv(old_path, dtype=dtypes), pd.read_csv(new_path, dtype=dtypes)
+    try:
+        old = read_run_table(old_path, dtypes)
+    except NotARunDir as exc:  # a table that cannot be compared is a difference, like a missing one
+        return [f"{name}: {exc}"]
+    new = pd.read_csv(new_path, dtype=dtypes)
     keys = [k for k in keys if k in old.columns and k in new.columns]  # run dirs written before a key existed
     return _diff_frames(name, old, new, keys)
 
