@@ -63,7 +63,7 @@ def test_the_verdict_decides_on_the_written_questions_when_a_set_holds_both_kind
         assert "regression" not in decision
     line = next(x for x in err.splitlines() if "the verdict rests on" in x)
     assert f"the verdict rests on {decision['n_test']} written or real test questions (" in line
-    assert f"{len(generated_ids)} generated queries only check for regressions" in line
+    assert f"{len(generated_ids)} generated queries with an answer only check for regressions" in line
 
     code, verified, verify_err = run_main("eval", "verify", out["run_dir"])
     assert code == 0, verified + verify_err
@@ -114,7 +114,7 @@ def test_what_the_questions_detect_is_the_minimum_detectable_effect_at_their_spr
     assert not evidence_facts(qs, 5, default, slight, measure="nDCG@10")["enough"]
     line = evidence_line(facts, regression_check(default, better, measure="nDCG@10"))
     assert line.startswith("the verdict rests on 12 written or real test questions (agent 8, model:qwen2.5-7b 4)")
-    assert "40 generated queries only check for regressions" in line and "does not lose" in line
+    assert "40 generated queries with an answer only check for regressions" in line and "does not lose" in line
 
 
 def test_a_regression_on_generated_queries_is_reported_not_a_veto() -> None:

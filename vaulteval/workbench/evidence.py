@@ -117,15 +117,16 @@ def evidence_line(facts: Mapping[str, Any], regression: Mapping[str, Any] | None
     parts = [head]
     if facts["mde"] is not None:
         seen = facts.get("difference")
-        against = (f", {'at most' if facts['enough'] else 'more than'} the {seen:+.3f} seen" if seen
-                   else "")
-        parts.append(f"they detect a difference of {facts['mde']:.3f} {facts['measure']} or more{against}: "
-                     f"{'enough' if facts['enough'] else 'not enough'}")
+        said = f"they find a difference of {facts['mde']:.3f} {facts['measure']} or more 80% of the time"
+        if seen:
+            said += (f", and the {seen:+.3f} seen is that large: enough" if facts["enough"] else
+                     f"; the {seen:+.3f} seen is smaller, so other questions as many could miss it")
+        parts.append(said)
     need = facts["queries_for_real_effect"]
     if need["queries"]:
         parts.append(f"{need['queries']} test questions would detect {need['effect']:.2f}")
     if facts["generated_set_aside"]:
-        parts.append(f"{facts['generated_set_aside']} generated queries only check for regressions")
+        parts.append(f"{facts['generated_set_aside']} generated queries with an answer only check for regressions")
     if regression is not None:
         low, high = regression["ci95"]
         parts.append(f"on them the best {'loses' if regression['loses'] else 'does not lose'}: "

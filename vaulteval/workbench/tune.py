@@ -194,7 +194,7 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
     columns = measure_columns(ev.per_query, measure)
     evidence = evidence_facts(test_qs, len(tune_ids), columns["default"],
                               columns.get("best") if best != baseline else None, measure=measure,
-                              generated=len(generated.queries) if generated is not None else 0)
+                              generated=len(generated.positive) if generated is not None else 0)
     decision = decide(ev.per_query, measure, best != baseline, seed, slices=slices, high_overlap=high,
                       semantic=semantic)
     chosen_strategy = by_text[best if decision["adopt"] else baseline]
