@@ -88,6 +88,7 @@ class Block:
     expect: frozenset[int] = frozenset({0})
     optional: bool = False
     example_only: bool = False
+    writer_step: bool = False  # after it runs, the test writes the worksheet's questions (the agent's part)
 
     @property
     def runnable(self) -> bool:
@@ -137,6 +138,7 @@ def load_skill(name: str) -> Skill:
                 block.expect = frozenset(int(x) for x in re.findall(r"\d+", expect.group(1)))
             block.optional = bool(re.search(r"#\s*optional:", code))
             block.example_only = bool(re.search(r"#\s*example-only:", code))
+            block.writer_step = bool(re.search(r"#\s*writer-step:", code))
             skill.blocks.append(block)
             in_block = False
         elif in_block:
@@ -417,8 +419,9 @@ def check_retrieve(data: object, vault: Path, args: list[str], where: str) -> No
         assert ex["deduped_count"] >= len(cands), where
 
 
-def run_skill(skill: Skill, runner: Runner, vault: Path) -> list[Outcome]:
-    """Run every runnable block in order; check exit codes and JSON output of each."""
+def run_skill(skill: Skill, runner: Runner, vault: Path, writer=None) -> list[Outcome]:
+    """Run every runnable block in order; check exit codes and JSON output of each. After a ``# writer-step:``
+    block, ``writer(runner)`` does what the agent does there (writes the questions)."""
     outcomes = []
     for block in skill.shell_blocks():
         if not block.runnable:
@@ -443,6 +446,9 @@ def run_skill(skill: Skill, runner: Runner, vault: Path) -> list[Outcome]:
                 assert out.data["reachable"] is False, f"{block.where}: the test's Ollama host must be unreachable"
             elif out.kind == "doctor":
                 assert out.data["state"] in ("available", "configured", "verified", "degraded"), block.where
+        if block.writer_step:
+            assert writer is not None, f"{block.where}: a writer step needs the test's writer"
+            writer(runner)
         outcomes.append(out)
     return outcomes
 
@@ -735,19 +741,48 @@ def test_read_refuses_paths_outside_the_notes(skills, tmp_path):
         assert check(bad) in (2, 3), f"read accepted {bad!r}"
 
 
+def write_questions(runner: Runner) -> None:
+    """The agent's part of the written path: one question per note from words of its text (not its title), a
+    question no note answers, and the writer."""
+    path = Path(runner.var("WORKSHEET") or "")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert data["task"].splitlines()[0].startswith("Write questions") and data["notes"]
+    for note in data["notes"]:
+        title = {w.casefold() for w in re.findall(r"\w+", note["title"])}
+        words = [w.lower() for w in re.findall(r"[A-Za-z]{5,}", note["text"]) if w.casefold() not in title]
+        picked = list(dict.fromkeys(words))[:3]
+        if note["language"] == "en" and picked:
+            note["questions"] = [f"What should I know about {' and '.join(picked)} when I use this?"]
+    data["unanswerable"] = ["How do I renew a passport at the embassy in Lima?"]
+    data["writer"] = "agent"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+
+
 def test_wiki_eval_measures_verifies_and_compares_read_only(skills, tmp_path):
     vault = copy_sample(tmp_path / "vault")
     provision(vault)
     before = snapshot(vault)
     runner = make_runner(tmp_path, "wiki-eval", vault)
-    outcomes = run_skill(skills["wiki-eval"], runner, vault)
+    outcomes = run_skill(skills["wiki-eval"], runner, vault, writer=write_questions)
     assert snapshot(vault) == before, "evaluation must not write into the vault"
 
     runs = tmp_path / "runs"
     names = sorted(p.name for p in runs.iterdir())
-    assert names == ["skilltest-after", "skilltest-analyzers", "skilltest-baseline", "skilltest-rerank"]
-    for name in names:
+    assert names == ["skilltest-after", "skilltest-analyzers", "skilltest-baseline", "skilltest-rerank",
+                     "skilltest-written", "written-skilltest"]
+    for name in names[:-1]:
         assert (runs / name / "manifest.json").is_file()
+    written = sorted(p.name for p in (runs / "written-skilltest").iterdir())
+    assert written == ["worksheet.yaml", "written.yaml"]
+    tuned = json.loads((runs / "skilltest-written" / "tune.json").read_text(encoding="utf-8"))
+    evidence = tuned["decision"]["evidence"]
+    assert evidence["basis"] == "questions" and set(evidence["writers"]) == {"agent"}
+    tune_out = outcomes_for(outcomes, ("tune",))[0]
+    assert "the verdict rests on" in tune_out.stderr
+    # The written path is at most five commands: worksheet, add-written, tune (and the writer's own step).
+    path_blocks = [o for o in outcomes if any(p in (("queryset", "worksheet"), ("queryset", "add-written"), ("tune",))
+                                              for _, p, _ in block_invocations(o.block))]
+    assert len(path_blocks) == 3
     verify = outcomes_for(outcomes, ("eval", "verify"))[0]
     assert verify.rc == 0 and "verified" in verify.stdout
     assert "fallback" in (runs / "skilltest-rerank" / "report.md").read_text(), "a fallen-back rerank is flagged"

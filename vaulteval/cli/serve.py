@@ -50,11 +50,21 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         from vaulteval.pipeline.querylog import QueryLog
 
         log = QueryLog(args.log, vault)  # refused inside the vault before the server starts
+    folder = None
+    if args.eval_dir:
+        from vaulteval.server.evaltools import eval_folder
+
+        folder = eval_folder(args.eval_dir, vault)  # refused inside the vault before the server starts
     warm = WarmVault(vault, pipeline, log)
     warm.warm_up()
+    evals = None
+    if folder is not None:
+        from vaulteval.server.evaltools import EvalTools
+
+        evals = EvalTools(warm, folder)
     from vaulteval.server.app import build_server
 
-    server = build_server(warm)
+    server = build_server(warm, evals)
     if args.http:
         from vaulteval.server.http import serve
 
@@ -86,6 +96,9 @@ def register(sub: Any, add_vault: Any) -> None:
                                                         "else ~/.cache/vaulteval/mcp-PORT.token)")
     p.add_argument("--log", metavar="FILE", help="append each search's question and returned pages to FILE, as "
                                                  "retrieve --log does (outside the vault; nothing is logged without it)")
+    p.add_argument("--eval-dir", metavar="DIR", help="also serve the evaluation tools (eval_worksheet, "
+                   "eval_add_questions, eval_run, tune), which read and write files only under DIR (outside the "
+                   "vault; created when missing)")
     _add_rerank_flags(p)
     add_vault(p)
     p.set_defaults(handler=cmd_mcp)

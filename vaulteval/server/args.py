@@ -19,6 +19,7 @@ from typing import Any
 from vaulteval.errors import UsageError
 from vaulteval.index.tokenize import MAX_INPUT_CHARS
 from vaulteval.pipeline.retrieve import MAX_TOP
+from vaulteval.server.evalargs import EVAL_TOOLS
 from vaulteval.vault.notefiles import printable
 
 MAX_READ_MANY = 20
@@ -81,8 +82,13 @@ TOOLS: dict[str, dict[str, Any]] = {
 }
 
 
+def spec_of(name: str) -> dict[str, Any]:
+    """A tool's spec: the read-only tools' (``TOOLS``) or the evaluation tools' (``evalargs.EVAL_TOOLS``)."""
+    return TOOLS[name] if name in TOOLS else EVAL_TOOLS[name]
+
+
 def input_schema(name: str) -> dict[str, Any]:
-    spec = TOOLS[name]
+    spec = spec_of(name)
     return {"type": "object", "properties": spec["properties"], "required": spec["required"],
             "additionalProperties": False}
 
@@ -103,13 +109,13 @@ def _text(name: str, value: Any) -> str:
 def checked(tool: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
     """The arguments when every name is known and every value has the right type (ranges: the CLI's checks)."""
     args = dict(arguments or {})
-    known = TOOLS[tool]["properties"]
+    known = spec_of(tool)["properties"]
     unknown = sorted(set(args) - set(known))
     if unknown:
         takes = ", ".join(known) or "no parameters"
         names = ", ".join(printable(str(name))[:100] for name in unknown[:10])  # a name may hold a newline
         raise UsageError(f"unknown parameter(s) for {tool}: {names} (it takes {takes})")
-    missing = [n for n in TOOLS[tool]["required"] if n not in args]
+    missing = [n for n in spec_of(tool)["required"] if n not in args]
     if missing:
         raise UsageError(f"{tool} needs {', '.join(missing)}")
     for name in ("query", "strategy", "page", "heading"):
