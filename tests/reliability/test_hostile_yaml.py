@@ -10,6 +10,7 @@ only stops a hang; nothing is timed.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
@@ -179,3 +180,18 @@ def test_an_oversized_query_set_is_one_line(provisioned_sample: Path, tmp_path: 
                   encoding="utf-8")
     code, _out, err = run_main("queryset", "check", "--vault", provisioned_sample, qs)
     assert code == 2 and "big.yaml:1: cannot read: larger than 4,096 bytes" in err, err
+
+
+def test_the_mcp_read_answers_with_a_bomb_in_the_vault(bomb_vault: Path) -> None:
+    from mcp_servers import StdioLines
+
+    server = StdioLines(bomb_vault)
+    try:
+        for number, page in enumerate(["wiki/hostile/bomb.md", "wiki/howto/Descaling.md"], 10):
+            server.send(json.dumps({"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                                    "params": {"name": "read", "arguments": {"page": page}}}))
+            answer = server.answer(HANG)  # fails instead of hanging
+            assert answer["id"] == number and answer["result"]["isError"] is False, answer
+            assert answer["result"]["structuredContent"]["frontmatter"] == {} or "howto" in page
+    finally:
+        server.close()
