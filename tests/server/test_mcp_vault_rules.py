@@ -237,3 +237,19 @@ def test_an_unchanged_vault_is_not_opened_again(vault: Path, monkeypatch: pytest
     assert opened == []
     settings(vault, '{"userIgnoreFilters": ["wiki/howto/"]}')
     assert DESCALING_NOTE not in pages(warm) and opened
+
+
+def test_settings_behind_a_symlink_are_followed(vault: Path, tmp_path: Path) -> None:
+    """Obsidian's settings may be a link (dotfiles kept elsewhere): an edit of the file it leads to counts."""
+    target = tmp_path / "dotfiles" / "app.json"
+    target.parent.mkdir()
+    target.write_text('{"userIgnoreFilters": []}', encoding="utf-8")
+    (vault / ".obsidian").mkdir()
+    os.symlink(target, vault / APP_JSON)
+    warm = serve(vault)
+    assert DESCALING_NOTE in pages(warm)
+    target.write_text('{"userIgnoreFilters": ["wiki/howto/"]}', encoding="utf-8")
+    assert DESCALING_NOTE not in pages(warm)
+    target.write_text('{"userIgnoreFilters": "wiki/howto/"}', encoding="utf-8")
+    result = tool(warm, "search", query=QUERY)
+    assert result.isError is True and result.structuredContent["exit_code"] == 2

@@ -21,6 +21,7 @@ without changing its stat, so it is read again on every call until it settles.
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -34,21 +35,25 @@ _RACY_SECONDS = 2.0
 
 
 def _stat(path: str) -> tuple:
-    """What a change to ``path`` changes: the file it leads to, or the link itself when that file is missing."""
+    """What a change to ``path`` changes: the entry, and for a symlink the file it leads to too (one ``lstat``
+    for a file, a folder or nothing there; a second ``stat`` only for a link)."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return ("missing", exc.errno)
+    own = (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if not stat.S_ISLNK(st.st_mode):
+        return own
     try:
         st = os.stat(path)
     except OSError as exc:
-        try:
-            st = os.lstat(path)
-        except OSError:
-            return ("missing", exc.errno)
-        return ("link", st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        return ("link", own, exc.errno)
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, own)
 
 
 def _racy(signature: tuple[tuple, ...]) -> bool:
     recent = (time.time() - _RACY_SECONDS) * 1e9
-    return any(len(sig) == 6 and sig[4] >= recent for sig in signature)
+    return any(len(sig) >= 6 and sig[4] >= recent for sig in signature)
 
 
 class Opening:

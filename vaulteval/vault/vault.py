@@ -172,8 +172,9 @@ class Vault:
         from vaulteval.vault.notesrecord import RECORD_REL
 
         root = self.root
-        return tuple(str(p) for p in (root, root / CONFIG_FILE, root / RECORD_REL, root / "wiki", root / OBSIDIAN_DIR,
-                                      root / APP_SETTINGS, self.notes_dir))
+        paths = (root, root / CONFIG_FILE, root / RECORD_REL, root / "wiki", root / OBSIDIAN_DIR, root / APP_SETTINGS,
+                 self.notes_dir)
+        return tuple(dict.fromkeys(str(p) for p in paths))  # the notes folder is often wiki/ or the root
 
     @property
     def is_bundled(self) -> bool:
