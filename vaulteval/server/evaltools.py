@@ -241,11 +241,11 @@ def _means(ev: Any, measure: str) -> list[dict[str, Any]]:
     summary = ev.report.tables.get("summary")
     versus = summary[summary.measure == measure].set_index("run") if summary is not None and len(summary) else None
     out = []
-    for strategy, run in zip(ev.strategies, ev.runs):
+    for number, (strategy, run) in enumerate(zip(ev.strategies, ev.runs)):
         row = metrics.loc[run.name]
         entry: dict[str, Any] = {"strategy": strategy.text(), "name": run.name, "mean": _num(row["value"]),
                                  "ci95": [_num(row["ci_low"]), _num(row["ci_high"])], "queries": int(row["n"])}
-        if versus is not None and run.name in versus.index:
+        if number and versus is not None and run.name in versus.index:
             c = versus.loc[run.name]
             entry["vs_first"] = {"delta": _num(c["delta"]), "ci95": [_num(c["delta_ci_low"]), _num(c["delta_ci_high"])],
                                  "p_holm": _num(c["p_holm"]), "mde": _num(c["mde"]), "status": c["status"]}
