@@ -284,9 +284,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             shown = ", ".join(printable(p) for p in report.empty_pages[:10])
             more = f" and {len(report.empty_pages) - 10} more" if len(report.empty_pages) > 10 else ""
             print(f"  empty: {len(report.empty_pages)} note(s) with no visible text, not indexed: {shown}{more}")
+        _print_unfindable(report.unfindable_notes)
         if report.rebuild:
             print(f"  fix: {report.rebuild}")
     return EXIT_OK if report.state == "verified" else EXIT_FAILED
+
+
+def _print_unfindable(notes: list[dict]) -> None:
+    """One line per note with text that no query can be served from (the first LISTED; --json has them all)."""
+    from vaulteval.vault.notefiles import printable
+
+    for note in notes[:LISTED]:
+        print(f"  unfindable: {printable(note['page_path'])}: {note['reason']}")
+    if len(notes) > LISTED:
+        print(f"  unfindable: {len(notes) - LISTED} more note(s) (doctor --json lists every one)")
 
 
 @_cmd("bench")

@@ -24,7 +24,13 @@ from vaulteval.pipeline.migrate import coexistence_line, shared_state
 from vaulteval.pipeline.storecheck import check_store
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.store import store_path
-from vaulteval.vault.notefiles import read_note_file, unreadable_notes
+from vaulteval.pipeline.findable import (  # noqa: F401 - page_currency and unindexed_pages are named here too
+    PageCurrency,
+    page_currency,
+    unfindable_notes,
+    unindexed_pages,
+)
+from vaulteval.vault.notefiles import unreadable_notes
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -64,6 +70,10 @@ class DoctorReport:
     empty_pages: list[str] = field(default_factory=list)
     # Notes skipped because they cannot be named, opened or read: {"page_path", "reason"}.
     skipped_notes: list[dict[str, str]] = field(default_factory=list)
+    # Chunks of current notes whose text the chunk-to-note check refuses (never served).
+    refused_chunks: int = 0
+    # Notes with text that no query can be served from: {"page_path", "reason"} (vaulteval.pipeline.findable).
+    unfindable_notes: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, **asdict(self)}
@@ -129,20 +139,25 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
             index.verify()
         report.index_readable = True
         report.stats = index.stats()
-        indexed = _check_pages(index, retriever.integrity(), report)
+        cur = _check_pages(index, retriever.integrity(), report)
     except IndexCorrupt as exc:
         return _degraded(report, vault, f"{exc} ({index.path})", exc.section, exc.block)
     except NotProvisioned as exc:  # a block read while listing the documents failed its checksum
         return _degraded(report, vault, str(exc), *exc.where)
     empty: set[str] = set()
-    report.unindexed_pages = len(unindexed_pages(pages, indexed, empty))
+    unindexed = unindexed_pages(pages, cur.indexed, empty)
+    report.unindexed_pages = len(unindexed)
     report.empty_pages = sorted(empty)
+    report.unfindable_notes = unfindable_notes(pages, cur, unindexed)
     if report.stale_pages:
         report.problems.append(f"{report.stale_pages} page(s) changed since the index was built")
     if report.missing_pages:
         report.problems.append(f"{report.missing_pages} indexed page(s) no longer exist")
     if report.stale_chunks:
         report.problems.append(f"{report.stale_chunks} chunk record(s) differ from the index")
+    if report.refused_chunks:
+        report.problems.append(f"{report.refused_chunks} chunk(s) are refused by the chunk-to-note check (their text "
+                               f"is not text of the note) in {len(cur.refused_pages)} note(s)")
     if report.unindexed_pages:
         report.problems.append(f"{report.unindexed_pages} page(s) are not in the index (new, or without text)")
     if index.n_docs == 0:
@@ -155,7 +170,10 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
     embed_problem = _embeddings(vault, retriever, report)
     if report.problems:
         report.state = "configured"
-        report.rebuild = vault.rebuild_command() if not embed_problem or len(report.problems) > 1 else embed_command(vault)
+        # --embed with the store's own embedder and model also does all a plain provision does; --rebuild rewrites
+        # records a plain run would keep (their note has not changed).
+        report.rebuild = (embed_command(vault) if embed_problem else vault.rebuild_command()) + (
+            " --rebuild" if report.refused_chunks else "")
     else:
         report.state = "verified"
     return report
@@ -239,51 +257,6 @@ def _degraded(report: DoctorReport, vault: "Vault", problem: str, section: str |
     return report
 
 
-@dataclass
-class PageCurrency:
-    """The indexed pages against the notes: changed or gone since the build, or current with chunk records
-    that differ from the index (those chunks are dropped when served)."""
-
-    indexed: set[str] = field(default_factory=set)
-    changed: set[str] = field(default_factory=set)
-    missing: set[str] = field(default_factory=set)
-    chunk_pages: set[str] = field(default_factory=set)
-    stale_chunks: int = 0
-
-
-def page_currency(index, checker) -> PageCurrency:
-    """Usage: ``page_currency(retriever.index(), retriever.integrity())``: one page hash per indexed page."""
-    out = PageCurrency()
-    page_state: dict[str, bool] = {}
-    for doc in index.iter_docs():
-        if doc.page_path not in page_state:
-            current = checker.page_hash(doc.page_path)
-            if current is None:
-                out.missing.add(doc.page_path)
-            elif current != doc.page_body_hash:
-                out.changed.add(doc.page_path)
-            page_state[doc.page_path] = current == doc.page_body_hash
-        if page_state[doc.page_path] and checker.record(doc) is None:
-            out.stale_chunks += 1
-            out.chunk_pages.add(doc.page_path)
-    out.indexed = set(page_state)
-    return out
-
-
-def unindexed_pages(pages: "Iterable[Page]", indexed: set[str], empty: "set[str] | None" = None) -> set[str]:
-    """The pages (``vault.iter_pages()``) with text that the index does not hold (new since the build);
-    notes without visible text are added to ``empty`` when it is given."""
-    out = set()
-    for p in pages:
-        if p.rel in indexed:
-            continue
-        if _has_text(p.path):
-            out.add(p.rel)
-        elif empty is not None:
-            empty.add(p.rel)
-    return out
-
-
 def stale_pages(vault: "Vault", retriever: "Retriever | None" = None) -> set[str]:
     """Usage: ``stale_pages(vault)`` -> the pages the index does not hold as they are now: changed, deleted or
     new since the build, or with chunk records that differ from it; empty when the index is current.
@@ -292,25 +265,14 @@ def stale_pages(vault: "Vault", retriever: "Retriever | None" = None) -> set[str
     """
     retriever = retriever or Retriever(vault)
     cur = page_currency(retriever.index(), retriever.integrity())
-    return cur.changed | cur.missing | cur.chunk_pages | unindexed_pages(vault.iter_pages(), cur.indexed)
+    return (cur.changed | cur.missing | cur.chunk_pages | cur.refused_pages
+            | unindexed_pages(vault.iter_pages(), cur.indexed))
 
 
-def _check_pages(index, checker, report: DoctorReport) -> set[str]:
-    """Count stale, missing and changed pages and chunk records; returns the indexed page paths."""
+def _check_pages(index, checker, report: DoctorReport) -> PageCurrency:
+    """Count stale, missing and changed pages, chunk records and refused chunks."""
     cur = page_currency(index, checker)
     report.stale_pages, report.missing_pages, report.stale_chunks = len(cur.changed), len(cur.missing), cur.stale_chunks
+    report.refused_chunks = cur.refused_chunks
     report.pages_indexed = len(cur.indexed)
-    return cur.indexed
-
-
-def _has_text(path) -> bool:
-    """True when a page would produce at least one chunk: it has text Obsidian shows (frontmatter-only stubs
-    and notes holding only %%comments%% do not)."""
-    from vaulteval.chunks.chunking import decode_page, split_frontmatter
-    from vaulteval.chunks.obsidian import visible_text
-
-    try:
-        body = split_frontmatter(decode_page(read_note_file(path)))[1]
-    except OSError:  # a FIFO or device is refused before any read (it would block), as is an unreadable file
-        return False
-    return bool(body.strip()) and bool(visible_text(body).strip())
+    return cur

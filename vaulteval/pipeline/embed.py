@@ -31,9 +31,32 @@ class EmbeddingFailed(VaultevalError):
     """The embedding backend could not embed the vault's chunks (provisioning stops, nothing is published)."""
 
 
+# The ``--embedder`` that names each backend on the command line (``vaulteval.cli.pipeline_args.EMBEDDERS``).
+EMBEDDER_FLAGS = {"ollama": "ollama", "sentence-transformers": "st"}
+
+
 def embed_command(vault: "Vault") -> str:
-    """The exact command that (re)builds the stored embeddings."""
-    return f"vaulteval provision {vault.vault_args} --embed"
+    """The exact command that (re)builds the stored embeddings: with the backend and model the store was built
+    with (read from its checked header, so a store whose vectors are damaged still names them); plain ``--embed``
+    (the default model) when there is no store or its header is unreadable."""
+    return f"vaulteval provision {vault.vault_args} --embed{_embedder_args(vault)}"
+
+
+def _embedder_args(vault: "Vault") -> str:
+    import shlex
+
+    from vaulteval.index.file import IndexFileError, read_header
+    from vaulteval.rerank.store import store_path
+
+    try:
+        header = read_header(store_path(vault.meta_dir))
+    except (IndexFileError, OSError):
+        return ""
+    backend, model = header.get("backend"), header.get("model")
+    if backend not in EMBEDDER_FLAGS or not isinstance(model, str) or not model.isprintable() or not model.strip() \
+            or model.startswith("-"):
+        return ""
+    return f" --embedder {EMBEDDER_FLAGS[backend]} --model {shlex.quote(model)}"
 
 
 def chunk_items(vault: "Vault") -> list[tuple[str, str, str]]:
