@@ -120,7 +120,9 @@ def test_compare_deltas_wins_and_report_outputs(tmp_path: Path) -> None:
     report = compare([base, better], qs, ["RR"], k=10)
     row = report.to_dataframe().set_index("run").loc["better"]
     assert row.delta == pytest.approx((0.5 + 0 + 1) / 3) and (row.wins, row.ties, row.losses) == (2, 1, 0)
-    assert row.p_holm == pytest.approx(row.p_randomization) and row.status == "ok"
+    pq = report.per_query
+    assert row.p == pytest.approx(stats.ttest_rel(pq.value, pq.baseline).pvalue) and row.status == "ok"
+    assert row.comparisons == 1 and row.verdict == "no detectable difference" and row.more_queries >= 1
     assert report.to_dataframe().set_index("run").loc["bm25", "status"] == "baseline"
     md = report.to_markdown()
     assert "| better" in md and "## Negative queries" in md and "<table" in report._repr_html_()
@@ -138,7 +140,7 @@ def test_fallen_back_reranker_is_flagged_never_no_impact() -> None:
     report = compare([_run("bm25", BASE_ROWS), fell], qs, ["RR"])
     row = report.to_dataframe().set_index("run").loc["rr"]
     assert row.status == "fallback: ollama-unreachable (4/4 queries)"
-    assert math.isnan(row.delta) and pd.isna(row.wins) and math.isnan(row.p_randomization)
+    assert math.isnan(row.delta) and pd.isna(row.wins) and math.isnan(row.p) and pd.isna(row.verdict)
     assert any("rr: fallback" in n for n in report.notes) and "WARNING rr" in report.to_markdown()
 
 
@@ -160,8 +162,8 @@ def test_markdown_table_aligns_numbers() -> None:
     assert text.splitlines() == ["| run  |  value |", "| ---- | -----: |", "| a\\|b | 0.1235 |"]
 
 
-def test_compare_reports_intervals_mcnemar_and_the_smallest_detectable_difference() -> None:
-    from vaulteval.workbench.intervals import mcnemar_exact, mean_ci, paired_delta_ci
+def test_compare_reports_the_t_interval_p_verdict_and_what_the_set_can_detect() -> None:
+    from vaulteval.workbench.intervals import detectable_at, mean_ci
 
     qs = _qs()
     better = _run("better", [("a", "d1", 3.0, 1), ("b", "d3", 5.0, 1), ("c", "d4", 1.0, 1)])
@@ -169,9 +171,24 @@ def test_compare_reports_intervals_mcnemar_and_the_smallest_detectable_differenc
     summary = report.to_dataframe().set_index(["run", "measure"])
     row = summary.loc[("better", "Success@1")]
     base_hits, run_hits = np.array([0.0, 1.0, 0.0]), np.array([1.0, 1.0, 1.0])  # queries a, b, c
-    assert row.p_mcnemar == pytest.approx(mcnemar_exact(run_hits > 0, base_hits > 0).p) == pytest.approx(0.5)
-    assert (row.delta_ci_low, row.delta_ci_high) == pytest.approx(paired_delta_ci(run_hits, base_hits, seed=2))
+    ci = stats.ttest_rel(run_hits, base_hits).confidence_interval(0.95)
+    assert (row.delta_ci_low, row.delta_ci_high) == pytest.approx((ci.low, ci.high))
     assert (row.ci_low, row.ci_high) == pytest.approx(mean_ci(run_hits, seed=2))
-    assert math.isnan(summary.loc[("better", "RR")].p_mcnemar)  # McNemar only on Success@k
-    assert row.mde > 0
+    assert row.verdict == "no detectable difference" and row.delta_ci_low < 0 < row.delta_ci_high
+    assert row.mde == pytest.approx(detectable_at(float(np.std(run_hits - base_hits, ddof=1)), 3))
     assert any(n.startswith("with 3 queries a difference under") and "Success@1" in n for n in report.notes)
+    assert "p_mcnemar" not in report.to_dataframe().columns  # one test per comparison
+
+
+def test_three_runs_are_corrected_together_by_bonferroni() -> None:
+    qs = _qs()
+    runs = [_run("bm25", BASE_ROWS), _run("better", [("a", "d1", 3.0, 1), ("b", "d3", 5.0, 1), ("c", "d4", 1.0, 1)]),
+            _run("same", BASE_ROWS)]
+    report = compare(runs, qs, ["RR"])
+    summary = report.to_dataframe().set_index("run")
+    row = summary.loc["better"]
+    pq = report.per_query[report.per_query.run == "better"]
+    raw = stats.ttest_rel(pq.value, pq.baseline)
+    ci = raw.confidence_interval(1 - 0.05 / 2)
+    assert row.comparisons == 2 and row.p == pytest.approx(min(1.0, 2 * raw.pvalue))
+    assert (row.delta_ci_low, row.delta_ci_high) == pytest.approx((ci.low, ci.high))

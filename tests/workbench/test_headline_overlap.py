@@ -10,11 +10,12 @@ def _strategy(name: str, stage: str, rerank: dict | None = None) -> dict:
 
 
 def _inputs(notes: list[str]) -> tuple[dict, dict]:
-    rows = [{"run": "bm25", "measure": "nDCG@10", "status": "baseline"},
-            {"run": "hybrid-cc", "measure": "nDCG@10", "status": "ok", "delta": 0.06, "delta_ci_low": 0.04,
-             "delta_ci_high": 0.09, "p_holm": 0.001, "mde": 0.03, "significant": True},
-            {"run": "bm25-fields", "measure": "nDCG@10", "status": "ok", "delta": 0.0, "delta_ci_low": -0.02,
-             "delta_ci_high": 0.02, "p_holm": 0.9, "mde": 0.03, "significant": False}]
+    rows = [{"run": "bm25", "measure": "nDCG@10", "status": "baseline", "value": 0.5},
+            {"run": "hybrid-cc", "measure": "nDCG@10", "status": "ok", "value": 0.56, "delta": 0.06,
+             "delta_ci_low": 0.04, "delta_ci_high": 0.09, "p": 0.001, "verdict": "better", "comparisons": 2},
+            {"run": "bm25-fields", "measure": "nDCG@10", "status": "ok", "value": 0.5, "delta": 0.0,
+             "delta_ci_low": -0.02, "delta_ci_high": 0.02, "p": 1.0, "mde": 0.03, "more_queries": 100001,
+             "verdict": "no detectable difference", "comparisons": 2}]
     report = {"baseline": "bm25", "notes": notes, "params": {"measures": ["nDCG@10"]},
               "tables": {"summary": {"rows": rows}}, "per_query": {}}
     manifest = {"vault": {"root": "/v", "pages": 3}, "queryset": {"name": "gen", "positive": 10, "negative": 0},

@@ -121,8 +121,10 @@ def test_malformed_manifest_is_one_line_exit_2(run_dir: Path, shape: str, capsys
 def test_report_numbers_are_stored_as_data(run_dir: Path) -> None:
     data = json.loads((run_dir / "report.json").read_text())
     summary = data["tables"]["summary"]
-    assert {"p_randomization", "p_ttest", "p_holm", "significant", "delta", "wins"} <= set(summary["columns"])
-    assert any(row["p_holm"] is not None for row in summary["rows"])
+    assert {"p", "verdict", "delta_ci_low", "delta_ci_high", "mde", "more_queries", "delta", "wins"} \
+        <= set(summary["columns"])
+    assert any(row["p"] is not None for row in summary["rows"])
+    assert data["params"]["report_format"] == 2
     assert verify_run(run_dir).ok
 
 
@@ -131,8 +133,9 @@ def _edit_first_p_value(text: str) -> str:
     for i, line in enumerate(lines):
         if line.startswith("| bm25-english") and "nDCG@10" in line:
             cells = line.split("|")
-            # summary columns: run, measure, value, baseline_value, delta, wins, ties, losses, p_rand, ...
-            cells[9] = re.sub(r"\d\.\d{4}", "0.0001", cells[9])
+            # summary columns: run, measure, value, ci_low, ci_high, baseline_value, delta, delta_ci_low,
+            # delta_ci_high, p, ...
+            cells[10] = re.sub(r"\d\.\d{4}", "0.0001", cells[11])
             lines[i] = "|".join(cells)
             return "".join(lines)
     raise AssertionError("no summary row for bm25-english")
@@ -143,22 +146,21 @@ def test_a_hand_edited_p_value_in_report_md_fails_verify(run_dir: Path, capsys: 
     report.write_text(_edit_first_p_value(report.read_text()))
     result = verify_run(run_dir)
     assert not result.ok
-    assert any(d.startswith("report.md: line") and "0.0001" in d for d in result.diffs), result.diffs
+    assert any(d.startswith("report.md: line") and "bm25-english | nDCG@10" in d for d in result.diffs), result.diffs
     assert main(["eval", "verify", str(run_dir)]) == 1
     assert "report.md: line" in capsys.readouterr().out
 
 
-def test_a_hand_edited_significant_flag_in_report_md_fails_verify(run_dir: Path) -> None:
+def test_a_hand_edited_verdict_in_report_md_fails_verify(run_dir: Path) -> None:
     report = run_dir / "report.md"
     text = report.read_text()
-    flipped = re.sub(r"\| (False|True)(\s*)\|", lambda m: f"| {'True' if m.group(1) == 'False' else 'False'}"
-                     f"{m.group(2) if m.group(1) == 'True' else m.group(2)[:-1]}|", text, count=1)
+    flipped = text.replace("→ no detectable difference", "→ better", 1)
     assert flipped != text
     report.write_text(flipped)
     assert any(d.startswith("report.md: line") for d in verify_run(run_dir).diffs)
 
 
-@pytest.mark.parametrize("column,value", [("p_holm", 0.0001), ("significant", True), ("delta", 0.5),
+@pytest.mark.parametrize("column,value", [("p", 0.0001), ("verdict", "better"), ("delta", 0.5),
                                           ("wins", 999)])
 def test_an_edited_number_in_report_json_fails_verify(run_dir: Path, column: str, value) -> None:
     path = run_dir / "report.json"

@@ -7,6 +7,7 @@ Usage::
     vaulteval eval run --vault V --queryset Q --strategy bm25 --strategy bm25:analyzer=english --out runs/
     vaulteval eval verify runs/<id>
     vaulteval eval compare runs/<a> runs/<b> --baseline bm25
+    vaulteval eval compare querysets/baseline-run runs/<new> --measures nDCG@10 --fail-on worse   # a CI gate
     vaulteval eval run --vault V --queryset Q --strategy bm25 --strategy rerank:st --notebooks evaluate,rerank_impact
     vaulteval eval run --vault V --queryset Q --strategy bm25 --strategy bm25:k1=1.2 --scheduler local:2
     vaulteval notebooks            # the bundled notebooks and their parameters
@@ -169,6 +170,8 @@ def cmd_eval_verify(args: argparse.Namespace) -> int:
 
     result = verify_run(args.run, vault=args.vault, notes_dir=args.notes_dir, cache_dir=args.cache,
                         allow_remote_ollama=args.allow_remote_ollama)
+    for note in result.notes:
+        print(f"note: {note}")
     if result.ok:
         print(f"verified: {args.run} reproduces exactly")
         return EXIT_OK
@@ -186,6 +189,17 @@ def cmd_eval_compare(args: argparse.Namespace) -> int:
     if args.out:
         report.save(args.out)
     print(report.to_markdown())
+    if not args.fail_on:
+        return EXIT_OK
+    from vaulteval.workbench.compare import gate
+
+    failed = gate(report, args.fail_on)
+    for line in failed:
+        print(f"gate: {line}")
+    if failed:
+        print(f"gate: FAILED: {len(failed)} comparison(s) {args.fail_on}, by the test above")
+        return EXIT_FAILED
+    print(f"gate: passed: no comparison is {args.fail_on}")
     return EXIT_OK
 
 
@@ -277,5 +291,7 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     m.add_argument("--measures", nargs="+")
     m.add_argument("--k", type=int)
     m.add_argument("--out", help="also save the report (.md, .html, .json, .csv)")
+    m.add_argument("--fail-on", choices=["worse"], help="exit 1 when the verdict for any compared measure is "
+                   "'worse' (the paired t-test of each run against the baseline, Bonferroni across the runs): a CI gate")
     add_vault(m)
     m.set_defaults(handler=cmd_eval_compare)

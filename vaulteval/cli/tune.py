@@ -70,7 +70,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                             evidence={"measure": args.measure, "verdict": decision["verdict"],
                                       "forced": decision["verdict"] != "adopt", "delta": decision.get("delta"),
                                       "ci95": decision.get("ci95"),
-                                      "p_randomization": decision.get("p_randomization")},
+                                      "p": decision.get("p")},
                             index=index, rerank=pipeline["rerank"], bm25_top=pipeline["bm25_top"])
         out["written"] = {"file": str(vault.root / ".vaulteval.json"), **entry}
         if index_differs(vault, entry["index"]):

@@ -171,12 +171,12 @@ def check_comparable(queryset: "QuerySet", runs: list["Run"]) -> None:
 
 def compare(queryset: "QuerySet", runs: "Runs | Iterable[Run | str | os.PathLike[str]] | dict[str, Run]",
             measures: "Iterable[Any] | str | None" = None, *, baseline: "str | Run | None" = None, k: int = 10,
-            alpha: float = 0.05, seed: int = 0, n_resamples: int = 9999) -> "Report":
+            alpha: float = 0.05, seed: int = 0) -> "Report":
     """Usage: ``compare(qs, runs, ["nDCG@10", "RR"], baseline="bm25")`` -> Report (default baseline: the first run).
 
-    Means with 95% bootstrap intervals, paired deltas with their intervals,
-    wins/ties/losses, randomization and t-test p (Holm across runs), the
-    minimum detectable effect; see ``vaulteval.workbench.compare``.
+    Means with 95% bootstrap intervals, and per run against the baseline one procedure: a paired
+    t-test's delta interval, p and verdict (Bonferroni across runs), the minimum detectable effect and
+    the queries still needed; see ``vaulteval.workbench.procedure``.
     """
     from vaulteval.querysets.queryset import QuerySet
     from vaulteval.workbench.compare import compare as compare_runs
@@ -187,5 +187,4 @@ def compare(queryset: "QuerySet", runs: "Runs | Iterable[Run | str | os.PathLike
         raise UsageError(f"k must be from 1 to 1000, got {k}")
     run_list = as_runs(runs)
     check_comparable(queryset, run_list)
-    return compare_runs(run_list, queryset, measures, baseline=baseline, k=k, alpha=alpha, seed=seed,
-                        n_resamples=n_resamples)
+    return compare_runs(run_list, queryset, measures, baseline=baseline, k=k, alpha=alpha, seed=seed)

@@ -3,11 +3,13 @@
 Usage::
 
     report = compare([bm25_run, rerank_run], queryset, ["nDCG@10", "R@10"], baseline="bm25")
-    report.to_dataframe()          # run, measure, value, baseline_value, delta, wins, ties, losses,
-                                   # p_randomization, p_ttest, p_holm, significant, status
+    report.to_dataframe()          # run, measure, value, baseline_value, delta, its interval, p, verdict,
+                                   # mde, more_queries, comparisons, wins, ties, losses, status
 
-Deltas and tests are over the queries with a relevant page, paired by query.
-Holm's correction runs across the compared runs, per measure. A run whose
+Deltas and tests are over the queries with a relevant page, paired by query,
+by one procedure (``procedure.paired_comparison``: a paired t-test whose own
+interval, Bonferroni-corrected across the compared runs of each measure,
+decides the verdict). A run whose
 reranker fell back for every query gets ``status = "fallback: <reason> (n/N
 queries)"`` and no delta or p-value: its numbers are BM25's, not the
 reranker's, so they are never shown as "no impact".
@@ -22,7 +24,8 @@ from vaulteval.errors import UsageError
 from vaulteval.workbench.measures import fmean, negatives, negatives_summary, parse_measures, per_query, pool_recall
 from vaulteval.workbench.report import Report
 from vaulteval.workbench.intervals import mean_ci
-from vaulteval.workbench.stats import holm, paired_test
+from vaulteval.workbench.procedure import PROCEDURE, REPORT_FORMAT, paired_comparison
+from vaulteval.workbench.stats import TIE_EPS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,14 +33,15 @@ if TYPE_CHECKING:
     from vaulteval.querysets.queryset import QuerySet
     from vaulteval.workbench.runs import Run
 
-SUMMARY_COLUMNS = ["run", "measure", "value", "ci_low", "ci_high", "baseline_value", "delta", "delta_ci_low", "delta_ci_high", "mde",
-                   "wins", "ties", "losses", "p_randomization", "p_ttest", "p_holm", "significant", "p_mcnemar",
+SUMMARY_COLUMNS = ["run", "measure", "value", "ci_low", "ci_high", "baseline_value", "delta", "delta_ci_low",
+                   "delta_ci_high", "p", "verdict", "mde", "more_queries", "comparisons", "wins", "ties", "losses",
                    "status"]
+
 
 
 def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measures: Iterable[Any] | None = None, *,
             baseline: "str | Run | None" = None, k: int = 10, alpha: float = 0.05, seed: int = 0,
-            n_resamples: int = 9999, per_query_df: "pd.DataFrame | None" = None) -> Report:
+            per_query_df: "pd.DataFrame | None" = None) -> Report:
     """Usage: ``compare(runs, queryset, baseline="bm25")`` -> Report (the first run is the default baseline)."""
     import pandas as pd
 
@@ -58,6 +62,7 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
     by_name = {r.name: r for r in run_list}
 
     rows, deltas = [], []
+    tested = [n for n in names if n != base_name and not by_name[n].fully_fell_back]
     for measure in ms:
         block = wide.loc[measure]
         base = block[base_name]
@@ -67,21 +72,19 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
             low, high = mean_ci(block[name].to_numpy(), seed=seed)
             row = {"run": name, "measure": measure, "value": fmean(block[name].dropna().tolist()), "ci_low": low,
                    "ci_high": high, "baseline_value": fmean(base.dropna().tolist()), "status": status}
-            if name != base_name and not run.fully_fell_back:
-                t = paired_test(block[name].to_numpy(), base.to_numpy(), seed=seed, n_resamples=n_resamples)
-                row.update(delta=t.mean_delta, wins=t.wins, ties=t.ties, losses=t.losses,
-                           p_randomization=t.p_randomization, p_ttest=t.p_ttest)
-                row.update(small_set_stats(block[name].to_numpy(), base.to_numpy(), measure, seed))
+            if name in tested:
+                c = paired_comparison(block[name].to_numpy(), base.to_numpy(), comparisons=len(tested), alpha=alpha)
+                diff = block[name].to_numpy() - base.to_numpy()
+                row.update(c.as_row(), wins=int((diff > TIE_EPS).sum()), losses=int((diff < -TIE_EPS).sum()))
+                row["ties"] = c.n - row["wins"] - row["losses"]
+                row.pop("n")
                 d = (block[name] - base).rename("delta").reset_index()
                 d["run"], d["measure"], d["value"], d["baseline"] = name, measure, block[name].values, base.values
                 deltas.append(d)
             rows.append(row)
     summary = pd.DataFrame(rows).reindex(columns=SUMMARY_COLUMNS)
-    for measure in ms:
-        mask = (summary.measure == measure) & summary.p_randomization.notna()
-        summary.loc[mask, "p_holm"] = holm(summary.loc[mask, "p_randomization"].tolist())
-    summary["significant"] = summary.p_holm.lt(alpha).where(summary.p_holm.notna())
-    summary = summary.astype({"wins": "Int64", "ties": "Int64", "losses": "Int64"})
+    summary = summary.astype({"wins": "Int64", "ties": "Int64", "losses": "Int64", "more_queries": "Int64",
+                              "comparisons": "Int64", "verdict": "object", "mde": "float64"})
     per_q = pd.concat(deltas)[["run", "query_id", "measure", "value", "baseline", "delta"]] if deltas else \
         pd.DataFrame(columns=["run", "query_id", "measure", "value", "baseline", "delta"])
 
@@ -96,34 +99,28 @@ def compare(runs: "Sequence[Run] | dict[str, Run]", queryset: "QuerySet", measur
         "negatives": negatives_summary(pd.concat([negatives(r, queryset) for r in run_list])),
         "latency": _latency_table(run_list),
     }
-    params = {"k": k, "alpha": alpha, "seed": seed, "n_resamples": n_resamples, "measures": ms,
-              "tests": "randomization (scipy permutation_test, samples) + paired t-test; Holm across runs; "
-                       "paired bootstrap 95% interval of each delta; McNemar exact test on Success@k; "
-                       "minimum detectable effect of a paired t-test (alpha 0.05, power 0.8)"}
+    from vaulteval.workbench.answer import questions
+
+    params = {"k": k, "alpha": alpha, "seed": seed, "measures": ms, "report_format": REPORT_FORMAT,
+              "procedure": PROCEDURE, "questions": questions(queryset)}
     return Report(tables=tables, per_query=per_q, baseline=base_name, notes=notes, params=params)
 
 
-def small_set_stats(run: "Any", base: "Any", measure: str, seed: int) -> dict[str, Any]:
-    """Paired bootstrap interval of the delta, the minimum detectable effect, McNemar's p on Success@k."""
-    import numpy as np
+def gate(report: Report, fail_on: str = "worse") -> list[str]:
+    """The comparison lines whose verdict is ``fail_on`` (the same lines the report prints); empty: it passes."""
+    from vaulteval.workbench.procedure import comparison_line
 
-    from vaulteval.workbench.intervals import mcnemar_exact, min_detectable_effect, paired_delta_ci
-
-    low, high = paired_delta_ci(run, base, seed=seed)
-    out: dict[str, Any] = {"delta_ci_low": low, "delta_ci_high": high,
-                           "mde": min_detectable_effect(run - base, fallback_sd=float(np.std(base, ddof=1))
-                                                        if len(base) > 1 else None)}
-    if measure.startswith("Success@"):
-        out["p_mcnemar"] = mcnemar_exact(run > 0, base > 0).p
-    return out
+    rows = report.to_dataframe().to_dict("records")
+    return [comparison_line({**r, "baseline": report.baseline}) for r in rows if r.get("verdict") == fail_on]
 
 
 def noise_notes(summary: "pd.DataFrame", n: int) -> list[str]:
-    """One line per measure: the largest minimum detectable effect among the comparisons, in words."""
+    """One line per measure: the largest minimum detectable effect among the undecided comparisons, in words."""
     notes = []
     for measure, grp in summary[summary.mde.notna()].groupby("measure", sort=False):
+        m = int(grp.comparisons.max())
         notes.append(f"with {n} queries a difference under {grp.mde.max():.3f} {measure} cannot be told from noise "
-                     "(paired t-test, alpha 0.05, power 0.8)")
+                     f"(paired t-test, alpha 0.05{f'/{m}' if m > 1 else ''}, power 0.8)")
     return notes
 
 

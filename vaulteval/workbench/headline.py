@@ -8,20 +8,22 @@ Usage::
     h.comparisons[0]["verdict"]               # "better", "worse" or "no detectable difference"
 
 Every number comes from the report's data (``Report.to_data``, i.e. report.json) and the run's
-manifest: Δ with its paired 95% interval, Holm's p and the minimum detectable effect of the first
-measure, for every run against the baseline. "Needs about N more queries" is the paired t-test's
-sample size at the spread of the per-query deltas stored in the report (``intervals.queries_needed``).
-A run whose reranker fell back carries the warning on its own line, not after the tables.
+manifest. The first two lines answer (``answer``): the best strategy with its mean, interval and gain
+over the default, then how sure that is; the ranking follows, then the inputs, then one line per run
+against the baseline on the first measure, each printed by ``procedure.comparison_line`` (one test's
+interval, p, verdict, MDE and queries still needed). A run whose reranker fell back carries the
+warning on its own line, not after the tables.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from vaulteval.workbench.procedure import comparison_line
 
 if TYPE_CHECKING:
     from vaulteval.workbench.evaluate import EvalRun
@@ -34,17 +36,13 @@ class Headline:
     context: list[str]
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    answer: list[str] = field(default_factory=list)  # the best strategy, how sure, the ranking
 
     def comparison_line(self, c: dict[str, Any]) -> str:
-        line = (f"{c['run']} vs {c['baseline']}, {c['measure']}: Δ {_signed(c['delta'])} "
-                f"[{_signed(c['ci_low'])}, {_signed(c['ci_high'])}], p {_p(c['p'])}, MDE {_num(c['mde'])} "
-                f"→ {c['verdict']}")
-        if c.get("more") is not None:
-            line += f" (needs about {c['more']} more queries)"
-        return line + (f"  ⚠ {c['warning']}" if c.get("warning") else "")
+        return comparison_line(c) + (f"  ⚠ {c['warning']}" if c.get("warning") else "")
 
     def lines(self) -> list[str]:
-        out = [*self.warnings, *self.context]
+        out = [*self.warnings, *self.answer, *self.context]
         out += [self.comparison_line(c) for c in self.comparisons]
         return out
 
@@ -58,6 +56,8 @@ class Headline:
         parts = [f'<div class="vaulteval-headline" style="border-left:4px solid #3b6ea5;padding:4px 12px;'
                  f'margin:4px 0;font-size:14px">']
         parts += [f'<p style="color:#a00;font-weight:bold;margin:2px 0">{escape(w)}</p>' for w in self.warnings]
+        parts += [f'<p style="margin:2px 0;font-size:{16 if i == 0 else 14}px">{"<b>" if i < 2 else ""}{escape(a)}'
+                  f'{"</b>" if i < 2 else ""}</p>' for i, a in enumerate(self.answer)]
         parts += [f'<p style="margin:2px 0">{escape(c)}</p>' for c in self.context]
         for c in self.comparisons:
             colour = {"better": "#176e2b", "worse": "#a00"}.get(c["verdict"], "#444")
@@ -67,43 +67,6 @@ class Headline:
             parts.append(f'<p style="margin:2px 0;color:{colour}"><b>{body}</b>{warn}</p>')
         parts.append("</div>")
         return "".join(parts)
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
-
-
-def _signed(value: Any) -> str:
-    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:+.3f}"
-
-
-def _p(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return "< 0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def verdict(delta: Any, significant: Any) -> str:
-    """"better" / "worse" when Holm's test says so, else "no detectable difference"."""
-    if significant and delta is not None and delta > 0:
-        return "better"
-    if significant and delta is not None and delta < 0:
-        return "worse"
-    return "no detectable difference"
-
-
-def _more_queries(report: dict[str, Any], run: str, measure: str, delta: Any, n: int) -> int | None:
-    """Judged queries beyond ``n`` a paired t-test would need to detect ``delta`` at the stored spread."""
-    import numpy as np
-
-    from vaulteval.workbench.intervals import queries_needed
-
-    rows = [r["delta"] for r in report.get("per_query", {}).get("rows", [])
-            if r.get("run") == run and r.get("measure") == measure and r.get("delta") is not None]
-    if len(rows) < 2 or delta is None or not abs(delta) > 0:
-        return None
-    needed = queries_needed(float(np.std(rows, ddof=1)), abs(float(delta)))
-    return None if needed is None else max(needed - n, 0)
 
 
 def _index_line(manifest: dict[str, Any]) -> str:
@@ -153,7 +116,6 @@ def build(report: dict[str, Any], manifest: dict[str, Any]) -> Headline:
     rows = report.get("tables", {}).get("summary", {}).get("rows", [])
     measures = (report.get("params") or {}).get("measures") or list(dict.fromkeys(r["measure"] for r in rows))
     first = measures[0] if measures else None
-    n = int(qs.get("positive") or 0)
     comparisons = []
     for r in rows:
         if r.get("measure") != first or r.get("status") == "baseline":
@@ -165,16 +127,17 @@ def build(report: dict[str, Any], manifest: dict[str, Any]) -> Headline:
                 warning = f"{fallback[r['run']]}: every query kept BM25's order; there is no reranker to judge"
         if cannot_judge and ({r["run"], report.get("baseline")} & semantic):
             warning = "; ".join(filter(None, [warning, SEMANTIC_CAVEAT]))
-        v = verdict(r.get("delta"), r.get("significant"))
-        comparisons.append({"run": r["run"], "baseline": report.get("baseline"), "measure": first,
-                            "delta": r.get("delta"), "ci_low": r.get("delta_ci_low"), "ci_high": r.get("delta_ci_high"),
-                            "p": r.get("p_holm"), "mde": r.get("mde"), "verdict": v,
-                            "more": _more_queries(report, r["run"], first, r.get("delta"), n)
-                            if v == "no detectable difference" else None,
-                            "warning": warning})
+        if not r.get("verdict"):  # a full fallback has no comparison; a report of format 1 has no verdicts
+            continue
+        comparisons.append({**r, "baseline": report.get("baseline"), "warning": warning})
     if not comparisons:
         context.append(f"one strategy ({report.get('baseline')}): nothing to compare; add a second with --strategy")
-    return Headline(context, comparisons, warnings)
+    from vaulteval.workbench.answer import best_line, ranking_lines, sure_line
+
+    answer = [line for line in (best_line(report, f"{name} on {qs.get('name', '?')}"), sure_line(report)) if line]
+    if len({r['run'] for r in rows}) > 1 and answer:
+        answer += ranking_lines(report)
+    return Headline(context, comparisons, warnings, answer)
 
 
 def index_state(vault: Any) -> str:

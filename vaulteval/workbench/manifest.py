@@ -332,6 +332,16 @@ def _schema_1_queries(queries: "pd.DataFrame") -> "pd.DataFrame":
                           fallback=reason.where(reason != "no-candidates"))
 
 
+def queryset_path(folder: str | Path, info: dict[str, Any]) -> str:
+    """The query set a run directory was scored on: the manifest's path, else the file of that name beside the
+    run directory (a baseline run kept in a repository next to its query set, checked out elsewhere)."""
+    recorded = Path(info["path"])
+    if recorded.exists():
+        return str(recorded)
+    beside = Path(folder).resolve().parent / recorded.name
+    return str(beside) if beside.exists() else str(recorded)
+
+
 def compare_run_dirs(paths: list[str | Path], *, baseline: str | None = None, measures: Any = None,
                      k: int | None = None, vault: "str | Path | Vault | None" = None):
     """Usage: ``compare_run_dirs(["runs/a", "runs/b"])`` -> Report over every run they hold.
@@ -362,7 +372,7 @@ def compare_run_dirs(paths: list[str | Path], *, baseline: str | None = None, me
         from vaulteval.vault.vault import Vault
 
         vault = Vault(first["vault"]["root"], notes_dir=first["vault"].get("notes_dir"))
-    qs = load_queryset(info["path"], vault, qrels=info.get("qrels"),
+    qs = load_queryset(queryset_path(dirs[0].path, info), vault, qrels=info.get("qrels"),
                        split=info.get("split") or "test")
     report = compare(runs, qs, measures or first["parameters"]["measures"], baseline=baseline,
                      k=k or first["parameters"]["k"])

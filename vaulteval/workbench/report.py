@@ -3,7 +3,7 @@
 Usage::
 
     report = vaulteval.compare(qs, runs)  # see vaulteval.workbench.api and .compare
-    report                                # a notebook renders _repr_html_: mean [95% CI], delta [CI], p, MDE
+    report                                # a notebook renders _repr_html_: mean [95% CI], delta [CI], p, verdict
     print(report)                         # the same overview as text
     report.overview()                     # that overview as a DataFrame (strings, for people)
     print(report.to_markdown()); report.save("runs/x/report.md")
@@ -99,9 +99,23 @@ class Report:
         """The summary table: one row per (run, measure)."""
         return self.tables["summary"]
 
+    def verdict_lines(self) -> list[str]:
+        """One ``procedure.comparison_line`` per run and measure against the baseline (none in a format 1 report)."""
+        from vaulteval.workbench.procedure import comparison_line
+
+        summary = self.tables.get("summary")
+        if summary is None or "verdict" not in summary.columns:
+            return []
+        rows = [r for r in summary.to_dict("records") if isinstance(r.get("verdict"), str)]
+        return [comparison_line({**r, "baseline": self.baseline}) for r in rows]
+
     def to_markdown(self) -> str:
         parts = [f"# Comparison against `{self.baseline}`", ""]
         parts += [f"> {n}" for n in self.notes] + ([""] if self.notes else [])
+        verdicts = self.verdict_lines()
+        if verdicts:
+            parts += ["## Verdicts", "", str(self.params.get("procedure", "")), ""]
+            parts += [f"- {line}" for line in verdicts] + [""]
         for key, title in SECTIONS.items():
             table = self.tables.get(key)
             if table is not None and not table.empty:
@@ -109,8 +123,8 @@ class Report:
         return "\n".join(parts)
 
     def overview(self, digits: int = 4) -> "pd.DataFrame":
-        """One row per (run, measure): ``mean [95% CI]``, ``delta [95% CI]`` against the baseline, Holm's p,
-        whether it is significant, the minimum detectable effect and the status. Cells are text, for people."""
+        """One row per (run, measure): ``mean [95% CI]``, ``delta [CI]`` against the baseline with the p and the
+        verdict of the same test (``procedure``), the minimum detectable effect and the status. Text, for people."""
         import pandas as pd
 
         def interval(value: Any, low: Any, high: Any, sign: bool = False) -> str:
@@ -120,18 +134,19 @@ class Report:
             lo, hi = _cell(low, digits), _cell(high, digits)
             return f"{shown} [{lo}, {hi}]" if shown and lo and hi else shown
 
-        rows = [{"run": r.run, "measure": r.measure, "mean [95% CI]": interval(r.value, r.ci_low, r.ci_high),
-                 "delta [95% CI]": interval(r.delta, r.delta_ci_low, r.delta_ci_high, sign=True),
-                 "p (Holm)": _cell(r.p_holm, digits), "significant": _cell(r.significant, digits),
-                 "MDE": _cell(r.mde, digits), "status": _cell(r.status, digits)}
-                for r in self.tables["summary"].itertuples(index=False)]
-        return pd.DataFrame(rows, columns=["run", "measure", "mean [95% CI]", "delta [95% CI]", "p (Holm)",
-                                           "significant", "MDE", "status"])
+        rows = [{"run": r.get("run"), "measure": r.get("measure"),
+                 "mean [95% CI]": interval(r.get("value"), r.get("ci_low"), r.get("ci_high")),
+                 "delta [CI]": interval(r.get("delta"), r.get("delta_ci_low"), r.get("delta_ci_high"), sign=True),
+                 "p": _cell(r.get("p"), digits), "verdict": _cell(r.get("verdict"), digits),
+                 "MDE": _cell(r.get("mde"), digits), "status": _cell(r.get("status"), digits)}
+                for r in self.tables["summary"].to_dict("records")]
+        return pd.DataFrame(rows, columns=["run", "measure", "mean [95% CI]", "delta [CI]", "p", "verdict", "MDE",
+                                           "status"])
 
     def _shown(self) -> list[tuple[str, "pd.DataFrame"]]:
         """What a notebook or a terminal shows: the overview, then every other non-empty section."""
-        out = [("Measures vs baseline: mean [95% CI], paired delta [95% CI], p (Holm), minimum detectable effect",
-                self.overview())]
+        out = [("Measures vs baseline: mean [95% CI], paired delta [its test's interval], p, verdict, minimum "
+                "detectable effect", self.overview())]
         return out + [(title, self.tables[key]) for key, title in SECTIONS.items()
                       if key != "summary" and self.tables.get(key) is not None and not self.tables[key].empty]
 
@@ -140,13 +155,14 @@ class Report:
 
         html = [f"<h3>Comparison against <code>{escape(self.baseline)}</code></h3>"]
         html += [f"<p><b>{escape(n)}</b></p>" for n in self.notes]
+        html += [f"<p>{escape(line)}</p>" for line in self.verdict_lines()]
         for title, table in self._shown():
             html += [f"<h4>{escape(title)}</h4>",
                      table.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4f}")]
         return "\n".join(html)
 
     def __repr__(self) -> str:
-        parts = [f"Comparison against {self.baseline}"] + [f"> {n}" for n in self.notes]
+        parts = [f"Comparison against {self.baseline}"] + [f"> {n}" for n in self.notes] + self.verdict_lines()
         for title, table in self._shown():
             parts += ["", title, markdown_table(table)]
         return "\n".join(parts)

@@ -10,16 +10,16 @@ Usage::
 
 The rules (docs/run-manifest.md, "tune.json"):
 
-- **adopt** only when the paired 95% bootstrap interval of the mean per-query
-  difference (candidate - default, ``intervals.paired_delta_ci``) lies above
-  0, and the candidate loses significantly on no slice (a query kind or an
-  overlap band: randomization test p < 0.05 with a negative mean). Slices are
-  not corrected for multiplicity: each one can veto an adoption.
+- **adopt** only when the comparison of candidate and default
+  (``procedure.paired_comparison``: a paired t-test and its own 95% interval,
+  one comparison) says ``better``, and the candidate is ``worse`` on no slice
+  (a query kind or an overlap band, by the same test). Slices are not
+  corrected for multiplicity: each one can veto an adoption.
 - **keep** when the default is as good or better (mean difference <= 0), or
   when the tune split already found nothing better than the default.
 - **inconclusive** otherwise, with ``queries_needed``: how many judged queries
-  a paired t-test needs to find the observed difference with 80% power
-  (``intervals.queries_needed``, at the spread seen here).
+  that test needs to find the observed difference with 80% power (at the
+  spread seen here).
 
 Generated sets favour words the query shares with its target. When more
 than half of the test queries are in the ``high`` overlap band, the verdict
@@ -62,35 +62,35 @@ class Evidence:
 def judge(ev: Evidence, *, seed: int = 0, measure: str = "nDCG@10", candidate_semantic: bool = False,
           default_semantic: bool = False, grid_semantic: bool = False) -> dict[str, Any]:
     """The verdict and its evidence as a JSON-ready dict (see the module docstring for the rules)."""
-    from vaulteval.workbench.intervals import paired_delta_ci, queries_needed
-    from vaulteval.workbench.stats import paired_test
+    from vaulteval.workbench.procedure import BETTER, REPORT_FORMAT, paired_comparison
 
     ids = list(ev.default)
     base = np.array([ev.default[q] for q in ids], dtype=np.float64)
-    out: dict[str, Any] = {"measure": measure, "n_test": len(ids), "default_mean": _mean(base)}
+    out: dict[str, Any] = {"measure": measure, "n_test": len(ids), "default_mean": _mean(base),
+                           "procedure": REPORT_FORMAT}
     if ev.candidate is None:
         out.update(verdict="keep", reason="the default is the best strategy on the tune split",
-                   best_mean=out["default_mean"], delta=0.0, ci95=[0.0, 0.0], p_randomization=1.0,
-                   significant=False, slices=[], queries_needed=None)
+                   best_mean=out["default_mean"], delta=0.0, ci95=[0.0, 0.0], p=1.0,
+                   significant=False, slices=[], queries_needed=None, comparison=None)
     else:
         cand = np.array([ev.candidate[q] for q in ids], dtype=np.float64)
-        test = paired_test(cand, base, seed=seed)
-        low, high = paired_delta_ci(cand, base, seed=seed)
+        c = paired_comparison(cand, base)
+        diff = cand - base
         losses = slice_losses(ev, ids, cand, base, seed)
-        out.update(best_mean=_mean(cand), delta=float(test.mean_delta), ci95=[low, high],
-                   p_randomization=float(test.p_randomization), wins=test.wins, ties=test.ties,
-                   losses=test.losses, significant=bool(test.p_randomization < ALPHA), slices=losses,
-                   queries_needed=None)
+        out.update(best_mean=_mean(cand), delta=c.delta, ci95=[c.delta_ci_low, c.delta_ci_high], p=c.p,
+                   wins=int((diff > 1e-12).sum()), ties=int((np.abs(diff) <= 1e-12).sum()),
+                   losses=int((diff < -1e-12).sum()), significant=c.verdict != "no detectable difference",
+                   slices=losses, queries_needed=None, comparison=c.as_row())
         lost = [s for s in losses if s["loses"]]
-        if not test.mean_delta > 0:
+        if not c.delta > 0:
             out.update(verdict="keep", reason="the default is as good or better on the test split")
-        elif low > 0 and not lost:
-            out.update(verdict="adopt", reason="the 95% CI of the gain lies above 0 and no slice loses")
+        elif c.verdict == BETTER and not lost:
+            out.update(verdict="adopt", reason="the gain is detected and no slice loses")
         else:
-            why = (f"loses significantly on {', '.join(s['slice'] for s in lost)}" if low > 0
-                   else "the 95% CI of the difference includes 0")
-            # More queries settle a CI that straddles 0; a slice that loses is settled already.
-            needed = None if low > 0 else queries_needed(float(np.std(cand - base, ddof=1)), float(test.mean_delta))
+            why = (f"loses significantly on {', '.join(s['slice'] for s in lost)}" if c.verdict == BETTER
+                   else "the gain is not detected")
+            # More queries settle an undetected gain; a slice that loses is settled already.
+            needed = None if c.more_queries is None or c.more_queries > 100_000 else c.n + c.more_queries
             out.update(verdict="inconclusive", reason=why, queries_needed=needed)
     out["overlap"] = overlap_share(ev.high_overlap, ids)
     out["recommendation"] = None
@@ -102,8 +102,8 @@ def judge(ev: Evidence, *, seed: int = 0, measure: str = "nDCG@10", candidate_se
 
 
 def slice_losses(ev: Evidence, ids: list[str], cand: np.ndarray, base: np.ndarray, seed: int) -> list[dict[str, Any]]:
-    """Every slice with its mean difference and randomization p; ``loses`` when it is a significant loss."""
-    from vaulteval.workbench.stats import paired_test
+    """Every slice with its mean difference and p (the same paired test); ``loses`` when its verdict is worse."""
+    from vaulteval.workbench.procedure import WORSE, paired_comparison
 
     where = {q: i for i, q in enumerate(ids)}
     rows = []
@@ -111,9 +111,9 @@ def slice_losses(ev: Evidence, ids: list[str], cand: np.ndarray, base: np.ndarra
         rows_of = [where[q] for q in ev.slices[name] if q in where]
         if not rows_of:
             continue
-        t = paired_test(cand[rows_of], base[rows_of], seed=seed)
-        rows.append({"slice": name, "n": len(rows_of), "delta": float(t.mean_delta), "p": float(t.p_randomization),
-                     "loses": bool(t.mean_delta < 0 and t.p_randomization < ALPHA)})
+        c = paired_comparison(cand[rows_of], base[rows_of])
+        rows.append({"slice": name, "n": len(rows_of), "delta": c.delta,
+                     "p": c.p if np.isfinite(c.p) else 1.0, "loses": c.verdict == WORSE})
     return rows
 
 
@@ -170,18 +170,18 @@ def size_warning(out: dict[str, Any]) -> str | None:
 
 
 def verdict_line(decision: dict[str, Any], best: str, baseline: str) -> str:
-    """Usage: ``verdict_line(tune_json["decision"], best, baseline)`` -> one sentence for the terminal."""
+    """Usage: ``verdict_line(tune_json["decision"], best, baseline)`` -> one sentence for the terminal; the
+    comparison in it is ``procedure.comparison_line``, as every other command prints it."""
+    from vaulteval.workbench.procedure import comparison_line
+
     v = decision["verdict"]
     measure = decision.get("measure", "")
-    if best == baseline or decision.get("best_mean") is None:
+    if best == baseline or decision.get("best_mean") is None or not decision.get("comparison"):
         head = f"verdict: {v}: {baseline} (nothing on the grid beat it on the tune split)"
     else:
-        low, high = decision["ci95"]
-        head = (f"verdict: {v}: {best} vs {baseline}: {decision['delta']:+.3f} {measure}, 95% CI "
-                f"[{low:+.3f}, {high:+.3f}], p = {decision['p_randomization']:.3g}, {decision['n_test']} test queries")
+        row = {**decision["comparison"], "run": f"best {best}", "baseline": f"default {baseline}", "measure": measure}
+        head = f"verdict: {v}: {comparison_line(row)}, {decision['n_test']} test queries"
     tail = [decision["reason"]]
-    if v == "inconclusive" and decision.get("queries_needed"):
-        tail.append(f"about {decision['queries_needed']} judged queries would decide it")
     if decision.get("recommendation"):
         tail.append(decision["recommendation"])
     elif (decision.get("overlap") or {}).get("note"):

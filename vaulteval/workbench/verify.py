@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import VaultevalError
-from vaulteval.workbench.manifest import PAGES_FILE, REPORT_DATA, NotARunDir, read_manifest, read_run_table
+from vaulteval.workbench.manifest import (PAGES_FILE, REPORT_DATA, NotARunDir, queryset_path, read_manifest,
+                                          read_run_table)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,6 +51,7 @@ class VerifyResult:
     run_dir: Path
     diffs: list[str] = field(default_factory=list)
     recomputed: "EvalRun | None" = None
+    notes: list[str] = field(default_factory=list)  # said, not differences: e.g. an older report format
 
     @property
     def ok(self) -> bool:
@@ -76,7 +78,8 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
         return result
     qs_info = manifest["queryset"]
     try:
-        qs = load_queryset(qs_info["path"], v, qrels=qs_info.get("qrels"), split=qs_info.get("split") or "test")
+        qs = load_queryset(queryset_path(folder, qs_info), v, qrels=qs_info.get("qrels"),
+                           split=qs_info.get("split") or "test")
     except VaultevalError as exc:
         diffs.append(f"query set: {exc}")
         return result
@@ -112,7 +115,7 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
             diffs += _diff_csv(name, folder / name, fresh / name, keys)
         for entry in manifest["strategies"]:
             diffs += _diff_trec(entry["trec"], folder / entry["trec"], fresh / entry["trec"])
-        diffs += _diff_report(folder, fresh)
+        diffs += _diff_report(folder, fresh, manifest, result.notes)
     if tune_info is not None:
         diffs += verify_tune(tune_info, ev.per_query, str(v.root), str(cache_dir) if cache_dir else None,
                              notes_dir=v.notes_rel)
@@ -188,12 +191,19 @@ def _refuse_other_libraries(folder: Path, manifest: dict[str, Any]) -> None:
 
 # Report tables compared row by row; latency is measured, not reproducible, and only rendered.
 REPORT_KEYS = {"summary": ["run", "measure"], "rerank": ["run"], "pool": ["run"], "negatives": ["run"]}
+# What every report format holds alike: a report of another format is checked on these summary columns.
+SHARED_SUMMARY = ["run", "measure", "value", "ci_low", "ci_high", "baseline_value", "delta", "wins", "ties",
+                  "losses", "status"]
 
 
-def _diff_report(folder: Path, fresh: Path) -> list[str]:
-    """report.json against the recomputed comparison, and report.md against what report.json renders."""
+def _diff_report(folder: Path, fresh: Path, manifest: dict[str, Any], notes: list[str]) -> list[str]:
+    """report.json against the recomputed comparison, and report.md against what report.json renders.
+
+    A report of an older format (its p values, delta intervals and verdicts came from another procedure)
+    is checked on what both formats hold, and ``notes`` says which vaulteval wrote it."""
     import json
 
+    from vaulteval.workbench.procedure import REPORT_FORMAT
     from vaulteval.workbench.manifest import render_report
 
     path = folder / REPORT_DATA
@@ -204,11 +214,25 @@ def _diff_report(folder: Path, fresh: Path) -> list[str]:
     except (OSError, ValueError, TypeError, RecursionError) as exc:
         return [f"{REPORT_DATA}: unreadable or malformed ({exc})"]
     new = render_report(json.loads((fresh / REPORT_DATA).read_text(encoding="utf-8")))
+    rendered = old.to_markdown() + "\n"
     lines = []
+    stored = old.params.get("report_format", 1) if isinstance(old.params, dict) else 1
+    if stored != REPORT_FORMAT:
+        version = (manifest.get("packages") or {}).get("vaulteval") or "an unknown version"
+        notes.append(f"{REPORT_DATA} was written by vaulteval {version} in report format {stored}; this vaulteval "
+                     f"writes format {REPORT_FORMAT} (one test per comparison), so the comparison was checked on "
+                     f"what both hold ({', '.join(SHARED_SUMMARY[2:])}): run `vaulteval eval run` again for "
+                     "the current verdicts")
+        old.tables["summary"] = old.tables["summary"].reindex(columns=SHARED_SUMMARY)
+        new.tables["summary"] = new.tables["summary"].reindex(columns=SHARED_SUMMARY)
+        old_notes = [n for n in old.notes if not n.startswith("with ")]  # the noise notes follow the procedure
+        new_notes = [n for n in new.notes if not n.startswith("with ")]
+    else:
+        old_notes, new_notes = old.notes, new.notes
     if old.baseline != new.baseline:
         lines.append(f"{REPORT_DATA}: baseline {old.baseline} -> {new.baseline}")
-    if old.notes != new.notes:
-        lines.append(f"{REPORT_DATA}: notes differ: {old.notes} -> {new.notes}")
+    if old_notes != new_notes:
+        lines.append(f"{REPORT_DATA}: notes differ: {old_notes} -> {new_notes}")
     for name, keys in REPORT_KEYS.items():
         a, b = old.tables.get(name), new.tables.get(name)
         if a is None or b is None or a.empty or b.empty:
@@ -225,7 +249,7 @@ def _diff_report(folder: Path, fresh: Path) -> list[str]:
                               _keyed(new.per_query, pq_keys), pq_keys)
     else:
         lines.append(f"{REPORT_DATA}: per_query lacks {', '.join(pq_keys)}")
-    lines += _diff_markdown(folder / "report.md", old.to_markdown() + "\n")
+    lines += _diff_markdown(folder / "report.md", rendered)
     return lines
 
 
