@@ -24,6 +24,7 @@ from vaulteval.notebooks.run import NOTEBOOK_DIR, NotebookFailed, execute, names
 from evalkit import QUERYSET, eval_cache  # noqa: F401
 
 NOTEBOOKS = ["evaluate", "explore", "judge", "misses", "rerank_impact", "sweep", "tune"]
+ANSWERING = ("evaluate", "rerank_impact", "tune")  # notebooks that compare strategies: their first lines answer
 
 
 def _text(cell) -> str:
@@ -56,7 +57,15 @@ def test_the_first_output_is_a_headline_naming_the_vault_and_the_query_set(name:
     nb = nbformat.read(NOTEBOOK_DIR / f"{name}.ipynb", as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])]
     first = _text(code[0])
-    assert first.startswith("the bundled sample vault, notes in wiki/: 53 pages; index: ")
+    lines = first.splitlines()
+    if name in ANSWERING:  # line 1: the best strategy with its interval; line 2: how sure; then the ranking
+        assert re.match(r"best for the bundled sample vault on sample-vault(-test)?: \S+,( held-out)? nDCG@10 "
+                        r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", lines[0]), lines[0]
+        assert lines[1].startswith("how sure: ") and "written for this set, none real" in lines[1]
+        assert lines[2].startswith("1. ") and lines[2].split(":")[0][3:] in lines[0]
+    else:
+        assert first.startswith("the bundled sample vault, notes in wiki/: 53 pages; index: ")
+    assert any(ln.startswith("the bundled sample vault, notes in wiki/: 53 pages; index: ") for ln in lines)
     if name == "tune":  # its numbers are the test split's: the confirmation run's own query set
         assert re.search(r"query set sample-vault-test: \d+ judged queries \(\d+ judgments\)", first)
     else:
@@ -66,11 +75,15 @@ def test_the_first_output_is_a_headline_naming_the_vault_and_the_query_set(name:
 
 
 def test_the_stored_evaluate_headline_gives_each_comparison_a_verdict() -> None:
+    from vaulteval.workbench.procedure import printed_contradictions
+
     nb = nbformat.read(NOTEBOOK_DIR / "evaluate.ipynb", as_version=4)
     first = _text(next(c for c in nb.cells if c.cell_type == "code" and "headline_of(ev)" in c.source))
     line = next(ln for ln in first.splitlines() if ln.startswith("bm25-english vs bm25, nDCG@10: Δ "))
-    assert re.search(r"Δ [+-]\d\.\d{3} \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\], p \d\.\d{3}, MDE \d\.\d{3} → "
-                     r"(better|worse|no detectable difference \(needs about \d+ more queries\))$", line)
+    assert re.search(r"Δ [+-]\d\.\d{3} \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\] 95%, p \d\.\d{3} → "
+                     r"(better|worse|no detectable difference \(the set detects \d\.\d{3} or more; "
+                     r"needs about \d+ more queries\))$", line)
+    assert printed_contradictions(first) == []
 
 
 def test_eval_run_and_its_evaluate_notebook_show_the_headline_of_report_json(
@@ -85,8 +98,8 @@ def test_eval_run_and_its_evaluate_notebook_show_the_headline_of_report_json(
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     row = next(r for r in report["tables"]["summary"]["rows"]
                if r["run"] == "bm25-english" and r["measure"] == "nDCG@10")
-    expected = (f"Δ {row['delta']:+.3f} [{row['delta_ci_low']:+.3f}, {row['delta_ci_high']:+.3f}], "
-                f"p {row['p_holm']:.3f}, MDE {row['mde']:.3f}")
+    expected = (f"Δ {row['delta']:+.3f} [{row['delta_ci_low']:+.3f}, {row['delta_ci_high']:+.3f}] 95%, "
+                f"p {row['p']:.3f} → {row['verdict']}")
     headline = headline_of_dir(run_dir).text()
     assert expected in headline and out.startswith(headline)  # stdout opens with it
     assert "cannot be told from noise" not in out  # the MDE is on the comparison's line now
@@ -112,6 +125,11 @@ def test_the_tune_notebooks_heldout_table_is_tune_json_and_metrics_csv(tmp_path:
     metrics = pd.read_csv(tmp_path / "out" / "t" / "metrics.csv")
     overall = metrics[(metrics.slice_by == "all") & (metrics.measure == "nDCG@10")].set_index("run").value
     assert table["nDCG@10"].to_dict() == pytest.approx(overall.to_dict())
+    decided = run["decided"].set_index("role")["nDCG@10 (held out)"]  # the notebook's table of tune.json's means
+    assert decided["default"] == decision["default_mean"]
+    assert decided.get("best on the tune split", decision["best_mean"]) == decision["best_mean"]
+    first = run["headline"].answer[0]
+    assert first.startswith("best for the bundled sample vault") and first.endswith(f"verdict: {decision['verdict']}")
 
 
 def test_tune_without_out_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

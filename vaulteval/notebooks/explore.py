@@ -50,7 +50,12 @@ def index_overview(env: "StrategyEnv") -> "pd.DataFrame":
     st = env.index.stats()
     keep = ("analyzer", "k1", "b", "doc_count", "page_count", "vocab_size", "postings", "avg_dl", "chunk_params")
     rows = [("source", "the vault's .vault-meta" if env.source == "vault" else "evaluation cache (vault untouched)")]
-    rows += [(k, str(st.get(k))) for k in keep]
+    for k in keep:
+        value = st.get(k)
+        if isinstance(value, dict):  # chunk_params: one readable row per setting, never a dict's repr
+            rows += [(f"{k.removesuffix('_params')} {name.replace('_', ' ')}", str(v)) for name, v in value.items()]
+        else:
+            rows.append((k, str(value)))
     return pd.DataFrame(rows, columns=["key", "value"])
 
 

@@ -5,7 +5,8 @@ Usage::
     report = report_data(ev)                      # report.json's content for an evaluation in memory
     with run_folder(out) as folder:               # ``out``, or a temporary folder removed afterwards
         result = tune(..., out=folder)
-        files = read_tune_run(result.run_dir)     # tune.json, metrics.csv's overall rows, the headline
+        files = read_tune_run(result.run_dir)     # tune.json, metrics.csv's overall rows, the headline,
+        files["decided"]                          # tune.json's held-out means and the decision's comparison
 
 A number shown in a notebook is a number in these files, so the notebook and ``eval verify`` agree.
 """
@@ -64,8 +65,36 @@ def read_tune_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """tune.json, the held-out table (metrics.csv) and the headline (report.json, manifest.json) of a tune run."""
     from vaulteval.workbench.headline import headline_of_dir
 
+    from vaulteval.workbench.answer import tune_lines
+    from vaulteval.workbench.headline import vault_label
+    from vaulteval.workbench.verdict import verdict_line
+
     folder = Path(run_dir)
     tune = json.loads((folder / "tune.json").read_text(encoding="utf-8"))
     measure = tune["params"]["measure"]
-    return {"tune": tune, "heldout": heldout_table(folder, [measure, "R@100"]), "headline": headline_of_dir(folder),
-            "report": json.loads((folder / "report.json").read_text(encoding="utf-8"))}
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    headline = headline_of_dir(folder)
+    # The first lines answer the tune run's question (the best strategy of the grid, held out), not the test run's.
+    where = f"{vault_label(manifest)} on {(manifest.get('queryset') or {}).get('name', '?')}"
+    headline.answer = tune_lines(tune, report, where)
+    headline.context.append(verdict_line(tune["decision"], tune["best"], tune["baseline"]))  # `vaulteval tune`'s line
+    return {"tune": tune, "heldout": heldout_table(folder, [measure, "R@100"]), "headline": headline,
+            "report": report, "decided": decided_table(tune)}
+
+
+def decided_table(tune: dict[str, Any]) -> "pd.DataFrame":
+    """tune.json's held-out means and the decision's comparison: default and best on the test split."""
+    import pandas as pd
+
+    d = tune["decision"]
+    comp = d.get("comparison") or {}
+    rows = [{"strategy": tune["baseline"], "role": "default", f"{d['measure']} (held out)": d.get("default_mean"),
+             "Δ vs default [interval]": None, "verdict": "—"}]
+    if tune["best"] != tune["baseline"]:
+        low, high = comp.get("delta_ci_low"), comp.get("delta_ci_high")
+        rows.append({"strategy": tune["best"], "role": "best on the tune split",
+                     f"{d['measure']} (held out)": d.get("best_mean"),
+                     "Δ vs default [interval]": f"{d['delta']:+.3f} [{low:+.3f}, {high:+.3f}]"
+                     if low is not None and high is not None else None, "verdict": comp.get("verdict", "—")})
+    return pd.DataFrame(rows)

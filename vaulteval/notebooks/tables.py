@@ -4,7 +4,7 @@ Usage::
 
     show(df, caption="Measures per run")            # a Table: a notebook renders it as HTML, print() as text
     show(df, notes={"—": "no baseline to compare"})  # the footnote for empty cells says why they are empty
-    delta_cell(0.012, -0.01, 0.03, significant=False)  # "+0.012 [-0.010, +0.030]" (a * when significant)
+    delta_cell(0.012, -0.01, 0.03)                  # "+0.012 [-0.010, +0.030]"
     comparison(report_data)                         # report.json's summary as one tidy table
 
 Why the Styler and not a table widget: it renders to static HTML, so the same table shows in
@@ -140,14 +140,14 @@ def _signed(value: float, digits: int = DIGITS) -> str:
     return f"{value:+.{digits}f}"
 
 
-def delta_cell(delta: Any, low: Any, high: Any, significant: Any = False, digits: int = DIGITS) -> Any:
-    """``+0.012 [-0.010, +0.030]``, with `` *`` when the difference is significant; None when there is none."""
+def delta_cell(delta: Any, low: Any, high: Any, digits: int = DIGITS) -> Any:
+    """``+0.012 [-0.010, +0.030]``; None when there is no difference."""
     if _missing(delta):
         return None
     body = _signed(float(delta), digits)
     if not _missing(low) and not _missing(high):
         body += f" [{_signed(float(low), digits)}, {_signed(float(high), digits)}]"
-    return body + (" *" if significant is True else "")
+    return body
 
 
 def mean_cell(value: Any, low: Any, high: Any, digits: int = DIGITS) -> Any:
@@ -159,25 +159,31 @@ def mean_cell(value: Any, low: Any, high: Any, digits: int = DIGITS) -> Any:
     return f"{float(value):.{digits}f} [{float(low):.{digits}f}, {float(high):.{digits}f}]"
 
 
-SIGNIFICANT_NOTE = "*: significant after Holm's correction (p < 0.05); [ ]: 95% interval"
-
-
 def comparison(report: dict[str, Any], measures: list[str] | None = None) -> Table:
-    """report.json's summary: run, measure, mean [CI], Δ [CI] (* when significant), p (Holm), MDE, W/T/L, status."""
+    """report.json's summary: run, measure, mean [95% CI], then against the baseline one test's Δ [interval], p and
+    verdict (``procedure``), the MDE and the queries still needed (only while undecided), W/T/L, status."""
     import pandas as pd
+
+    from vaulteval.workbench.procedure import p_text
 
     rows = []
     for r in report["tables"]["summary"]["rows"]:
         if measures and r["measure"] not in measures:
             continue
         wtl = None if _missing(r.get("wins")) else f"{int(r['wins'])}/{int(r['ties'])}/{int(r['losses'])}"
+        more = r.get("more_queries")
         rows.append({"run": r["run"], "measure": r["measure"],
                      "mean [95% CI]": mean_cell(r.get("value"), r.get("ci_low"), r.get("ci_high")),
-                     "Δ vs baseline [95% CI]": delta_cell(r.get("delta"), r.get("delta_ci_low"),
-                                                          r.get("delta_ci_high"), r.get("significant")),
-                     "p (Holm)": r.get("p_holm"), "MDE": r.get("mde"), "wins/ties/losses": wtl,
-                     "status": r.get("status")})
-    df = pd.DataFrame(rows, columns=["run", "measure", "mean [95% CI]", "Δ vs baseline [95% CI]", "p (Holm)", "MDE",
-                                     "wins/ties/losses", "status"])
+                     "Δ vs baseline [interval]": delta_cell(r.get("delta"), r.get("delta_ci_low"), r.get("delta_ci_high")),
+                     "p": None if _missing(r.get("p")) else p_text(r["p"]), "verdict": r.get("verdict"),
+                     "MDE": r.get("mde"), "needs": None if _missing(more) else
+                     (f"over {int(more) - 1:,}" if int(more) > 100_000 else f"{int(more)} more"),
+                     "wins/ties/losses": wtl, "status": r.get("status")})
+    df = pd.DataFrame(rows, columns=["run", "measure", "mean [95% CI]", "Δ vs baseline [interval]", "p", "verdict",
+                                     "MDE", "needs", "wins/ties/losses", "status"])
+    m = max([int(r.get("comparisons") or 1) for r in report["tables"]["summary"]["rows"]] or [1])
+    level = f"{100 * (1 - 0.05 / m):.4g}%"
     return show(df, f"Against the baseline {report['baseline']}", name="comparison",
-                notes={"*": SIGNIFICANT_NOTE.split(": ", 1)[1], DASH: "the baseline row: nothing to compare it with"})
+                notes={DASH: "nothing to compare (the baseline row), or already detected (MDE, needs)",
+                       "[interval]": f"the paired t-test's {level} interval" + (f", Bonferroni over {m} runs; p is "
+                                                                               f"multiplied by {m}" if m > 1 else "")})

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from vaulteval.workbench.procedure import ALPHA, UNDECIDED, comparison_line, interval_text
+from vaulteval.workbench.procedure import ALPHA, UNDECIDED, comparison_line, comparison_tail, interval_text
 
 if TYPE_CHECKING:
     from vaulteval.querysets.queryset import QuerySet
@@ -99,11 +99,12 @@ def best_line(report: Mapping[str, Any], where: str = "") -> str | None:
                 f"{comparison_line(dict(closest, baseline=baseline))})")
     if not best.get("verdict"):
         return f"{head}; vs the default {baseline}: not compared ({best.get('status')})"
-    return f"{head}; vs the default {comparison_line(dict(best, baseline=baseline)).split(' vs ', 1)[1]}"
+    return f"{head}; vs the default {baseline}, {comparison_tail(best)}"
 
 
-def sure_line(report: Mapping[str, Any]) -> str | None:
-    """Line 2: how many questions, who wrote them, and what this set can detect."""
+def sure_line(report: Mapping[str, Any], compared: Mapping[str, Any] | None = None, split: str = "") -> str | None:
+    """Line 2: how many questions, who wrote them, and what this set can detect (for ``compared``, a comparison
+    row, or else the least sensitive undecided comparison of the first measure)."""
     measure, rows = _first_rows(report)
     params = report.get("params") or {}
     counts = params.get("questions")
@@ -112,14 +113,40 @@ def sure_line(report: Mapping[str, Any]) -> str | None:
     n = sum(int(v) for v in counts.values())
     parts = [f"{int(counts[k])} {label}" for k, label in PROVENANCE.items() if int(counts.get(k) or 0)]
     backed = ", none real (from users)" if not counts.get("real") else ""
-    undecided = [r for r in rows if r.get("verdict") == UNDECIDED and r.get("mde") is not None]
+    candidates = [compared] if compared else rows
+    undecided = [r for r in candidates if r.get("verdict") == UNDECIDED and r.get("mde") is not None]
     if undecided:
         worst = max(undecided, key=lambda r: float(r["mde"]))
         m = int(worst.get("comparisons") or 1)
         detect = (f"this set detects a difference of {float(worst['mde']):.3f} {measure} or more "
                   f"(paired t-test, alpha {ALPHA:g}{f'/{m}' if m > 1 else ''}, power 0.8)")
-    elif any(r.get("verdict") for r in rows):
-        detect = "every difference from the default is detected at this size"
+    elif any(r.get("verdict") for r in candidates):
+        detect = "the difference from the default is detected at this size"
     else:
         detect = "one strategy: nothing to detect"
-    return f"how sure: {n} questions, {', '.join(parts) or 'none'}{backed}; {detect}"
+    return f"how sure: {n} {split}questions, {', '.join(parts) or 'none'}{backed}; {detect}"
+
+
+def tune_lines(tune: Mapping[str, Any], report: Mapping[str, Any], where: str) -> list[str]:
+    """The answer of a tune run: the best strategy with its held-out mean and interval and its gain over the
+    default (the decision's comparison, the same words), how sure, then the search's ranking, best first."""
+    d, best, baseline = tune["decision"], tune["best"], tune["baseline"]
+    measure, rows = _first_rows(report)
+    by_run = {r["run"]: r for r in rows}
+    comp = d.get("comparison")
+    if best == baseline or not comp:
+        held = by_run.get("default")
+        line1 = (f"best for {where}: {baseline} (the default), held-out {measure} "
+                 f"{_mean_text(held) if held else '?'}: nothing on the grid beat it on the tune split")
+    else:
+        held = by_run.get("best")
+        comp = {**comp, "measure": measure}
+        line1 = (f"best for {where}: {best}, held-out {measure} {_mean_text(held) if held else '?'}; "
+                 f"vs the default {baseline}, {comparison_tail(comp)}")
+    line1 += f"; verdict: {d['verdict']}"
+    tuned = len(((tune.get("params") or {}).get("splits") or {}).get("tune", {}).get("ids") or [])
+    sure = sure_line(report, comp if comp else None, "held-out ")
+    sure = f"{sure}; chosen on {tuned} other questions" if sure and tuned else sure
+    search = [f"{i}. {r['strategy']}: {measure} {float(r['mean']):.3f} on the tune split ({r['n']} questions)"
+              for i, r in enumerate(tune.get("search") or [], 1)]
+    return [line1, *([sure] if sure else []), *search]

@@ -98,10 +98,16 @@ def _semantic(strategy: Any) -> bool:
     return first.get("stage") in ("dense", "hybrid") or strategy.get("rerank") is not None
 
 
+def vault_label(manifest: dict[str, Any]) -> str:
+    """``the bundled sample vault`` or ``vault <folder name>``, from a run's manifest."""
+    vault = manifest.get("vault") or {}
+    return "the bundled sample vault" if vault.get("bundled") else f"vault {Path(str(vault.get('root', '?'))).name}"
+
+
 def build(report: dict[str, Any], manifest: dict[str, Any]) -> Headline:
     """Usage: ``build(json.load(report.json), json.load(manifest.json))`` -> Headline."""
     vault, qs = manifest.get("vault") or {}, manifest.get("queryset") or {}
-    name = "the bundled sample vault" if vault.get("bundled") else f"vault {Path(str(vault.get('root', '?'))).name}"
+    name = vault_label(manifest)
     notes = vault.get("notes_dir")
     folder = f", notes in {notes}/" if notes else ", notes at the root"
     context = [f"{name}{folder}: {vault.get('pages', '?')} pages; {_index_line(manifest)}",
@@ -134,9 +140,10 @@ def build(report: dict[str, Any], manifest: dict[str, Any]) -> Headline:
         context.append(f"one strategy ({report.get('baseline')}): nothing to compare; add a second with --strategy")
     from vaulteval.workbench.answer import best_line, ranking_lines, sure_line
 
-    answer = [line for line in (best_line(report, f"{name} on {qs.get('name', '?')}"), sure_line(report)) if line]
-    if len({r['run'] for r in rows}) > 1 and answer:
-        answer += ranking_lines(report)
+    answer = []
+    if len({r["run"] for r in rows}) > 1:  # one strategy answers no "which is best"
+        answer = [line for line in (best_line(report, f"{name} on {qs.get('name', '?')}"), sure_line(report)) if line]
+        answer += ranking_lines(report) if answer else []
     return Headline(context, comparisons, warnings, answer)
 
 

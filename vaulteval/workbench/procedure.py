@@ -141,14 +141,18 @@ def comparison_line(row: Mapping[str, Any]) -> str:
     """The one sentence of a comparison (a report.json summary row, or a Comparison's ``as_row`` plus
     ``run``, ``baseline`` and ``measure``)::
 
-        bm25-english vs bm25, nDCG@10: Δ +0.068 [-0.010, +0.152], p 0.310 → no detectable difference
-        (this set detects 0.113 or more; needs about 33 more queries)
+        bm25-english vs bm25, nDCG@10: Δ +0.068 [-0.010, +0.152] 95%, p 0.310 → no detectable difference
+        (the set detects 0.113 or more; needs about 33 more queries)
     """
+    return f"{row['run']} vs {row['baseline']}, {comparison_tail(row)}"
+
+
+def comparison_tail(row: Mapping[str, Any]) -> str:
+    """``comparison_line`` after ``RUN vs BASELINE, ``: the measure, Δ with its interval, p, the verdict."""
     m = int(row.get("comparisons") or 1)
     p_label = f"p (Bonferroni ×{m})" if m > 1 else "p"
     level = f"{100 * (1 - ALPHA / m):.4g}%"
-    line = (f"{row['run']} vs {row['baseline']}, {row['measure']}: Δ {interval_text(row)} {level}, "
-            f"{p_label} {p_text(row.get('p'))} → {row['verdict']}")
+    line = (f"{row['measure']}: Δ {interval_text(row)} {level}, {p_label} {p_text(row.get('p'))} → {row['verdict']}")
     if row["verdict"] == UNDECIDED:
         detail = [f"the set detects {float(row['mde']):.3f} or more" if not _missing(row.get("mde")) else "",
                   more_text(row.get("more_queries"))]
@@ -185,7 +189,7 @@ def contradiction(row: Mapping[str, Any], alpha: float = ALPHA) -> str | None:
 
 
 _NUM = r"[+-]?\d+\.\d+|—"
-_PRINTED = re.compile(rf"Δ (?P<delta>{_NUM}) \[(?P<low>{_NUM}), (?P<high>{_NUM})\](?: [\d.]+%)?"
+PRINTED = re.compile(rf"Δ (?P<delta>{_NUM}) \[(?P<low>{_NUM}), (?P<high>{_NUM})\](?: [\d.]+%)?"
                       rf"(?:, p(?: \(Bonferroni ×\d+\))? (?P<p>< 0\.001|\d\.\d+|—))?"
                       rf" → (?P<verdict>better|worse|no detectable difference)(?: \((?P<tail>[^)]*)\))?")
 
@@ -195,7 +199,7 @@ def printed_contradictions(text: str, alpha: float = ALPHA) -> list[str]:
     contradict each other, as ``line: why``; read from the text as a person reads it (3 decimals)."""
     found = []
     for line in text.splitlines():
-        for m in _PRINTED.finditer(line):
+        for m in PRINTED.finditer(line):
             why = _printed_problem(m, alpha)
             if why:
                 found.append(f"{line.strip()[:160]}: {why}")

@@ -179,7 +179,7 @@ def verdict_line(decision: dict[str, Any], best: str, baseline: str) -> str:
     if best == baseline or decision.get("best_mean") is None or not decision.get("comparison"):
         head = f"verdict: {v}: {baseline} (nothing on the grid beat it on the tune split)"
     else:
-        row = {**decision["comparison"], "run": f"best {best}", "baseline": f"default {baseline}", "measure": measure}
+        row = {**decision["comparison"], "run": best, "baseline": baseline, "measure": measure}
         head = f"verdict: {v}: {comparison_line(row)}, {decision['n_test']} test queries"
     tail = [decision["reason"]]
     if decision.get("recommendation"):
