@@ -22,24 +22,21 @@ from vaulteval.workbench.procedure import ALPHA, UNDECIDED, comparison_line, com
 if TYPE_CHECKING:
     from vaulteval.querysets.queryset import QuerySet
 
-# Who wrote the questions: a person for this set, a person asking (a query log), a model, or the generator.
+# Who wrote the questions (``evidence.writer_of``): a person or an agent for this set, a person asking (a query
+# log, real), a model, or the generator from the notes' own text.
 PROVENANCE = {"written": "written for this set", "real": "real, from a query log",
               "model": "written by a model", "generated": "generated from the notes' own text"}
 
 
 def questions(queryset: "QuerySet") -> dict[str, int]:
     """How many positive queries of each provenance (PROVENANCE's keys)."""
+    from vaulteval.workbench.evidence import writer_of
+
     out = dict.fromkeys(PROVENANCE, 0)
     for q in queryset.positive:
-        source = (q.fields or {}).get("source")
-        if isinstance(source, Mapping) and "log" in source:
-            out["real"] += 1
-        elif q.kind == "llm":
-            out["model"] += 1
-        elif q.kind:
-            out["generated"] += 1
-        else:
-            out["written"] += 1
+        writer = writer_of(q)
+        key = writer if writer in ("real", "generated") else "model" if writer.startswith("model") else "written"
+        out[key] += 1
     return out
 
 
