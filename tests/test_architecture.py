@@ -228,3 +228,10 @@ def test_the_cli_process_stays_within_its_import_budget(provisioned_sample: Path
     ours = sorted(m for m in extra if m == "vaulteval" or m.startswith("vaulteval."))
     assert len(ours) <= CLI_VAULTEVAL_MODULE_BUDGET, ours
     assert len(extra) <= CLI_MODULE_BUDGET, sorted(extra)
+
+
+def test_a_plain_cli_query_does_not_import_typing(provisioned_sample: Path) -> None:
+    """``retrieve "Q"`` with no flags, as a new user runs it, also decides whether to rerank without typing."""
+    imported = _imported_modules("vaulteval", "retrieve", "--vault", str(provisioned_sample), "espresso descaling")
+    assert "vaulteval.pipeline.default_rerank" in imported  # the check this test covers ran
+    assert "typing" not in imported

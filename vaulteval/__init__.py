@@ -25,7 +25,7 @@ querysets, workbench, notebooks, cli (see docs/architecture.md).
 from __future__ import annotations
 
 from importlib import import_module
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

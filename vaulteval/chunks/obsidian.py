@@ -24,7 +24,7 @@ import re
 from vaulteval.chunks.codespans import inline_code_spans, map_spans
 from vaulteval.chunks.visible import visible
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: retrieve reads a note's headings without importing typing
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

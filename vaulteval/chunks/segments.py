@@ -38,7 +38,7 @@ from vaulteval.chunks.blocks import BLOCK_TARGET, MAX_BLOCK_RECORDS, MAX_RECORD_
     inflate_blocks, pack_block, read_record
 from vaulteval.vault.metadir import MetaDir, NotRegularFile, read_flags
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -25,7 +25,7 @@ import heapq
 import math
 from bisect import bisect_left
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from collections.abc import Sequence
 

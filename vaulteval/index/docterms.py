@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from vaulteval.index.tokenize import check_length, get_analyzer
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from vaulteval.index.langs.ahead import KoreanAhead
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from vaulteval.index.file import IndexFileError, checked_open, read_header
 from vaulteval.vault.metadir import MetaDir
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

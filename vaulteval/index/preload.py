@@ -17,15 +17,12 @@ frequency) and the same elementwise operations.
 from __future__ import annotations
 
 from collections import namedtuple
+from typing import Any
 
 import numpy as np
 
 from vaulteval.index import bm25
 from vaulteval.index.bm25_plain import idf
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
-if TYPE_CHECKING:
-    from typing import Any
 
 PRELOAD_POSTINGS = 8_000_000  # 64 MB of weights; a larger index keeps computing them per term
 PRELOAD_TERMS = 1_000_000  # about 130 MB of dict and strings; a larger vocabulary keeps its binary search

@@ -24,7 +24,7 @@ from vaulteval.index.docterms import query_analyzer
 from vaulteval.index.tokenize import ANALYZER_VERSION
 from vaulteval.vault.metadir import MetaDir
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

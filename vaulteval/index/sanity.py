@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 from operator import le
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

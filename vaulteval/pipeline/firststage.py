@@ -18,12 +18,12 @@ in ``vaulteval.pipeline.stages``, registered by name. Here:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from vaulteval.pipeline.stages.registry import FirstStage, parse_first_stage  # noqa: F401  (the stage API)
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
 
 NO_FIELD_INDEX = "no-field-index"
 

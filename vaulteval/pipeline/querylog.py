@@ -20,11 +20,11 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vaulteval.errors import UsageError
 from vaulteval.vault.paths import home_path
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
     from vaulteval.pipeline.retrieve import RetrievalResult
     from vaulteval.vault.vault import Vault

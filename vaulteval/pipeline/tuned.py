@@ -25,7 +25,7 @@ from pathlib import Path
 from vaulteval.errors import UsageError
 from vaulteval.vault.atomic import write_atomic
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

@@ -25,6 +25,7 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,10 +36,7 @@ from vaulteval.rerank.onnxfiles import (  # re-exported: the export's names, for
     check_files, export_matches, exported_files, file_signature, read_export, source_signature, unchanged, usable,
 )
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
 if TYPE_CHECKING:
-    from typing import Any
-
     from vaulteval.rerank.config import RerankConfig
 
 log = logging.getLogger(__name__)

@@ -22,10 +22,7 @@ import json
 import os
 import stat
 from pathlib import Path
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 ONNX_DIR = "onnx"
 EXPORT_KIND = "vaulteval-onnx-embedder"

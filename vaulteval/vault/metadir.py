@@ -24,7 +24,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

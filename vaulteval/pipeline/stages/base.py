@@ -21,13 +21,10 @@ other's name and chosen by its first parameter: ``bm25:prf=10``.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from vaulteval.errors import UsageError
 from vaulteval.pipeline.stages.params import Param
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: retrieve --strategy reads this module on its lean start
-if TYPE_CHECKING:
-    from typing import Any
 
 STAGES: dict[str, type] = {}  # name -> stage class, filled by register()
 

@@ -8,13 +8,10 @@ score array other BM25-based stages start from too. Field scores come from the f
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from vaulteval.pipeline.stages.params import Param
 from vaulteval.pipeline.stages.base import FirstStage, ms_since, register
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
-if TYPE_CHECKING:
-    from typing import Any
 
 FIELD_PARAMS = tuple(
     Param(f"w_{name}", float, 0.0, f"weight of the BM25 score of the note's {what}, added to the chunk's", low=0.0)

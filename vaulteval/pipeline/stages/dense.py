@@ -9,13 +9,10 @@ falls back to BM25 order.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from vaulteval.pipeline.stages.bm25 import bm25_scores, matched, ranked_bm25
 from vaulteval.pipeline.stages.base import FirstStage, ms_since, register
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
-if TYPE_CHECKING:
-    from typing import Any
 
 MODEL_CHANGED = "model-changed"
 

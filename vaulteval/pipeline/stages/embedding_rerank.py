@@ -9,12 +9,10 @@ pipeline's rerank step runs (``vaulteval.rerank.stage``). Written ``rerank:st`` 
 
 from __future__ import annotations
 
+from typing import Any
+
 from vaulteval.pipeline.stages.params import Param
 from vaulteval.pipeline.stages.base import Reranker, register
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
-if TYPE_CHECKING:
-    from typing import Any
 
 
 @register

@@ -13,15 +13,12 @@ the BM25 list alone (the caller labels the fallback).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from vaulteval.pipeline.stages.bm25 import FIELD_PARAMS, bm25_scores, field_weights, matched, ranked_bm25
 from vaulteval.pipeline.stages.dense import dense_top
 from vaulteval.pipeline.stages.params import Param
 from vaulteval.pipeline.stages.base import FirstStage, ms_since, register
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
-if TYPE_CHECKING:
-    from typing import Any
 
 
 @register

@@ -21,14 +21,11 @@ Each candidate's components: ``prf`` (its score for the expanded query, what it 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from vaulteval.pipeline.stages.bm25 import matched, ranked_bm25
 from vaulteval.pipeline.stages.params import Param
 from vaulteval.pipeline.stages.base import FirstStage, ms_since, register
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
-if TYPE_CHECKING:
-    from typing import Any
 
 
 @register

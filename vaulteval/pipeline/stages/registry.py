@@ -15,13 +15,11 @@ list those modules, and each registers its class when imported.
 
 from __future__ import annotations
 
+from typing import Any
+
 from vaulteval.errors import UsageError
 from vaulteval.pipeline.stages import FIRST_STAGE_MODULES, RERANKER_MODULES  # noqa: F401  (listed there)
 from vaulteval.pipeline.stages.base import STAGES, FirstStage, Reranker, Stage  # noqa: F401  (the stage API)
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: retrieve --strategy reads this module on its lean start
-if TYPE_CHECKING:
-    from typing import Any
 
 _LOADED = [False]
 
