@@ -4,6 +4,7 @@ Usage::
 
     cur = page_currency(retriever.index(), retriever.integrity())
     unfindable_notes(vault.iter_pages(), cur)   # [{"page_path", "reason"}] for notes with text and no servable chunk
+    own_title_misses(retriever, vault.iter_pages())   # notes not in the top 10 for their own title, and why
 
 A chunk is servable when its record matches the index row, the note's bytes
 still hash as indexed and its text is text of the note (the chunk-to-note check
@@ -17,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from vaulteval.errors import UsageError
 from vaulteval.vault.notefiles import read_note_file
 
 if TYPE_CHECKING:
@@ -131,3 +133,49 @@ def has_text(path) -> bool:
     except OSError:  # a FIFO or device is refused before any read (it would block), as is an unreadable file
         return False
     return bool(body.strip()) and bool(visible_text(body).strip())
+
+
+def own_title_misses(retriever, pages: "Iterable[Page]", *, top: int = 10, depth: int = 100) -> list[dict]:
+    """``{"page_path", "title", "reason"}`` for every note with text that the retriever's default pipeline
+    (BM25, no rerank) does not rank in the first ``top`` pages for its own title; ``reason`` is None when the
+    note does not match its own title's words at all (every chunk's prefix holds the title, so that is a fault).
+
+    Reasons: another note has the same title (any letter case); no note matches the title's words; the note
+    ranks below ``top`` (its rank given) because notes that use the title's words more often come first.
+    """
+    from vaulteval.chunks.chunking import parse_page
+
+    titled = []
+    for p in pages:
+        if not has_text(p.path):
+            continue
+        try:
+            titled.append((p.rel, parse_page(read_note_file(p.path), p.rel).title))
+        except OSError:
+            continue
+    same = Counter(title.strip().casefold() for _rel, title in titled)
+    out = []
+    for rel, title in titled:
+        try:
+            if rel in _pages(retriever.retrieve(title, top=top)):
+                continue
+            found = _pages(retriever.retrieve(title, top=depth, bm25_top=depth * 4))
+        except UsageError as exc:  # a title no query may be (too long)
+            out.append({"page_path": rel, "title": title, "reason": f"its title is no valid query: {exc}"})
+            continue
+        if same[title.strip().casefold()] > 1:
+            reason = f"duplicate title: {same[title.strip().casefold()]} notes have it"
+        elif not found:
+            reason = "no note matches its title's words"
+        elif rel in found:
+            reason = f"outranked: rank {found.index(rel) + 1} for its title; notes that use its words more come first"
+        elif len(found) >= depth:
+            reason = f"outranked: below rank {depth} for its title; its words are common in the vault"
+        else:
+            reason = None  # fewer than depth notes match its title's words, and it is not one of them
+        out.append({"page_path": rel, "title": title, "reason": reason})
+    return out
+
+
+def _pages(result) -> list[str]:
+    return [c.page_path for c in result.candidates]
