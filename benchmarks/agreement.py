@@ -68,13 +68,16 @@ def main() -> int:
     ap.add_argument("--out", required=True, help="folder for generated sets, the evaluation cache and agreement.json")
     ap.add_argument("--set", nargs="+", action="append", default=[], metavar="ARG",
                     help="LABEL VAULT REAL_QUERYSET [SPLIT] (repeatable)")
-    ap.add_argument("--set-generated", nargs=2, action="append", default=[], metavar=("LABEL", "FILE"),
-                    help="use this generated set for LABEL instead of generating one")
+    ap.add_argument("--set-generated", "--set-written", nargs=2, action="append", default=[],
+                    metavar=("LABEL", "FILE"),
+                    help="use this set (generated, or written through a worksheet) for LABEL instead of generating one")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--kinds", help="generate only these kinds (comma-separated, as queryset generate --kinds)")
     ap.add_argument("--max-overlap", type=float, help="as queryset generate --max-overlap")
     ap.add_argument("--overlap-mix", help="as queryset generate --overlap-mix")
+    ap.add_argument("--grid", choices=("list", "tune"), default="list",
+                    help="list: the strategies above; tune: tune's default grid for each vault (workbench.grid)")
     ap.add_argument("--without", action="append", default=[], metavar="KIND",
                     help="leave out the strategies of this kind (e.g. rerank: it embeds every candidate itself)")
     ap.add_argument("--min-slice", type=int, default=10, help="smallest generated slice to report a tau for")
@@ -110,6 +113,18 @@ def main() -> int:
 
 _GENERATED: dict = {}  # (vault, generated file) -> (path, summary, set, evaluation), shared by the sets over it
 _REAL: dict = {}  # (vault, real set, split) -> (set, evaluation)
+_GRIDS: dict = {}  # vault -> the strategies compared on it
+
+
+def grid_for(vault, args: argparse.Namespace) -> list[str]:
+    """The strategies compared on ``vault``: the list above, or tune's default grid (``--grid tune``), less --without."""
+    if args.grid == "tune":
+        from vaulteval.workbench.grid import default_grid
+
+        chosen = default_grid(vault, "bm25")
+    else:
+        chosen = list(STRATEGIES)
+    return [s for s in chosen if s.split(":")[0] not in args.without]
 
 
 def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, out: Path,
@@ -127,6 +142,8 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
     if not store_path(vault.meta_dir).exists():
         sys.exit(f"{vault_dir} has no stored embeddings; run: vaulteval provision --vault {vault_dir} --embed --embedder st")
     cache = out / "cache" / vault_dir.resolve().as_posix().strip("/").replace("/", "_")
+    _GRIDS.setdefault(str(vault_dir.resolve()), grid_for(vault, args))
+    strategies = _GRIDS[str(vault_dir.resolve())]
     key = (str(vault_dir.resolve()), generated)  # two real sets over one vault share the generated set's evaluation
     if key not in _GENERATED:
         gen_path = Path(generated) if generated else out / label / "generated.yaml"
@@ -137,17 +154,18 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
                                         kinds=args.kinds.split(",") if args.kinds else None,
                                         max_overlap=args.max_overlap, overlap_mix=parse_mix(args.overlap_mix))
         gen = load_queryset(gen_path, vault)
-        _GENERATED[key] = (gen_path, summary, gen, _evaluate(vault, gen, cache))
+        _GENERATED[key] = (gen_path, summary, gen, _evaluate(vault, gen, cache, strategies))
     gen_path, summary, gen, gen_ev = _GENERATED[key]
+    strategies = _GRIDS[str(vault_dir.resolve())]
     real_key = (str(vault_dir.resolve()), str(real_path.resolve()), split)
     if real_key not in _REAL:
         real = load_queryset(real_path, vault)
         if split:
             real = dataclasses.replace(real, queries=[q for q in real.queries if q.split == split])
-        _REAL[real_key] = (real, _evaluate(vault, real, cache))
+        _REAL[real_key] = (real, _evaluate(vault, real, cache, strategies))
     real, real_ev = _REAL[real_key]
     _write_per_query(out / label, gen, gen_ev, real_ev)
-    names = [Strategy.parse(s).name for s in STRATEGIES]
+    names = [Strategy.parse(s).name for s in strategies]
     real_scores = _overall(real_ev).reindex(names)
     gen_scores = _overall(gen_ev).reindex(names)
     tau = stats.kendalltau(gen_scores.to_numpy(), real_scores.to_numpy())
@@ -164,7 +182,7 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
         t = stats.kendalltau(values.to_numpy(), real_scores.to_numpy())
         slices.append({"slice_by": by, "slice": name, "n": n, "tau": _num(t.statistic), "p": _num(t.pvalue),
                        "pick": names[int(values.to_numpy().argmax())]})
-    return {"label": label, "vault": str(vault_dir), "real": str(real_path), "split": split,
+    return {"label": label, "vault": str(vault_dir), "real": str(real_path), "split": split, "strategies": strategies,
             "generated": str(gen_path), "generation": _counts(summary),
             "real_queries": len(real.positive), "generated_queries": len(gen.positive),
             "tau": _num(tau.statistic), "p": _num(tau.pvalue),
@@ -250,7 +268,8 @@ def _fmt(x: float | None, digits: int = 2) -> str:
 
 
 def print_agreement(sets: list[dict]) -> None:
-    print(f"\n### Agreement ({MEASURE}, {len(STRATEGIES)} strategies)\n")
+    counts = sorted({len(s["strategies"]) for s in sets})
+    print(f"\n### Agreement ({MEASURE}, {'/'.join(map(str, counts))} strategies)\n")
     print("| data set | real queries | generated queries | Kendall tau (p) | tau 95% CI | real vs its resamples "
           "| separated pairs ordered alike | generated pick | pick on real | best on real | gap | target |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -65,6 +65,7 @@ def folder_of(path: str) -> str:
 def note_facts(path: str, raw: bytes) -> NoteFacts:
     """Usage: ``note_facts("a/b.md", data)``."""
     from vaulteval.chunks.obsidian import visible_text
+    from vaulteval.chunks.chunking import parse_frontmatter
     from vaulteval.chunks.pagetext import decode_page, split_frontmatter
     from vaulteval.index.langs.identify import identify
 
@@ -72,7 +73,8 @@ def note_facts(path: str, raw: bytes) -> NoteFacts:
     text = visible_text(body).strip()
     stem = path.rsplit("/", 1)[-1].removesuffix(".md")
     heading = re.match(r"\s*#\s+(.+)", text)
-    title = heading.group(1).strip() if heading else stem
+    named = parse_frontmatter(fm_text).get("title") if fm_text is not None else None
+    title = str(named).strip() if named not in (None, "") else heading.group(1).strip() if heading else stem
     links = tuple(m.group(1).strip().rsplit("/", 1)[-1].casefold() for m in _LINK.finditer(body))
     template = bool(_TEMPLATE_DIR.search(path)) or bool(_PLACEHOLDER.search(body))
     return NoteFacts(path=path, note_hash=note_hash(raw), title=title, text=text,
