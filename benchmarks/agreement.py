@@ -139,10 +139,11 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
     from vaulteval.workbench.strategy import Strategy
 
     vault = Vault(vault_dir)
-    if not store_path(vault.meta_dir).exists():
+    _GRIDS.setdefault(str(vault_dir.resolve()), grid_for(vault, args))
+    lexical = all(s.split(":")[0] == "bm25" for s in _GRIDS[str(vault_dir.resolve())])
+    if not lexical and not store_path(vault.meta_dir).exists():
         sys.exit(f"{vault_dir} has no stored embeddings; run: vaulteval provision --vault {vault_dir} --embed --embedder st")
     cache = out / "cache" / vault_dir.resolve().as_posix().strip("/").replace("/", "_")
-    _GRIDS.setdefault(str(vault_dir.resolve()), grid_for(vault, args))
     strategies = _GRIDS[str(vault_dir.resolve())]
     key = (str(vault_dir.resolve()), generated)  # two real sets over one vault share the generated set's evaluation
     if key not in _GENERATED:
