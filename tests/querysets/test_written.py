@@ -6,6 +6,7 @@ Usage: ``.venv/bin/python -m pytest tests/querysets/test_written.py -q``
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -196,3 +197,20 @@ def test_worksheet_without_questions_and_out_inside_the_vault_are_refused(vault:
         add_written(ws, tmp_path / "set.yaml")
     with pytest.raises(Exception, match="inside the vault"):
         make_worksheet(vault, vault.root / "ws.yaml", n=2)
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("writer", "robot", "writer must be agent, person or model:<name>"),
+    ("note_hash", "md5:abc", "note_hash must be sha256:<64 hex digits>"),
+    ("flags", "repeats_title", "flags must be a list of words"),
+    ("overlap", {"title": 0.2}, "overlap must be a number from 0 to 1 or {title: X, text: Y}"),
+])
+def test_a_query_set_refuses_malformed_written_fields(vault: Vault, tmp_path: Path, field: str, value, says: str) -> None:
+    from vaulteval.querysets.problems import QuerySetInvalid
+
+    entry = {"id": "w1", "query": "how often should I clean the boiler?", "relevant": {"kitchen/Kettle 1.md": 2},
+             "kind": "written",
+             field: value}
+    (tmp_path / "set.yaml").write_text(yaml.safe_dump({"queries": [entry]}), encoding="utf-8")
+    with pytest.raises(QuerySetInvalid, match=re.escape(says)):
+        load_queryset(tmp_path / "set.yaml", vault)
