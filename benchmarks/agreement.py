@@ -9,12 +9,17 @@ MiniLM vectors, ``vaulteval provision --vault V --embed --embedder st``):
         --set sample /tmp/sample querysets/sample-vault.yaml \\
         --n 200 --seed 7 --languages /tmp/help --langs es,de,zh,ja,ru
 
+Written sets (``queryset worksheet`` + ``add-written``) are compared the same way with ``--set-written LABEL
+FILE``, and ``--grid tune`` compares tune's default grid for each vault instead of the list below
+(docs/benchmarks.md, "Written questions against real ones").
+
 For each ``--set LABEL VAULT REAL [SPLIT]`` it generates a set from the vault
 (``queryset generate --n N --seed S``; or give one with ``--set-generated LABEL
 FILE``), evaluates every strategy on the generated set
 and on the real questions (only the queries with ``split: SPLIT`` when given),
 and reports Kendall's tau (``scipy.stats.kendalltau``, tau-b) between the two
-orders of the strategies by nDCG@10, the generated set's pick (its best
+orders of the strategies by nDCG@10 (also over the distinct strategies: one that ranks every query of both
+sets as an earlier one is left out), the generated set's pick (its best
 strategy; the first in list order on a tie) with that pick's nDCG@10 on the real
 questions, and the best strategy on the real questions. Whether that tau is
 measured at all (``vaulteval.workbench.agreement``): its 95% bootstrap
@@ -170,6 +175,8 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
     real_scores = _overall(real_ev).reindex(names)
     gen_scores = _overall(gen_ev).reindex(names)
     tau = stats.kendalltau(gen_scores.to_numpy(), real_scores.to_numpy())
+    distinct = _distinct(names, _table(gen_ev, names), _table(real_ev, names))
+    tau_distinct = stats.kendalltau(gen_scores[distinct].to_numpy(), real_scores[distinct].to_numpy())
     pick = names[int(gen_scores.to_numpy().argmax())]
     best = names[int(real_scores.to_numpy().argmax())]
     measurable = measurability(_table(gen_ev, names), _table(real_ev, names), gen_scores.to_numpy(), names,
@@ -187,6 +194,7 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
             "generated": str(gen_path), "generation": _counts(summary),
             "real_queries": len(real.positive), "generated_queries": len(gen.positive),
             "tau": _num(tau.statistic), "p": _num(tau.pvalue),
+            "distinct": len(distinct), "tau_distinct": _num(tau_distinct.statistic),
             "pick": pick, "pick_real": float(real_scores[pick]), "best": best, "best_real": float(real_scores[best]),
             "scores": {n: {"generated": float(gen_scores[n]), "real": float(real_scores[n])} for n in names},
             "min_slice": args.min_slice, "slices": slices, **measurable}
@@ -204,6 +212,18 @@ def measurability(gen, real, gen_means, names: list[str], resamples: int) -> dic
     return {"tau_ci95": [_num(low), _num(high)], "self_tau": [_num(median), _num(s_low), _num(s_high)],
             "separated_pairs": [[names[i], names[j], round(d, 4)] for i, j, d in pairs],
             "pairs_agreeing": agree, "pairs_separated": total}
+
+
+def _distinct(names: list[str], gen, real) -> list[str]:
+    """The strategies left when one that ranks every query of both sets exactly as an earlier one is dropped
+    (identical by construction, e.g. a hybrid reranked by the store's own model is ``dense``)."""
+    import numpy as np
+
+    kept: list[int] = []
+    for j in range(len(names)):
+        if not any(np.array_equal(gen[:, i], gen[:, j]) and np.array_equal(real[:, i], real[:, j]) for i in kept):
+            kept.append(j)
+    return [names[j] for j in kept]
 
 
 def _table(ev, names: list[str]):
@@ -271,13 +291,15 @@ def _fmt(x: float | None, digits: int = 2) -> str:
 def print_agreement(sets: list[dict]) -> None:
     counts = sorted({len(s["strategies"]) for s in sets})
     print(f"\n### Agreement ({MEASURE}, {'/'.join(map(str, counts))} strategies)\n")
-    print("| data set | real queries | generated queries | Kendall tau (p) | tau 95% CI | real vs its resamples "
+    print("| data set | real queries | generated queries | Kendall tau (p) | tau, distinct strategies | tau 95% CI "
+          "| real vs its resamples "
           "| separated pairs ordered alike | generated pick | pick on real | best on real | gap | target |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in sets:
         gap = s["best_real"] - s["pick_real"]
         ci, own = s["tau_ci95"], s["self_tau"]
         print(f"| {s['label']} | {s['real_queries']} | {s['generated_queries']} | {_fmt(s['tau'])} ({_fmt(s['p'])}) "
+              f"| {_fmt(s['tau_distinct'])} ({s['distinct']}) "
               f"| [{_fmt(ci[0])}, {_fmt(ci[1])}] | {_fmt(own[0])} [{_fmt(own[1])}, {_fmt(own[2])}] "
               f"| {s['pairs_agreeing']} of {s['pairs_separated']} "
               f"| `{s['pick']}` | {s['pick_real']:.3f} | `{s['best']}` {s['best_real']:.3f} | {gap:.3f} "
