@@ -214,3 +214,17 @@ def test_a_query_set_refuses_malformed_written_fields(vault: Vault, tmp_path: Pa
     (tmp_path / "set.yaml").write_text(yaml.safe_dump({"queries": [entry]}), encoding="utf-8")
     with pytest.raises(QuerySetInvalid, match=re.escape(says)):
         load_queryset(tmp_path / "set.yaml", vault)
+
+
+def test_a_worksheet_that_is_an_alias_bomb_or_a_fifo_is_one_line_and_exit_2(vault: Vault, tmp_path: Path,
+                                                                             capsys) -> None:
+    import os
+
+    bomb = tmp_path / "bomb.yaml"
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    bomb.write_text("\n".join(lines) + "\nnotes: *a8\n", encoding="utf-8")
+    _refused(bomb, tmp_path, vault, capsys)
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    assert "cannot read worksheet" in _refused(fifo, tmp_path, vault, capsys)
