@@ -72,7 +72,9 @@ def test_the_loop_runs_end_to_end_in_four_tool_calls_and_writes_only_under_the_f
     assert [r["strategy"] for r in rows] == ["bm25", "bm25:analyzer=english"]
     for r in rows:
         assert r["ci95"][0] <= r["mean"] <= r["ci95"][1] and r["queries"] == 10
-    assert "vs_first" not in rows[0] and rows[1]["vs_first"]["ci95"][0] <= rows[1]["vs_first"]["delta"]
+    versus = rows[1]["vs_first"]
+    assert "vs_first" not in rows[0] and versus["ci95"][0] <= versus["delta"] <= versus["ci95"][1]
+    assert versus["line"].startswith("nDCG@10: Δ ") and versus["verdict"] in versus["line"]  # eval run's own words
 
     after = {k: v for k, v in snapshot(fresh_vault).items() if not k.startswith(".vault-meta")}
     assert after == before  # no note and no .vaulteval.json written

@@ -236,7 +236,9 @@ def _set_facts(qs: Any) -> dict[str, Any]:
 
 
 def _means(ev: Any, measure: str) -> list[dict[str, Any]]:
-    """Per strategy: mean and 95% CI; against the first, the paired difference, its CI, p (Holm) and the MDE."""
+    """Per strategy: mean and 95% CI; against the first, the comparison as ``eval run`` prints it (one procedure)."""
+    from vaulteval.workbench.procedure import comparison_tail
+
     metrics = ev.metrics[ev.metrics.measure == measure].set_index("run")
     summary = ev.report.tables.get("summary")
     versus = summary[summary.measure == measure].set_index("run") if summary is not None and len(summary) else None
@@ -248,7 +250,9 @@ def _means(ev: Any, measure: str) -> list[dict[str, Any]]:
         if number and versus is not None and run.name in versus.index:
             c = versus.loc[run.name]
             entry["vs_first"] = {"delta": _num(c["delta"]), "ci95": [_num(c["delta_ci_low"]), _num(c["delta_ci_high"])],
-                                 "p_holm": _num(c["p_holm"]), "mde": _num(c["mde"]), "status": c["status"]}
+                                 "p": _num(c["p"]), "comparisons": int(c["comparisons"]), "verdict": c["verdict"],
+                                 "mde": _num(c["mde"]), "more_queries": _num(c["more_queries"]),
+                                 "line": comparison_tail({**c.to_dict(), "measure": measure})}
         out.append(entry)
     return out
 
