@@ -38,7 +38,8 @@ from pathlib import Path
 WIDTH = 1400
 FIRST_SCREEN = 900
 ANSWERS = ("evaluate", "tune")  # notebooks whose first screen must name the best strategy and its interval
-BEST = re.compile(r"^best for .+?: (?P<run>\S+?),(?: held-out)? \S+ \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]")
+BEST = re.compile(r"^best for .+?: (?P<run>\S+?)(?: \(the default\))?,(?: held-out)? \S+ \d\.\d{3} "
+                  r"\[\d\.\d{3}, \d\.\d{3}\]")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
 # A missing value shown as text, in a table cell or in printed output (not in prose or code).
@@ -222,7 +223,8 @@ def main() -> int:
                 found.append(f"{name}: the page did not report its table widths (did the browser load it?)")
             elif widest > page:
                 found.append(f"{name}: a table is {widest} px wide on a {page} px page")
-            print(f"{name}: {time.perf_counter() - started:.0f} s, widest table {widest} px of {page}, "
+            first = f", best line ends at {seen['bottom']} px of {FIRST_SCREEN}" if name in ANSWERS else ""
+            print(f"{name}: {time.perf_counter() - started:.0f} s, widest table {widest} px of {page}{first}, "
                   f"screenshot {nb_path.with_suffix('.png').name}")
         problems += found
     texts.update(evaluation_texts(args.vault, args.queryset, out))
