@@ -294,7 +294,9 @@ def test_sweep_verdict_is_tunes_verdict_in_words(verdict: str, reason: str, need
     best, default = Strategy.parse("bm25:k1=0.9,name=k1=0.9"), Strategy(name="default")
     table = pd.DataFrame([{"setting": "default", "tune": 0.5, "heldout": 0.6, "is_default": True},
                           {"setting": "k1=0.9", "tune": 0.7, "heldout": 0.68, "is_default": False}])
-    decision = {"verdict": verdict, "reason": reason, "ci95": [-0.01, 0.17], "queries_needed": needed}
+    decision = {"verdict": verdict, "reason": reason, "ci95": [-0.01, 0.17], "queries_needed": needed,
+                "comparison": {"delta": 0.08, "delta_ci_low": -0.01, "delta_ci_high": 0.17, "p": 0.5, "comparisons": 1,
+                               "verdict": "no detectable difference", "mde": 0.3, "more_queries": 40}}
     result = SweepResult("R@2", table, best, default, ["q1", "q2", "q3"], ["q4", "q5"],
                          PairedTest(2, 0.08, 1, 0, 1, 0.5, 0.5), PairedTest(3, 0.2, 2, 1, 0, 0.25, 0.3), seed=7,
                          decision=decision)
@@ -302,8 +304,10 @@ def test_sweep_verdict_is_tunes_verdict_in_words(verdict: str, reason: str, need
     assert lines[0] == ("WARNING (overfitting): the best of 1 settings was picked on 3 tuning queries (seed 7); "
                         "only the 2 held-out queries give an honest estimate.")
     assert lines[1] == ("best k1=0.9: tuning 0.7000 vs default 0.5000 (+0.2000); held-out 0.6800 vs "
-                        "0.6000 (+0.0800, 1/0/1 W/T/L, p = 0.5000 randomization, 0.5000 t-test).")
-    assert lines[2] == f"Verdict: {verdict}: {reason} (95% CI [-0.0100, +0.1700]). {conclusion}" and len(lines) == 3
+                        "0.6000 (+0.0800, 1/0/1 W/T/L).")
+    assert lines[2] == (f"Verdict: {verdict}: {reason} (held out: R@2: Δ +0.080 [-0.010, +0.170] 95%, p 0.500 → no "
+                        "detectable difference (the set detects 0.300 or more; needs about 40 more queries)). "
+                        f"{conclusion}") and len(lines) == 3
 
 
 # --------------------------------------------------------------------- plots

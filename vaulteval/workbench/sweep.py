@@ -100,22 +100,28 @@ class SweepResult:
         return self.table.sort_values(["tune", "setting"], ascending=[False, True]).reset_index(drop=True)
 
     def summary(self) -> "pd.DataFrame":
-        """Best vs default on the tuning and the held-out queries, with the paired tests."""
+        """Best vs default on the tuning and the held-out queries; the p value and verdict are the held-out
+        comparison's (``procedure``, as tune decides): on the tuning queries the best was picked, so no test there."""
         import pandas as pd
 
+        comp = self.decision.get("comparison") or {}
         rows = []
         for split, t, ids in (("tuning", self.tune_test, self.tune_ids), ("held-out", self.test, self.heldout_ids)):
             col = "tune" if split == "tuning" else "heldout"
             row = self.table.set_index("setting")
+            held = split == "held-out" and bool(comp)
             rows.append({"queries": split, "n": len(ids), "best": row.loc[self.best.name, col],
                          "default": row.loc[self.default.name, col], "delta": round(t.mean_delta, 4),
                          "wins": t.wins, "ties": t.ties, "losses": t.losses,
-                         "p_randomization": round(t.p_randomization, 4), "p_ttest": round(t.p_ttest, 4)})
+                         "p": round(comp["p"], 4) if held else None, "verdict": comp["verdict"] if held else None})
         return pd.DataFrame(rows)
 
     @property
     def verdict(self) -> str:
-        """The overfitting warning, the numbers, and tune's verdict (adopt, keep or inconclusive) in words."""
+        """The overfitting warning, the numbers, and tune's verdict (adopt, keep or inconclusive) in words, its
+        comparison in ``procedure``'s words."""
+        from vaulteval.workbench.procedure import comparison_tail
+
         t, tt = self.test, self.tune_test
         row = self.table.set_index("setting")
         best, default = row.loc[self.best.name], row.loc[self.default.name]
@@ -127,14 +133,14 @@ class SweepResult:
             return "\n".join(lines)
         lines.append(f"best {self.best.name}: tuning {best.tune:.4f} vs default {default.tune:.4f} "
                      f"({tt.mean_delta:+.4f}); held-out {best.heldout:.4f} vs {default.heldout:.4f} "
-                     f"({t.mean_delta:+.4f}, {t.wins}/{t.ties}/{t.losses} W/T/L, "
-                     f"p = {t.p_randomization:.4f} randomization, {t.p_ttest:.4f} t-test).")
+                     f"({t.mean_delta:+.4f}, {t.wins}/{t.ties}/{t.losses} W/T/L).")
         d = self.decision
-        low, high = d["ci95"]
         advice = {"adopt": "Adopt it.", "keep": "Keep the default."}.get(
             d["verdict"], "Keep the default until more queries decide"
             + (f" (about {d['queries_needed']} judged queries)." if d.get("queries_needed") else "."))
-        lines.append(f"Verdict: {d['verdict']}: {d['reason']} (95% CI [{low:+.4f}, {high:+.4f}]). {advice}")
+        comp = d.get("comparison")
+        held = f" (held out: {comparison_tail({**comp, 'measure': self.measure})})" if comp else ""
+        lines.append(f"Verdict: {d['verdict']}: {d['reason']}{held}. {advice}")
         return "\n".join(lines)
 
 
