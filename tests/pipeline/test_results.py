@@ -29,9 +29,10 @@ def test_score_is_the_component_the_stage_ranked_by_and_then_the_rerank(scores: 
 def test_deprecated_fields_keep_their_v1_values() -> None:
     dense_only = _cand("a", dense=0.5).to_dict()
     assert "bm25" not in dense_only["scores"] and dense_only["bm25_score"] == 0.0
-    assert dense_only["rerank_score"] == 0.0 and dense_only["dense_score"] == 0.5
+    assert dense_only["rerank_score"] is None and dense_only["dense_score"] == 0.5  # never a copy of another score
     plain = _cand("b", bm25=2.0).to_dict()
-    assert plain["rerank_score"] == plain["bm25_score"] == plain["score"] == 2.0 and "dense_score" not in plain
+    assert plain["bm25_score"] == plain["score"] == 2.0 and "dense_score" not in plain
+    assert plain["rerank_score"] is None
 
 
 @pytest.mark.parametrize("label, text", [

@@ -96,7 +96,7 @@ def test_explain_json_schema(provisioned_sample: Path) -> None:
         assert Path(c["absolute_path"]).is_file()
         assert isinstance(c["bm25_score"], float) and c["bm25_score"] > 0
         assert c["scores"] == {"bm25": c["bm25_score"]} and c["score"] == c["bm25_score"]
-        assert c["rerank_score"] == c["bm25_score"]  # deprecated (schema v1): a copy when nothing was reranked
+        assert c["rerank_score"] is None  # deprecated (schema v1): null when nothing was reranked, never a copy
         assert c["rerank_source"] == "skipped"
         assert isinstance(c["snippet"], str) and 0 < len(c["snippet"]) <= 200
         rec = records_for(provisioned_sample, c["page_path"])[c["chunk_index"]]

@@ -53,7 +53,7 @@ def test_every_fault_keeps_bm25_order_and_says_why(reranking, ollama_server: Any
     assert [c["chunk_id"] for c in result["candidates"]] == [c["chunk_id"] for c in bm25["candidates"]]
     for cand in result["candidates"]:
         assert cand["rerank_source"] == f"noop:{reason}"
-        assert cand["rerank_score"] == cand["bm25_score"]  # never a cosine mixed into a BM25 ranking
+        assert cand["rerank_score"] is None  # never a cosine mixed into a BM25 ranking, nor a copy of BM25's
     assert snapshot(vault) == before  # a fallback writes nothing at all, not even the cache
 
 

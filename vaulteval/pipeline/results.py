@@ -86,7 +86,7 @@ class Candidate:
 
     ``bm25_score``, ``rerank_score`` and ``dense_score`` are the fields of
     schema v1, kept for one version: ``bm25_score`` is 0.0 for a chunk BM25 did
-    not match, ``rerank_score`` copies it when nothing was reranked.
+    not match, ``rerank_score`` is None when nothing was reranked (no field copies another).
 
     ``text`` is the chunk's raw text. With ``passages`` (the query's
     ``vaulteval.pipeline.passages.Passages``) the snippet, the matched terms and
@@ -149,8 +149,8 @@ class Candidate:
         return self.scores.get("bm25", 0.0)
 
     @property
-    def rerank_score(self) -> float:
-        return self.scores.get("rerank", self.bm25_score)
+    def rerank_score(self) -> float | None:
+        return self.scores.get("rerank")
 
     @property
     def dense_score(self) -> float | None:
