@@ -123,7 +123,7 @@ def test_a_dense_hit_bm25_did_not_match_has_no_bm25_score(embedded: Path) -> Non
 
 @pytest.mark.parametrize("query", [CHINESE_QUERY, JAPANESE_QUERY])
 def test_a_cjk_query_with_minilm_keeps_bm25_order_labelled(embedded: Path, query: str) -> None:
-    bm25 = run_json("retrieve", "--vault", embedded, query, "--no-rerank", "--top", "5")
+    bm25 = run_json("retrieve", "--vault", embedded, query, "--strategy", "bm25", "--top", "5")
     hybrid = _dense(embedded, query, "hybrid:rrf", "--top", "5")
     assert hybrid["strategy"] == "bm25+noop-hybrid:model-language"
     assert hybrid["label"] == {"first_stage": "bm25", "reranker": None,
@@ -132,7 +132,7 @@ def test_a_cjk_query_with_minilm_keeps_bm25_order_labelled(embedded: Path, query
     assert all(c["scores"] == {"bm25": c["score"]} for c in hybrid["candidates"])  # ranked by BM25, said so
     assert [c["chunk_id"] for c in hybrid["candidates"]] == [c["chunk_id"] for c in bm25["candidates"]]
     assert bm25["candidates"], "the sample vault has notes in this language"
-    reranked = run_json("retrieve", "--vault", embedded, query, "--embedder", "st", "--top", "5", "--explain")
+    reranked = run_json("retrieve", "--vault", embedded, query, "--strategy", "rerank:st", "--top", "5", "--explain")
     assert reranked["strategy"] == "bm25+noop-rerank:model-language"
     assert reranked["label"]["reranker"] is None
     assert reranked["label"]["fallbacks"] == [{"stage": "rerank", "reason": "model-language"}]

@@ -79,7 +79,8 @@ def test_cjk_fullwidth_and_halfwidth_forms_match(provisioned_sample: Path) -> No
 
 def test_explain_json_schema(provisioned_sample: Path) -> None:
     data = retrieve_json(provisioned_sample, "espresso grinder coffee beans", "--top", "50", "--bm25-top", "8")
-    assert set(data) == {"schema", "query", "strategy", "label", "top_k", "candidates", "explain"}
+    assert set(data) == {"schema", "query", "strategy", "label", "pipeline", "top_k", "candidates", "explain"}
+    assert data["pipeline"] == {"text": "bm25:bm25_top=8", "source": "default"}  # no vectors: plain BM25
     assert data["schema"] == "vaulteval.retrieve.v2"
     assert data["query"] == "espresso grinder coffee beans"
     assert data["strategy"] == "bm25-only"
@@ -264,14 +265,17 @@ def test_python_api_matches_cli(tmp_path: Path) -> None:
     for query in ("descale espresso machine", "普洱茶怎么泡", "xylophonequux"):
         api = retrieve(Vault(root), query, top=3).to_dict()
         cli = run_cli_json("retrieve", "--vault", root, query, "--top", "3", "--no-rerank")
+        assert cli.pop("pipeline") == {"text": "bm25", "source": "default"}  # what the command chose, and why
         assert api == cli
         api_ex = retrieve(Vault(root), query, top=3, explain=True).to_dict()
         cli_ex = run_cli_json("retrieve", "--vault", root, query, "--top", "3", "--no-rerank", "--explain")
+        cli_ex.pop("pipeline")
         api_ex["explain"].pop("timings_ms")
         cli_ex["explain"].pop("timings_ms")
         assert api_ex == cli_ex
-    assert json.loads(retrieve(Vault(root), "espresso", top=2).to_json()) == \
-        run_cli_json("retrieve", "--vault", root, "espresso", "--top", "2", "--no-rerank")
+    cli = run_cli_json("retrieve", "--vault", root, "espresso", "--top", "2", "--no-rerank")
+    cli.pop("pipeline")
+    assert json.loads(retrieve(Vault(root), "espresso", top=2).to_json()) == cli
 
 
 def test_python_api_errors(tmp_path: Path) -> None:

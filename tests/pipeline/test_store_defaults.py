@@ -1,4 +1,4 @@
-"""A vault with a MiniLM store and no Ollama: the default rerank is the store's, and a no-op provision is cheap.
+"""A vault with a MiniLM store and no Ollama: the default is the hybrid over the store, and a no-op provision is cheap.
 
 The store is built once per module in-process (sentence-transformers, offline);
 ``OLLAMA_HOST`` points at a closed port, so any Ollama attempt would show as a
@@ -45,11 +45,12 @@ def _retrieve(root: Path, *extra: str) -> tuple[dict, str]:
     return json.loads(proc.stdout), proc.stderr
 
 
-def test_default_retrieve_reranks_with_the_stores_model_and_never_tries_ollama(store_vault: Path) -> None:
+def test_default_retrieve_is_the_hybrid_over_the_stores_model_and_never_tries_ollama(store_vault: Path) -> None:
     before = _notes(store_vault)
     out, err = _retrieve(store_vault)
-    assert out["label"] == {"first_stage": "bm25", "reranker": "sentence-transformers", "fallbacks": []}
-    assert {c["rerank_source"] for c in out["candidates"]} == {"sentence-transformers"}
+    assert out["label"] == {"first_stage": "hybrid:cc", "reranker": None, "fallbacks": []}
+    assert out["pipeline"] == {"text": "hybrid:cc,alpha=0.7", "source": "default"}
+    assert {c["rerank_source"] for c in out["candidates"]} == {"skipped"}
     assert "ollama" not in err.lower() and "warning" not in err
     assert _notes(store_vault) == before
 
@@ -63,7 +64,7 @@ def test_without_a_store_the_default_is_bm25_with_no_model_contacted(tmp_path: P
 
 def test_ollama_named_by_the_user_is_tried_and_its_failure_is_said(store_vault: Path) -> None:
     out, err = _retrieve(store_vault, "--embedder", "ollama")
-    assert out["label"]["reranker"] is None
+    assert out["label"]["reranker"] is None and out["label"]["first_stage"] == "hybrid:cc"
     assert out["label"]["fallbacks"] == [{"stage": "rerank", "reason": "ollama-unreachable"}]
     assert "rerank fell back to BM25 order" in err
 
@@ -90,8 +91,8 @@ def test_a_store_whose_model_is_gone_gives_one_warning_and_bm25(store_vault: Pat
     with vault_lock(Vault(root)) as meta:
         write_store(meta, identity, list(store.rows), store.matrix)
     out, err = _retrieve(root)
-    assert out["strategy"] == "bm25-only"
-    assert len(err.strip().splitlines()) == 1 and "no rerank" in err and "--embed" in err
+    assert out["strategy"] == "bm25-only" and out["pipeline"] == {"text": "bm25", "source": "default"}
+    assert len(err.strip().splitlines()) == 1 and "runs bm25" in err and "--embed" in err
 
 
 def _imports_of_provision(root: Path) -> tuple[dict, set[str]]:

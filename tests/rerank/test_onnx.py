@@ -103,7 +103,8 @@ def _imports(*args: str) -> tuple[set[str], dict]:
 @pytest.mark.parametrize("flags, label, tail", [
     (["--strategy", "hybrid:cc", "--no-rerank"], "hybrid:cc", ""),
     (["--strategy", "dense", "--no-rerank"], "dense", " quickly"),  # each its own query: not in the vector cache
-    (["--embedder", "st"], "bm25+rerank:sentence-transformers", " today"),
+    (["--strategy", "rerank:st"], "bm25+rerank:sentence-transformers", " today"),
+    (["--embedder", "st"], "hybrid:cc+rerank:sentence-transformers", " tonight"),  # the default, reranked as asked
 ])
 def test_a_cli_query_embeds_without_torch(embedded: tuple[Path, dict], flags: list[str], label: str,
                                           tail: str) -> None:

@@ -126,7 +126,7 @@ def test_the_whole_loop_on_a_plain_obsidian_vault_and_tuned_index_settings_stick
 
     root = tmp_path / "vault"
     assert run_main("sample", root, "--layout", "plain")[0] == 0
-    run_json("provision", "--vault", root)
+    run_json("provision", "--vault", root, "--analyzer", "default")  # the seed analyzer: the scenario below
     qs = tmp_path / "mine.yaml"
     # heading queries (asked for by name: not a default kind) are where field weights lose
     run_json("queryset", "generate", "--vault", root, "--out", qs, "--kinds",

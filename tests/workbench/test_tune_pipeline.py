@@ -13,6 +13,7 @@ from pipeline_fixtures import copy_sample, run_json, run_main
 from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
 from vaulteval.rerank.config import RerankConfig
+from vaulteval.querysets.queryset import load_queryset
 from vaulteval.workbench.grid import available_analyzers, default_grid
 from vaulteval.workbench.runs import Run
 from vaulteval.workbench.strategy import Strategy
@@ -34,18 +35,28 @@ def embedded_copy(embedded: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(embedded, tmp_path / "vault", symlinks=True))
 
 
-def test_the_grid_offers_the_stores_reranker_over_bm25_and_both_hybrids_and_every_analyzer(embedded: Path) -> None:
+def test_the_grid_offers_the_stores_reranker_over_bm25_on_every_analyzer(embedded: Path) -> None:
     grid = default_grid(Vault(embedded), "bm25")
     assert "auto" in available_analyzers(Vault(embedded))
     for analyzer in available_analyzers(Vault(embedded)):
         keys = "" if analyzer == "default" else f",analyzer={analyzer}"
         assert f"rerank:st{keys}" in grid and f"hybrid:rrf{keys}" in grid and f"hybrid:cc{keys}" in grid
-        assert f"hybrid:rrf{keys},rerank=st" in grid and f"hybrid:cc{keys},rerank=st" in grid
     parsed = [Strategy.parse(s) for s in grid]  # every entry is a valid, distinct strategy
     assert len({s.key for s in parsed}) == len(grid)
     reranked = [s for s in parsed if s.rerank is not None]
     assert {s.rerank.backend for s in reranked} == {"sentence-transformers"}
-    assert {s.first.label for s in reranked} == {"bm25", "hybrid:rrf", "hybrid:cc"}
+    # the store's model over a hybrid's candidates (which hold the dense top) would rank exactly as dense
+    assert {s.first.label for s in reranked} == {"bm25"}
+
+
+def test_no_two_grid_entries_rank_alike_by_construction(embedded: Path, tmp_path: Path) -> None:
+    """What the grid leaves out is what would duplicate dense: the store's reranker over a hybrid."""
+    from vaulteval.workbench.evaluate import evaluate
+
+    ev = evaluate(Vault(embedded), load_queryset(QUERYSET, Vault(embedded)), ["dense", "hybrid:cc,rerank=st", "hybrid:rrf,rerank=st"],
+                  measures=["nDCG@10"])
+    dense = ev.run("dense").rankings()
+    assert ev.run(ev.runs[1].name).rankings() == dense == ev.run(ev.runs[2].name).rankings()
 
 
 def test_the_grid_comes_from_the_registry(embedded: Path, fresh_vault: Path) -> None:
@@ -94,7 +105,7 @@ def _tuned_write(vault: Path, tmp_path: Path, grid: str) -> dict:
 
     write_tuned(Vault(vault), POOR, run_id="poor")
     out = run_json("tune", "--vault", vault, "--queryset", QUERYSET, "--grid", grid, "--out", tmp_path / "runs",
-                   "--id", "t", "--write", "--force")
+                   "--id", "t", "--write", "--force", "--baseline", "tuned")
     assert out["best"] == grid, out["search"]  # the only rival: the test needs it written
     return out
 
@@ -122,7 +133,7 @@ def test_after_tune_write_retrieve_runs_exactly_the_tuned_reranked_pipeline(
     # the baseline of a later tune is the tuned pipeline itself
     from vaulteval.workbench.tune import current_default
 
-    assert Strategy.parse(current_default(Vault(embedded_copy))) == Strategy.parse("hybrid:cc,rerank=st")
+    assert Strategy.parse(current_default(Vault(embedded_copy), tuned=True)) == Strategy.parse("hybrid:cc,rerank=st")
 
 
 def test_a_pipeline_tuned_without_a_reranker_gets_none_added(fresh_vault: Path, tmp_path: Path,
@@ -167,7 +178,7 @@ def test_the_next_tunes_baseline_is_the_tuned_pipeline(fresh_vault: Path, entry:
     from vaulteval.workbench.tune import current_default
 
     (fresh_vault / ".vaulteval.json").write_text(json.dumps({"retrieve": entry}))
-    assert Strategy.parse(current_default(Vault(fresh_vault))) == Strategy.parse(expected)
+    assert Strategy.parse(current_default(Vault(fresh_vault), tuned=True)) == Strategy.parse(expected)
 
 
 def test_write_without_force_writes_an_adopted_pipeline(fresh_vault: Path, tmp_path: Path) -> None:
@@ -175,9 +186,31 @@ def test_write_without_force_writes_an_adopted_pipeline(fresh_vault: Path, tmp_p
 
     write_tuned(Vault(fresh_vault), POOR, run_id="poor")
     code, stdout, err = run_main("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", "bm25",
-                                 "--out", tmp_path / "runs", "--write")
+                                 "--out", tmp_path / "runs", "--write", "--baseline", "tuned")
     out = json.loads(stdout)
     assert code == 0 and out["decision"]["verdict"] == "adopt" and out["decision"]["ci95"][0] > 0
+    assert out["decision"]["baseline_source"] == "the tuned pipeline of .vaulteval.json"
     assert f"vaulteval: verdict: adopt: bm25 vs {Strategy.parse(POOR).text()}" in err  # the registry's key order
     stored = json.loads((fresh_vault / ".vaulteval.json").read_text())["retrieve"]
     assert stored["strategy"] == "bm25" and stored["verdict"] == "adopt" and stored["forced"] is False
+
+
+def test_a_forced_write_is_never_a_later_tunes_silent_baseline(fresh_vault: Path, tmp_path: Path) -> None:
+    from vaulteval.pipeline.tuned import write_tuned
+
+    write_tuned(Vault(fresh_vault), POOR, run_id="poor", evidence={"verdict": "inconclusive", "forced": True})
+    code, stdout, err = run_main("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", POOR,
+                                 "--out", tmp_path / "runs")
+    out = json.loads(stdout)
+    assert code == 0 and out["baseline"] == "bm25" and out["decision"]["baseline_source"] == "the untuned default"
+    assert "vaulteval: baseline: bm25 (the untuned default)" in err
+    assert out["best"] == "bm25"  # the poor forced pick loses to the untuned default it is compared with
+    code, stdout, err = run_main("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", "bm25",
+                                 "--out", tmp_path / "runs", "--baseline", "tuned")
+    out = json.loads(stdout)
+    assert code == 0 and out["baseline"] == Strategy.parse(POOR).text()
+    assert out["decision"]["baseline_source"] == "the tuned pipeline of .vaulteval.json (forced)"
+    code, _, err = run_main("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", "bm25",
+                            "--out", tmp_path / "runs", "--baseline", "bm25:nonsense=1")
+    assert code == 2 and "nonsense" in err
+

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from vaulteval.cli.pipeline_args import AddVault
+    from vaulteval.pipeline.spec import Pipeline
 
 NAMES = ("prefix", "index", "provision", "retrieve", "rerank", "doctor", "bench", "demo", "sample")
 _HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -124,7 +125,12 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
     # Without --analyzer, the index keeps the settings `tune --write` chose (else the defaults).
     tuned = tuned_index(vault) if args.analyzer is None else None
-    settings = index_kwargs(tuned) if tuned else {"analyzer": args.analyzer or "default"}
+    if tuned:
+        settings = index_kwargs(tuned)
+    else:
+        from vaulteval.pipeline.spec import default_analyzer
+
+        settings = {"analyzer": args.analyzer or default_analyzer()}
     # An implicit refresh (no --embed) that fails is a warning: the notes, chunks and index are current.
     report = provision(vault, rebuild=args.rebuild, prefix_settings=_prefix_settings(args), embed=embed,
                        embed_required=args.embed, progress=sys.stderr if embed is not None else None, **settings)
@@ -159,20 +165,37 @@ def _rerank_config(args: argparse.Namespace):
                         allow_remote=args.allow_remote_ollama, timeout=args.timeout)
 
 
-def _first_stage(args: argparse.Namespace, vault):
-    """--strategy, else the strategy `vaulteval tune --write` stored for the vault, else BM25."""
-    from vaulteval.pipeline.tuned import tuned_strategy
+def chosen_pipeline(args: argparse.Namespace, vault) -> "tuple[Pipeline, str, dict | None]":
+    """``(pipeline, source, tuned entry)`` for retrieve and the MCP server: ``--strategy`` exactly as written
+    (source ``strategy``), else the tuned pipeline, else the vault's default (``vaulteval.pipeline.spec``,
+    whose warning, when its stored vectors cannot be read, is one line on stderr); then ``--bm25-top``,
+    ``--no-rerank`` and ``--embedder``/``--model`` (a rerank asked for by name) apply."""
+    from vaulteval.pipeline.spec import vault_pipeline
 
     if args.strategy:
-        from vaulteval.pipeline.stages.registry import parse_first_stage
+        from vaulteval.pipeline.spec import Pipeline
 
-        return parse_first_stage(args.strategy), None
-    tuned = tuned_strategy(vault)
-    if tuned is None:
-        return None, None  # plain BM25: the first-stage module (numpy fusion, dataclasses) is not loaded
-    from vaulteval.pipeline.stages.registry import parse_first_stage
+        pipeline, source, tuned = Pipeline.parse(args.strategy), "strategy", None
+    else:
+        pipeline, source, tuned, warning = vault_pipeline(vault)
+        if warning is not None:
+            sys.stderr.write(warning + "\n")
+    if args.bm25_top is not None:
+        pipeline = pipeline.replace(depth=args.bm25_top)
+    if args.no_rerank:
+        pipeline = pipeline.replace(reranker=None)
+    elif args.embedder or args.model:
+        from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 
-    return parse_first_stage(tuned["strategy"]), tuned
+        pipeline = pipeline.replace(reranker=EmbeddingRerank.from_config(_rerank_config(args)))
+    elif pipeline.reranker is not None and hasattr(pipeline.reranker, "with_allow_remote"):
+        # The command's remote permission and timeout reach a reranker the strategy or the tuned pipeline names.
+        reranker = pipeline.reranker.with_allow_remote(args.allow_remote_ollama)
+        if "timeout" in reranker.values:
+            reranker = reranker.replace(timeout=args.timeout)
+        pipeline = pipeline.replace(reranker=reranker)
+    # The embedder settings module is loaded only for a stage that embeds the query (a plain query stays lean).
+    return (pipeline.with_embed(_rerank_config(args)) if pipeline.embeds_query else pipeline), source, tuned
 
 
 def _check_tuned_index(vault, entry: dict, tuned: dict) -> None:
@@ -202,14 +225,10 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
         from vaulteval.pipeline.querylog import QueryLog
 
         log = QueryLog(args.log, vault)  # refused inside the vault before anything runs
-    first, tuned = _first_stage(args, vault)
-    rerank = _pipeline_rerank(args, tuned, vault)
-    if first is not None and "dense" in first.needs:
-        first = first.with_embed(_rerank_config(args))  # host, timeout and remote permission for the query
-    depth = args.bm25_top or (tuned or {}).get("bm25_top") or 20
-    result = retrieve(vault, args.query, top=args.top, bm25_top=depth, rerank=rerank,
-                      explain=args.explain, first=first)
+    pipeline, source, tuned = chosen_pipeline(args, vault)
+    result = retrieve(vault, args.query, top=args.top, pipeline=pipeline, explain=args.explain)
     out = result.with_min_score(args.min_score).to_dict()
+    out["pipeline"] = {"text": pipeline.text(), "source": source}
     if tuned is not None:
         out["tuned"] = {"strategy": tuned["strategy"], "run_id": tuned.get("run_id")}
         _check_tuned_index(vault, tuned, out["tuned"])
@@ -217,27 +236,6 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
         log.append(result)
     _emit(out)
     return EXIT_OK
-
-
-def _pipeline_rerank(args: argparse.Namespace, tuned: dict | None, vault):
-    """The reranker: none with --no-rerank; the one --embedder/--model name; the tuned one (or none) when the
-    vault's tuned pipeline runs; else the one the vault's stored embeddings were made with, or none: Ollama is
-    tried only when the user or the store names it."""
-    if args.no_rerank:
-        return None
-    if args.embedder or args.model:
-        return _rerank_config(args)
-    if tuned is not None:
-        stored = tuned.get("rerank")
-        if stored is None:
-            return None  # the tuned pipeline has no reranker: add none
-        from vaulteval.rerank.stage import RerankConfig
-
-        return RerankConfig(backend=stored["backend"], model=stored.get("model"),
-                            allow_remote=args.allow_remote_ollama, timeout=args.timeout)
-    from vaulteval.pipeline.default_rerank import store_rerank
-
-    return store_rerank(vault, allow_remote=args.allow_remote_ollama, timeout=args.timeout)
 
 
 @_cmd("rerank")

@@ -112,7 +112,8 @@ def _parse_provision(sub: Any, _add_vault: "AddVault") -> None:
                    help="default | english | english:stemmer=snowball|porter|none,stopwords=short|lucene|none "
                         "| auto (each chunk in its own language) | a language analyzer: german, spanish, russian, "
                         "chinese, japanese, korean, ... with :fold=yes|no, :compounds=yes|no, :stopwords=none "
-                        "(vaulteval[languages]; default: the one `tune --write` chose, else default)")
+                        "(vaulteval[languages]; default: the one `tune --write` chose, else auto when the "
+                        "languages extra is installed, else default)")
     p.add_argument("--embed", action="store_true",
                    help="also store chunk embeddings in .vault-meta/vaulteval/embeddings/ (only changed chunks are embedded)")
     p.add_argument("--no-embed", action="store_true",
@@ -133,17 +134,17 @@ def _parse_retrieve(sub: Any, _add_vault: "AddVault") -> None:
     p.add_argument("query")
     p.add_argument("--top", type=_int_arg, default=5, help="results after dedupe by page, 1..1000 (default 5)")
     p.add_argument("--bm25-top", type=_int_arg, help="first-stage candidate chunks, 1..1000 "
-                                                      "(default: the tuned depth, else 20)")
+                                                      "(default: the pipeline's depth, 100 unless it says)")
     p.add_argument("--no-rerank", action="store_true", help="keep the first-stage order; never contact a model")
     p.add_argument("--explain", action="store_true", help="add counts and per-stage timings")
     p.add_argument("--min-score", type=_score_arg, metavar="X",
                    help="drop results scoring below X (rerank cosine, else BM25), e.g. the threshold "
                         "`eval run` suggests; the JSON says how many were dropped")
     p.add_argument("--strategy", metavar="S",
-                   help=f"first stage: {' | '.join(FIRST_STAGE_MODULES)}, with its keys as in `eval run "
-                        "--strategy` (e.g. hybrid:cc,alpha=0.3; `vaulteval eval run --help` lists them) "
-                        "(default: the vault's tuned pipeline, reranker included, else bm25 with an Ollama "
-                        "rerank when one answers)")
+                   help=f"the pipeline, run exactly as written: {' | '.join(FIRST_STAGE_MODULES)} or rerank:st, "
+                        "with their keys as in `eval run --strategy` (e.g. hybrid:cc,alpha=0.3, "
+                        "hybrid:cc,rerank=st, bm25_top=50) (default: the vault's tuned pipeline, else the "
+                        "default: hybrid:cc,alpha=0.7 with stored vectors, bm25 without)")
     p.add_argument("--log", metavar="FILE",
                    help="append the query, time, strategy and returned pages to FILE (JSONL, outside the vault); "
                         "nothing is logged without it")

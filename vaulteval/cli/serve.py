@@ -28,7 +28,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         import mcp  # noqa: F401
     except ImportError:
         raise UsageError("the MCP server needs the mcp package: pip install 'vaulteval[mcp]'") from None
-    from vaulteval.cli.pipeline import _first_stage, _pipeline_rerank, _rerank_config
+    from vaulteval.cli.pipeline import _rerank_config, chosen_pipeline
     from vaulteval.pipeline.retrieve import check_limit
     from vaulteval.server.warm import Pipeline, WarmVault
 
@@ -37,14 +37,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be from 0 to 65535, got {args.port}")
     vault = select_vault(args)
-    first, tuned = _first_stage(args, vault)
-    embed = _rerank_config(args)
-    if first is not None and "dense" in first.needs:
-        first = first.with_embed(embed)
-    depth = args.bm25_top or (tuned or {}).get("bm25_top") or 20
-    label = args.strategy or (tuned or {}).get("strategy") or "bm25"
-    pipeline = Pipeline(first=first, rerank=_pipeline_rerank(args, tuned, vault), depth=depth, embed=embed,
-                        explicit_rerank=_pipeline_rerank(args, None, vault), tuned=tuned, label=label)
+    chosen, source, tuned = chosen_pipeline(args, vault)  # what `retrieve` runs with the same flags
+    pipeline = Pipeline(first=chosen._first, rerank=chosen.reranker, depth=chosen.depth,
+                        embed=_rerank_config(args), tuned=tuned, label=chosen.text(), source=source)
     log = None
     if args.log:
         from vaulteval.pipeline.querylog import QueryLog
@@ -84,10 +79,10 @@ def register(sub: Any, add_vault: Any) -> None:
 
     p = sub.add_parser("mcp", help="serve the vault to agents over MCP: search, read, read_many, status "
                                    "(read-only; stdio, or --http on 127.0.0.1)")
-    p.add_argument("--strategy", metavar="S", help="the search tool's first stage, as retrieve --strategy "
-                                                   "(default: the vault's tuned pipeline, else bm25)")
-    p.add_argument("--bm25-top", type=int_arg, help="first-stage candidate chunks, 1..1000 (default: the tuned "
-                                                     "depth, else 20)")
+    p.add_argument("--strategy", metavar="S", help="the search tool's pipeline, as retrieve --strategy "
+                                                   "(default: the vault's tuned pipeline, else its default)")
+    p.add_argument("--bm25-top", type=int_arg, help="first-stage candidate chunks, 1..1000 (default: the "
+                                                     "pipeline's depth, 100 unless it says)")
     p.add_argument("--no-rerank", action="store_true", help="keep the first-stage order; never contact a model")
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP on 127.0.0.1 instead of stdio")
     p.add_argument("--port", type=int_arg, default=8765, help="port for --http (default 8765; 0 picks a free one)")

@@ -50,12 +50,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     result = tune(vault, qs, test_queryset=test_qs, grid=grid, measure=args.measure,
                   test_fraction=args.test_fraction, seed=args.seed, out=args.out, cache_dir=args.cache,
                   run_id=args.id, scheduler=args.scheduler, allow_remote_workers=args.allow_remote_workers,
-                  progress=bool(args.scheduler) or sys.stderr.isatty(), allow_stale=args.allow_stale)
+                  progress=bool(args.scheduler) or sys.stderr.isatty(), allow_stale=args.allow_stale,
+                  baseline=args.baseline)
     out: dict[str, Any] = result.to_dict()
     out.pop("params", None)
     decision = result.decision
     if decision.get("stale"):
         sys.stderr.write(f"vaulteval: warning: {decision['stale']}\n")
+    sys.stderr.write(f"vaulteval: baseline: {result.baseline} ({decision['baseline_source']})\n")
     sys.stderr.write(f"vaulteval: {verdict_line(decision, result.best, result.baseline)}\n")
     sys.stderr.write(f"vaulteval: {evidence_line(decision['evidence'], decision.get('regression'))}\n")
     if decision.get("warning"):
@@ -96,6 +98,9 @@ def register(sub: Any, add_vault: Callable[[argparse.ArgumentParser], None]) -> 
     p.add_argument("--grid", metavar="SPEC", help="strategies separated by ';', or @FILE with one per line "
                                                   "(default: every analyzer, BM25 variants and field weights; with "
                                                   "stored embeddings also dense, hybrid and the store's reranker)")
+    p.add_argument("--baseline", default="default", metavar="default|tuned|STRATEGY",
+                   help="what the best strategy must beat: default (the untuned default pipeline, the default), "
+                        "tuned (the pipeline .vaulteval.json holds) or a strategy string")
     p.add_argument("--measure", default="nDCG@10", help="what to maximise (default: nDCG@10)")
     p.add_argument("--test-fraction", type=float, default=0.5, help="share of queries held out when splitting one set")
     p.add_argument("--seed", type=int, default=0, help="split and significance-test seed (default 0)")

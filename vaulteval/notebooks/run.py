@@ -178,7 +178,7 @@ def notebook_params(name: str, context: dict[str, Any], overrides: dict[str, Any
     """
     declared = parameters(name)
     out = {k: v for k, v in context.items() if k in declared and v is not None}
-    reranked = [s for s in map(str, context.get("strategies") or []) if s.strip().startswith("rerank")]
+    reranked = [s for s in map(str, context.get("strategies") or []) if _reranks(s)]
     if "reranked" in declared and reranked:
         out["reranked"] = reranked[0]
     out.update({k: v for k, v in (overrides or {}).items() if k in declared})
@@ -273,3 +273,15 @@ def _curve_available() -> bool:
     import zmq
 
     return bool(zmq.has("curve"))
+
+
+def _reranks(text: str) -> bool:
+    """True when the strategy string names a reranker (a string that does not parse names none)."""
+    from vaulteval.errors import UsageError
+    from vaulteval.workbench.strategy import Strategy
+
+    try:
+        return Strategy.parse(text).reranker is not None
+    except UsageError:
+        return False
+

@@ -352,9 +352,9 @@ def abstention_summary(ev: "EvalRun") -> "pd.DataFrame":
     for r in ev.runs:
         curve = ev.abstention[ev.abstention.run == r.name]
         best = suggest(curve) if len(curve) else None
+        ranked_by = r.strategy.first.ranked_by if r.strategy is not None else "bm25"
         scale = ("cosine" if r.reranked and not r.fully_fell_back else
-                 "fused score" if r.strategy is not None and "hybrid" in r.strategy.first.label else
-                 "cosine" if r.strategy is not None and "dense" in r.strategy.first.needs else "BM25 score")
+                 {"fused": "fused score", "dense": "cosine"}.get(ranked_by, "BM25 score"))
         advice = ("no negative queries to set it by" if best is None and curve.empty else
                   "no threshold holds false positives at 10%" if best is None else
                   f"--min-score {best[0]:.4g}" if useful(best) else

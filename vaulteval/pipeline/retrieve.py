@@ -3,8 +3,7 @@
 Usage::
 
     retriever = Retriever(vault)               # opens the index once, on first use
-    result = retriever.retrieve("descale the espresso machine", top=5, bm25_top=20, rerank=None)
-    print(result.to_json())
+    result = retriever.retrieve("descale the espresso machine", top=5, pipeline=Pipeline.parse("hybrid:cc"))
 
 ``retrieve(vault, query, ...)`` is the one-shot form; the result types are in ``vaulteval.pipeline.results``.
 """
@@ -19,6 +18,7 @@ from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.index.reader import BM25Index, Hit, open_index
 from vaulteval.pipeline.passages import Passages, TextMemo
 from vaulteval.pipeline.results import NO_CANDIDATES, Candidate, Label, RetrievalResult
+from vaulteval.pipeline.spec import DEFAULT_DEPTH
 from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import check_length
 
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
     from vaulteval.chunks.location import NoteLayouts
     from vaulteval.pipeline.firststage import FirstStage
+    from vaulteval.pipeline.spec import Pipeline
+    from vaulteval.pipeline.stages.base import Reranker
     from vaulteval.rerank.stage import RerankConfig
     from vaulteval.rerank.store import EmbeddingStore
     from vaulteval.vault.vault import Vault
@@ -52,7 +54,6 @@ def check_query(query: str) -> str:
 
 def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
-
 
 class Retriever:
     """A vault opened for queries: its verified index and integrity checker, each opened once.
@@ -170,22 +171,22 @@ def retrieve(source: "Vault | Retriever", query: str, **options: Any) -> Retriev
     return retriever.retrieve(query, **options)
 
 
-def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = 20,
-         rerank: "RerankConfig | None | bool" = None, explain: bool = False,
+def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = DEFAULT_DEPTH,
+         rerank: "RerankConfig | Reranker | None | bool" = None, explain: bool = False,
          embed_cache: Path | None | str = "default", first: "FirstStage | None" = None,
-         bm25_hits: "list[Hit] | None" = None) -> RetrievalResult:
+         bm25_hits: "list[Hit] | None" = None, pipeline: "Pipeline | None" = None) -> RetrievalResult:
     """Run the pipeline's steps; ``rerank=None`` (or ``False``) keeps the first-stage order.
 
-    ``first`` picks the first stage (``vaulteval.pipeline.firststage``): BM25
-    (the default), dense, or a hybrid; ``bm25_top`` is its depth.
+    ``pipeline`` (``vaulteval.pipeline.spec``) gives the first stage, the reranker and the depth at once;
+    else ``first`` picks the first stage (BM25 when None), ``bm25_top`` its depth and ``rerank`` the reranker.
 
-    ``embed_cache`` is where rerank embeddings are cached: ``"default"`` is the
-    vault's ``.vault-meta/vaulteval/embeddings.sqlite``; evaluation passes its own cache
-    file so it never writes the vault; ``None`` disables caching. ``bm25_hits``
-    are this query's BM25 hits when a batch scorer already computed them.
-    Without rerank and explain, ``pool`` ends at the hit that completed the
-    ``top`` pages (the rest are neither read nor verified).
+    ``embed_cache``: ``"default"`` is the vault's ``.vault-meta/vaulteval/embeddings.sqlite``; evaluation
+    passes its own (it never writes the vault); ``None`` caches nothing. ``bm25_hits``: this query's BM25
+    hits when a batch scorer computed them. Without rerank and explain, ``pool`` ends at the hit that
+    completed the ``top`` pages (the rest are neither read nor verified).
     """
+    if pipeline is not None:
+        first, rerank, bm25_top = pipeline._first, pipeline.reranker, pipeline.depth
     rerank = _validate(query, top, bm25_top, rerank)
     watch = _Stopwatch()
     index = _open_index(retriever)
@@ -215,16 +216,19 @@ def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = 20,
     return _assemble(query, label, top, ranked, deduped, info)
 
 
-def _validate(query: str, top: int, bm25_top: int, rerank: "RerankConfig | None | bool") -> "RerankConfig | None":
-    """Check the request before any work: the query, the limits, and the rerank settings (no connection yet)."""
+def _validate(query: str, top: int, bm25_top: int, rerank: "RerankConfig | Reranker | None | bool"):
+    """Check the request before any work: the query, the limits, and the reranker's settings (no connection yet)."""
     check_query(query)
     check_limit("--top", top)
     check_limit("--bm25-top", bm25_top)
     if rerank is None or rerank is False:  # False reads as "no rerank", like None
         return None
+    if getattr(rerank, "role", None) == "rerank":
+        return rerank.checked()
+    from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
     from vaulteval.rerank.stage import resolve
 
-    return resolve(rerank)
+    return EmbeddingRerank.from_config(resolve(rerank))
 
 
 def _open_index(retriever: Retriever) -> BM25Index:
@@ -240,8 +244,7 @@ def _open_index(retriever: Retriever) -> BM25Index:
 
 def _first_stage(retriever: Retriever, query: str, first: "FirstStage | None", depth: int, cache: Path | None,
                  bm25_hits: "list[Hit] | None") -> "tuple[list[tuple[int, dict[str, float]]], dict[str, Any]]":
-    """The first stage's documents best first as ``(doc, scores)``, and its info: the stage that ran, the
-    component it ranked by, fallbacks, the query's embedding model and timings."""
+    """Documents best first as ``(doc, scores)``; info: stage run, ranked by, fallbacks, model, timings."""
     if first is None or first.plain:
         # Plain BM25 stays on the index's own search (plain Python, no numpy) and reuses batch hits.
         found = retriever.index().search(query, k=depth) if bm25_hits is None else bm25_hits[:depth]
@@ -304,22 +307,19 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
 
 
 def _rerank(retriever: Retriever, query: str, pool: list[Candidate], texts: list[str],
-            config: "RerankConfig | None", cache: Path | None, anchored: bool,
+            reranker: "Reranker | None", cache: Path | None, anchored: bool,
             label: Label) -> tuple[list[Candidate], str | None]:
     """The pool reordered by rerank cosine (stable: ties keep first-stage order), and the model.
 
     Records on ``label`` the backend that reranked, or why the first-stage
     order was kept.
     """
-    if config is None:
+    if reranker is None:
         return pool, None
     if not pool:
         label.fallbacks += (("rerank", NO_CANDIDATES),)  # nothing to rerank; never counted as a rerank
-        return pool, config.model
-    from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
-
+        return pool, reranker.model_name
     # The step talks to the registry's Reranker protocol: another reranker is one class in pipeline/stages/.
-    reranker = EmbeddingRerank.from_config(config)
     # The vault's own cache is reached from the vault root without following a symlink.
     anchor = retriever.vault.root if anchored else None
     outcome = reranker.rerank(query, texts, cache, cache_anchor=anchor, store=retriever.optional_store(),

@@ -29,11 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.pipeline.retrieve import Retriever, check_limit, check_query
+from vaulteval.pipeline.spec import DEFAULT_DEPTH
 from vaulteval.server.args import checked
 from vaulteval.server.opening import Opening
 
 if TYPE_CHECKING:
     from vaulteval.pipeline.firststage import FirstStage
+    from vaulteval.pipeline.stages.base import Reranker
     from vaulteval.pipeline.querylog import QueryLog
     from vaulteval.rerank.config import RerankConfig
     from vaulteval.server.links import LinkTable
@@ -47,20 +49,21 @@ READ_MANY_SCHEMA = "vaulteval.mcp.read_many.v1"
 
 @dataclass
 class Pipeline:
-    """What a search runs when the caller names no strategy: the CLI's choices for this vault.
+    """What a search runs when the caller names no strategy: what ``retrieve`` runs with the server's flags
+    (``vaulteval.cli.pipeline.chosen_pipeline``).
 
     ``first`` None is plain BM25; ``rerank`` None keeps the first-stage order; ``embed`` carries the host,
-    timeout and remote permission a dense query is embedded with; ``explicit_rerank`` is the reranker for
-    a call that names its own strategy (the tuned one belongs to the tuned strategy only).
+    timeout and remote permission a dense query is embedded with. A call that names its own strategy runs
+    exactly that pipeline (a reranker only when the strategy names one).
     """
 
     first: "FirstStage | None" = None
-    rerank: "RerankConfig | None" = None
-    depth: int = 20
+    rerank: "Reranker | None" = None
+    depth: int = DEFAULT_DEPTH
     embed: "RerankConfig | None" = None
-    explicit_rerank: "RerankConfig | None" = None
     tuned: dict[str, Any] | None = None
     label: str = "bm25"
+    source: str = "default"  # default, tuned or strategy
 
 
 def _published(meta_dir: Path) -> tuple[str, ...]:
@@ -159,13 +162,15 @@ class WarmVault:
         depth = args.get("bm25_top")
         if depth is not None:
             check_limit("bm25_top", depth)
-        first, rerank, tuned = self._stages(args.get("strategy"))
-        depth = depth or (tuned or {}).get("bm25_top") or self.pipeline.depth
+        first, rerank, tuned, named_depth = self._stages(args.get("strategy"))
+        depth = depth or named_depth
         result = self.retriever().retrieve(query, top=limit, bm25_top=depth, rerank=rerank, first=first)
         result = result.with_min_score(args.get("min_score"))
         if self.log is not None:
             self._log(result)
         out = result.to_dict()
+        out["pipeline"] = {"text": self._text(first, rerank, depth), "source": self.pipeline.source
+                           if args.get("strategy") is None else "strategy"}
         if tuned is not None:
             out["tuned"] = {"strategy": tuned["strategy"], "run_id": tuned.get("run_id")}
         return out
@@ -183,17 +188,23 @@ class WarmVault:
                 print(f"vaulteval mcp: {exc}; searches are served but not logged until it can be written",
                       file=sys.stderr, flush=True)
 
-    def _stages(self, strategy: str | None) -> tuple[Any, Any, dict[str, Any] | None]:
-        """(first stage, reranker, tuned entry) for a call: the server's pipeline, or the named strategy."""
+    def _stages(self, strategy: str | None) -> tuple[Any, Any, dict[str, Any] | None, int]:
+        """(first stage, reranker, tuned entry, depth) for a call: the server's pipeline, or the named one."""
         pipe = self.pipeline
         if strategy is None:
-            return pipe.first, pipe.rerank, pipe.tuned
-        from vaulteval.pipeline.stages.registry import parse_first_stage
+            return pipe.first, pipe.rerank, pipe.tuned, pipe.depth
+        from vaulteval.pipeline.spec import Pipeline
 
-        first = parse_first_stage(strategy)
-        if "dense" in first.needs and pipe.embed is not None:
-            first = first.with_embed(pipe.embed)
-        return first, pipe.explicit_rerank, None
+        named = Pipeline.parse(strategy)
+        if pipe.embed is not None:
+            named = named.with_embed(pipe.embed)
+        return named._first, named.reranker, None, named.depth
+
+    @staticmethod
+    def _text(first: Any, rerank: Any, depth: int) -> str:
+        from vaulteval.pipeline.spec import Pipeline
+
+        return Pipeline(first, rerank, depth).text()
 
     def links(self) -> "LinkTable":
         """The vault's link table, kept between reads (checked against the notes on every use)."""

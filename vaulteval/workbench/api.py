@@ -78,14 +78,23 @@ class Runs(Sequence):
 
 
 def parse_strategies(strategies: "Iterable[Strategy | str] | Strategy | str",
-                     allow_remote_ollama: bool = False) -> list["Strategy"]:
-    """Strategy strings or values -> Strategies with unique names (the names label every table)."""
-    from vaulteval.workbench.strategy import Strategy
+                     allow_remote_ollama: bool = False, vault: "Vault | None" = None) -> list["Strategy"]:
+    """Strategy strings or values -> Strategies with unique names (the names label every table).
+
+    The word ``default`` is the pipeline ``retrieve`` runs on ``vault`` with no ``--strategy``."""
+    from vaulteval.workbench.strategy import DEFAULT_WORD, Strategy, default_strategy
 
     if isinstance(strategies, (str, Strategy)):
         strategies = [strategies]
-    parsed = [(s if isinstance(s, Strategy) else Strategy.parse(s)).with_remote_ollama(allow_remote_ollama)
-              for s in strategies]
+
+    def one(s: "Strategy | str") -> "Strategy":
+        if isinstance(s, Strategy):
+            return s
+        if s.strip().lower() == DEFAULT_WORD and vault is not None:
+            return default_strategy(vault)
+        return Strategy.parse(s)
+
+    parsed = [one(s).with_remote_ollama(allow_remote_ollama) for s in strategies]
     if not parsed:
         raise UsageError("name at least one strategy, e.g. --strategy bm25")
     names = [s.name for s in parsed]
@@ -128,7 +137,7 @@ def run(queryset: "QuerySet", strategies: "Iterable[Strategy | str] | Strategy |
     from vaulteval.workbench.workspace import Workspace
 
     chosen = vault_of(queryset, vault)
-    parsed = parse_strategies(strategies, allow_remote_ollama)
+    parsed = parse_strategies(strategies, allow_remote_ollama, chosen)
     # Connect first: an unreachable scheduler fails before any page is read.
     with (nullcontext(executor) if executor is not None
           else make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress)) as ex:

@@ -166,7 +166,7 @@ def evaluate(vault: "Vault | QuerySet", queryset: "QuerySet | list[Strategy | st
         raise UsageError("name at least one strategy, e.g. evaluate(qs, [\"bm25\"])")
     if not 1 <= k <= 1000:
         raise UsageError(f"--k must be from 1 to 1000, got {k}")
-    parsed = parse_strategies(strategies, allow_remote_ollama)
+    parsed = parse_strategies(strategies, allow_remote_ollama, vault)
     ms = [str(m) for m in M.parse_measures(measures, k)]
     started, t0 = _now(), time.perf_counter()
     # Connect first: an unreachable scheduler fails before any page is read.

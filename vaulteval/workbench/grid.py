@@ -18,9 +18,12 @@ The policy:
   the ``tune_grid`` of every stage that needs them (dense; hybrid per
   analyzer: rrf, and cc at alpha 0.3, 0.5, 0.7); and the store's reranker
   (``rerank:st`` for a sentence-transformers store, with the store's model)
-  over BM25 and over each fusion of every hybrid (``hybrid:cc,rerank=st``). A store is what the vault
-  can run without asking anyone: nothing on the grid contacts a model the
-  vault was not provisioned with.
+  over BM25 on every analyzer. A store is what the vault can run without
+  asking anyone: nothing on the grid contacts a model the vault was not
+  provisioned with. The store's reranker over a hybrid is not on the grid:
+  the hybrid's candidates hold the dense top, so re-scoring them with the
+  store's own model ranks exactly as ``dense`` (no two entries rank alike by
+  construction).
 """
 
 from __future__ import annotations
@@ -108,7 +111,7 @@ def default_grid(vault: "Vault", baseline: str) -> list[str]:
 
     The stages and their settings come from the stage registry: each first stage's ``tune_grid``
     whose ``needs`` the vault meets (a stage that ranks with the BM25 index, on every analyzer),
-    and each reranker the store runs over the first stages it may rerank (``runs_over``).
+    and each reranker the store runs, over BM25.
     """
     from vaulteval.pipeline.stages import registry
     from vaulteval.workbench.strategy import Strategy
@@ -127,22 +130,16 @@ def default_grid(vault: "Vault", baseline: str) -> list[str]:
     available = frozenset({"bm25", "dense", "embedder"} if reranker is not None else {"bm25"})
     stages = [cls for cls in registry.first_stages() if cls.needs <= available]
     for cls in stages:  # lexical stages on every language, semantic ones on every analyzer
-        on = (languages if "dense" not in cls.needs else analyzers) if "bm25" in cls.needs else ["default"]
+        on = (analyzers if cls.semantic else languages) if "bm25" in cls.needs else ["default"]
         for a in on:
             keys = [] if a == "default" else [f"analyzer={a}"]
             grid += [_text(cls.head(), [p for p in (point,) if p] + keys) for point in cls.tune_grid]
     for rr in registry.rerankers():
         if reranker is None or not rr.needs <= available:
             continue
-        backend, _, rest = reranker.partition(",")
         for a in analyzers:
             keys = [] if a == "default" else [f"analyzer={a}"]
             grid.append(_text(f"{rr.name}:{reranker}", keys))
-            for cls in stages:  # the reranker over each fusion of every other stage it may rerank
-                if cls.name == rr.over or cls.name not in rr.runs_over or "bm25" not in cls.needs:
-                    continue
-                for option in (cls.option.choices if cls.option else ("",)):
-                    grid.append(_text(cls.head(), [i for i in (option, *keys, f"rerank={backend}", rest) if i]))
     return list(dict.fromkeys(Strategy.parse(s).text() for s in grid))
 
 

@@ -94,8 +94,15 @@ def _semantic(strategy: Any) -> bool:
     """A manifest's strategy record that matches meaning: a dense or hybrid first stage, or a reranker."""
     if not isinstance(strategy, dict):
         return False
+    from vaulteval.errors import UsageError
+    from vaulteval.pipeline.stages import registry
+
     first = strategy.get("first") if isinstance(strategy.get("first"), dict) else {}
-    return first.get("stage") in ("dense", "hybrid") or strategy.get("rerank") is not None
+    try:
+        semantic = registry.stage(str(first.get("stage"))).semantic  # as the stage declares it
+    except UsageError:
+        semantic = False
+    return semantic or strategy.get("rerank") is not None
 
 
 def vault_label(manifest: dict[str, Any]) -> str:

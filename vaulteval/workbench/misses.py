@@ -58,7 +58,7 @@ def find_misses(run: "Run", queryset: "QuerySet", k: int = 10) -> "pd.DataFrame"
     bm25_order = run.bm25_rankings() or {}
     reranked = run.reranked_queries
     bm25_top = run.strategy.bm25_top if run.strategy is not None else 20
-    semantic = run.strategy is not None and "dense" in run.strategy.first.needs
+    semantic = run.strategy is not None and run.strategy.first.semantic
     rows = []
     for q in queryset.positive:
         ranking = rankings.get(q.query_id, [])

@@ -34,12 +34,12 @@ def pool_queryset(vault: "Vault", queryset: "QuerySet", strategies: list[str], *
                   cache_dir: str | os.PathLike[str] | None = None, progress=None) -> dict[str, Any]:
     """The pool as a plain mapping: header fields and ``pairs`` (sorted by query, then best rank, then page)."""
     from vaulteval.workbench.runs import run_query
-    from vaulteval.workbench.strategy import Strategy
+    from vaulteval.workbench.api import parse_strategies
     from vaulteval.workbench.workspace import Workspace
 
     if not 1 <= depth <= 1000:
         raise UsageError(f"--depth must be from 1 to 1000, got {depth}")
-    parsed = [Strategy.parse(s) for s in strategies or ["bm25"]]
+    parsed = parse_strategies(strategies or ["bm25"], vault=vault)
     ws = Workspace(vault, cache_dir)
     pairs: dict[tuple[str, str], dict[str, Any]] = {}
     for number, strategy in enumerate(parsed, 1):

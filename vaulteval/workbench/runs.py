@@ -97,7 +97,7 @@ class Run:
     @property
     def uses_model(self) -> bool:
         """True when an embedding model takes part: a rerank, dense or hybrid."""
-        return self.reranked or (self.strategy is not None and "dense" in self.strategy.first.needs)
+        return self.strategy is not None and self.strategy.semantic
 
     @property
     def fallback(self) -> str | None:
@@ -237,9 +237,8 @@ def run_query(env: "StrategyEnv", query: "Query", strategy: "Strategy", embed_ca
     Usage: ``run_query(ws.env(s), q, s, ws.cache_dir / "embeddings.sqlite").candidates``; pooling uses it too,
     so a pooled page is one the strategy's evaluated run ranks."""
     try:
-        return env.retriever.retrieve(query.text, top=strategy.top, bm25_top=strategy.bm25_top,
-                                      rerank=strategy.rerank, explain=True, embed_cache=embed_cache,
-                                      first=strategy.first_stage(), bm25_hits=bm25_hits)
+        return env.retriever.retrieve(query.text, top=strategy.top, pipeline=strategy.pipeline, explain=True,
+                                      embed_cache=embed_cache, bm25_hits=bm25_hits)
     except UsageError as exc:
         raise UsageError(f"query {query.query_id}: {exc}") from None
 

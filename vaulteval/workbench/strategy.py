@@ -30,6 +30,7 @@ from vaulteval.workbench.indexsettings import INDEX_PARAMS, PREFIXES, IndexSetti
 
 if TYPE_CHECKING:
     from vaulteval.chunks.store import ChunkParams
+    from vaulteval.pipeline.spec import Pipeline
     from vaulteval.pipeline.stages.registry import FirstStage, Reranker
     from vaulteval.rerank.config import RerankConfig
 
@@ -115,6 +116,18 @@ class Strategy:
     def first_stage(self) -> "FirstStage":
         return self.first
 
+    @property
+    def pipeline(self) -> "Pipeline":
+        """The pipeline this strategy runs (first stage, reranker, depth), as retrieve and the MCP server take it."""
+        from vaulteval.pipeline.spec import Pipeline
+
+        return Pipeline(self.first, self.reranker, self.bm25_top)
+
+    @property
+    def semantic(self) -> bool:
+        """True when a stage matches meaning with a model (as the stages declare it)."""
+        return self.first.semantic or (self.reranker is not None and self.reranker.semantic)
+
     def retrieve_text(self) -> str:
         """Usage: ``s.retrieve_text()`` -> the ``retrieve --strategy`` string of this first stage."""
         return self.first.text()
@@ -177,19 +190,14 @@ class Strategy:
     @classmethod
     def parse(cls, text: str) -> "Strategy":
         """Usage: ``Strategy.parse("rerank:st,bm25_top=20")``; the grammar is in docs/strategies.md."""
-        kind, _, rest = text.strip().partition(":")
+        from vaulteval.pipeline.spec import parse_stages
+
         try:
-            items, reranker = _rerank_key(registry.split_items(rest), kind.strip(), text)
-            stage, left = registry.build(kind.strip(), items, text)
-            own = {k: _SCHEMA[k].read(v, f"{text!r}: ") for k, v in left.items() if k in _SCHEMA}
-            first = stage if stage.role == "first" else None
-            if stage.role != "first":
-                reranker = stage
-                items = [f"{k}={v}" for k, v in left.items() if k not in _SCHEMA]
-                first, left = registry.build(reranker.over, items, text)
+            first, reranker, left = parse_stages(text)
             unknown = [k for k in left if k not in _SCHEMA]
             if unknown:
                 raise StrategyError(f"{text!r}: unknown key {unknown[0]!r}; see vaulteval eval run --help")
+            own = {k: _SCHEMA[k].read(v, f"{text!r}: ") for k, v in left.items()}
             index = IndexSettings(**{p.name: own[p.name] for p in INDEX_PARAMS if p.name in own})
         except StrategyError:
             raise
@@ -222,8 +230,8 @@ class Strategy:
         if unknown:
             raise StrategyError(f"unknown strategy field(s) {', '.join(unknown)}")
         try:
-            reranker = None if data.get("rerank") is None else stage_from_dict(data["rerank"])
-            return cls(first=stage_from_dict(data.get("first")), reranker=reranker,
+            reranker = None if data.get("rerank") is None else _stage(data["rerank"])
+            return cls(first=_stage(data.get("first")), reranker=reranker,
                        index=IndexSettings(**data.get("index", {})), bm25_top=data.get("bm25_top", 100),
                        top=data.get("top", 100), name=data.get("name", ""))
         except StrategyError:
@@ -245,43 +253,31 @@ class Strategy:
         return replace(self, reranker=self.reranker.replace(host=host))
 
 
-def _rerank_key(items: list[str], kind: str, text: str) -> tuple[list[str], Any]:
-    """``dense|hybrid:...,rerank=st,model=M``: the reranker the ``rerank=`` key names, and the other items."""
-    pairs = [i.partition("=") for i in items]
-    if not any(k.strip() == "rerank" and eq for k, eq, _ in pairs):
-        return items, None
-    if kind not in ("dense", "hybrid"):
-        raise StrategyError(f"{text!r}: rerank= reranks dense or hybrid candidates; write rerank:st for BM25's")
-    cls = registry.rerankers()[0]
-    schema = cls.schema()
-    backend = next(v.strip() for k, eq, v in pairs if k.strip() == "rerank" and eq)
-    values: dict[str, Any] = {}
-    rest = []
-    for item, (key, eq, value) in zip(items, pairs):
-        key = key.strip()
-        if eq and key == "rerank":
-            continue
-        if eq and key in cls.key_params:
-            values[key] = schema[key].read(value.strip(), f"{text!r}: ")
-        else:
-            rest.append(item)
-    try:
-        values[cls.option.name] = cls.option.check(backend)
-    except UsageError as exc:
-        raise StrategyError(f"{text!r}: rerank={backend!r}: {exc}") from None
-    return rest, cls(**values)
+def _stage(data: Any) -> Any:
+    from vaulteval.pipeline.spec import stage_from_dict
 
-
-def stage_from_dict(data: Any) -> Any:
-    """A registered stage from ``stage.to_dict()``: ``{"stage": NAME, KEY: VALUE, ...}``."""
-    if not isinstance(data, dict) or not isinstance(data.get("stage"), str):
-        raise StrategyError(f"a stage must be an object with a \"stage\" name, got {data!r}")
-    values = {k: v for k, v in data.items() if k != "stage"}
-    allow_remote = values.pop("allow_remote", None)
     try:
-        stage = registry.stage(data["stage"])(**values)
+        return stage_from_dict(data)
     except UsageError as exc:
         raise StrategyError(str(exc)) from None
-    if allow_remote is not None:
-        stage = stage.with_allow_remote(bool(allow_remote))
-    return stage
+
+
+DEFAULT_WORD = "default"
+
+
+def default_strategy(vault: Any, *, tuned: bool = True) -> Strategy:
+    """The strategy named ``default``: the pipeline ``retrieve`` runs on ``vault`` with no ``--strategy`` (the tuned
+    one when ``tuned`` and ``.vaulteval.json`` holds one), on the vault's own index settings.
+
+    Untuned (``tuned=False``): the vault's default pipeline, on the index settings provision builds with nothing
+    tuned when the tuned entry chose the index's (a forced pick's analyzer is no baseline either)."""
+    from vaulteval.pipeline.spec import default_analyzer, default_pipeline, vault_pipeline
+    from vaulteval.pipeline.tuned import built_index_settings, tuned_index
+
+    pipeline = vault_pipeline(vault)[0] if tuned else default_pipeline(vault)
+    untuned_index = not tuned and tuned_index(vault) is not None
+    index = IndexSettings(analyzer=default_analyzer()) if untuned_index else \
+        IndexSettings.from_settings(built_index_settings(vault))
+    return Strategy(first=pipeline.first, reranker=pipeline.reranker, bm25_top=pipeline.depth, index=index,
+                    name=DEFAULT_WORD)
+

@@ -91,25 +91,32 @@ def tune_test_split(queryset: "QuerySet", test_fraction: float, seed: int) -> tu
     return tune_ids, test_ids, f"sha256 hash, seed {seed}"
 
 
-def current_default(vault: "Vault") -> str:
-    """The strategy ``retrieve`` uses today, as a workbench strategy string on the vault's own index settings."""
-    from vaulteval.pipeline.stages.registry import parse_first_stage
-    from vaulteval.pipeline.tuned import built_index_settings, tuned_strategy
-    from vaulteval.workbench.strategy import IndexSettings, Strategy
+BASELINES = ("default", "tuned")
 
-    tuned = tuned_strategy(vault)
-    first = {"first": parse_first_stage(tuned["strategy"])} if tuned else {}
-    rerank = (tuned or {}).get("rerank")
-    reranker = None
-    if isinstance(rerank, dict):  # tuned_strategy checked it: a backend and maybe a model
-        from vaulteval.pipeline.stages import registry
 
-        reranker = registry.stage("rerank")(backend=rerank["backend"],
-                                            **({"model": rerank["model"]} if rerank.get("model") else {}))
-    depth = (tuned or {}).get("bm25_top")
-    extra = {"bm25_top": depth} if isinstance(depth, int) else {}
-    return Strategy(**first, reranker=reranker, index=IndexSettings.from_settings(built_index_settings(vault)),
-                    **extra).text()
+def current_default(vault: "Vault", *, tuned: bool = False) -> str:
+    """The strategy ``retrieve`` runs with nothing tuned (``tuned``: with the ``.vaulteval.json`` pipeline when
+    there is one), as a workbench strategy string on the vault's own index settings."""
+    from vaulteval.workbench.strategy import default_strategy
+
+    strategy = default_strategy(vault, tuned=tuned)
+    return strategy.with_name(strategy.default_name()).text()
+
+
+def tune_baseline(vault: "Vault", baseline: str = "default") -> tuple[str, str]:
+    """``(strategy text, what it is)`` of the baseline tune confirms against: ``default`` (the untuned default,
+    so a forced ``--write`` never becomes a later tune's baseline), ``tuned`` (the stored pipeline), or a strategy."""
+    from vaulteval.pipeline.tuned import tuned_strategy
+
+    if baseline == "default":
+        return current_default(vault), "the untuned default"
+    if baseline == "tuned":
+        entry = tuned_strategy(vault)
+        if entry is None:
+            raise UsageError(f"--baseline tuned: {vault.root / '.vaulteval.json'} holds no tuned pipeline")
+        forced = " (forced)" if entry.get("forced") else ""
+        return current_default(vault, tuned=True), f"the tuned pipeline of .vaulteval.json{forced}"
+    return baseline, "the strategy given"
 
 
 @dataclass
@@ -130,8 +137,8 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
          grid: list[str] | None = None, measure: str = "nDCG@10", test_fraction: float = 0.5, seed: int = 0,
          out: str | os.PathLike[str] = "runs", cache_dir: str | os.PathLike[str] | None = None,
          run_id: str | None = None, scheduler: str | None = None, allow_remote_workers: bool = False,
-         progress: bool = False, allow_stale: bool = False) -> TuneResult:
-    """Search the grid on the tune split, confirm the best against the current default on the test split.
+         progress: bool = False, allow_stale: bool = False, baseline: str = "default") -> TuneResult:
+    """Search the grid on the tune split, confirm the best against ``baseline`` (``tune_baseline``) on the test split.
 
     Like ``evaluate``, it first checks that the vault's own index (where a strategy runs on it) holds the
     notes as they are now: :class:`StaleIndex` before any search otherwise, unless ``allow_stale``.
@@ -145,7 +152,7 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
 
     from vaulteval.workbench.evidence import evidence_facts, regression_check
 
-    baseline = current_default(vault)
+    baseline, baseline_source = tune_baseline(vault, baseline)
     grid, parsed = _unique_grid([baseline, *(grid or default_grid(vault, baseline))])  # usage errors first
     # The pages either set judges, before written or real questions are set apart from generated queries.
     judged = queryset if test_queryset is None else replace(queryset, queries=[*queryset.queries,
@@ -200,6 +207,7 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
     chosen_strategy = by_text[best if decision["adopt"] else baseline]
     # retrieve can only pick the pipeline; analyzer, BM25 parameters and chunking are the index's.
     decision.update(chosen=best if decision["adopt"] else baseline, best=best, baseline=baseline,
+                    baseline_source=baseline_source,
                     retrieve_strategy=chosen_strategy.retrieve_text(), index=chosen_strategy.index_settings(),
                     retrieve=pipeline_settings(chosen_strategy), best_retrieve=pipeline_settings(by_text[best]),
                     best_index=by_text[best].index_settings())
@@ -222,7 +230,7 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
 
 def is_semantic(strategy: "Strategy") -> bool:
     """Dense, hybrid or reranked: a strategy that matches meaning, not only shared words."""
-    return strategy.reranker is not None or "dense" in strategy.first.needs
+    return strategy.semantic
 
 
 def pipeline_settings(strategy: "Strategy") -> dict[str, Any]:

@@ -164,7 +164,7 @@ def _refuse_rescored(folder: Path, manifest: dict[str, Any], strategies: list[An
     if manifest.get("schema") != 1:
         return
     for entry, strategy in zip(manifest["strategies"], strategies):
-        hybrid = strategy.first.name == "hybrid"
+        hybrid = strategy.first.ranked_by == "fused"
         if hybrid or (strategy.rerank is not None and strategy.first_stage().fields):
             version = (manifest.get("packages") or {}).get("vaulteval") or "an unknown version"
             was = "1/rank" if hybrid else "the BM25 score"

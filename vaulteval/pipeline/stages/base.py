@@ -40,6 +40,10 @@ class Stage:
     needs: frozenset[str] = frozenset()  # "bm25": the BM25 index; "dense": the stored embeddings (provision --embed)
     tune_grid: tuple[str, ...] = ()  # items of the settings `tune` tries by default ("" = the defaults)
     refines = ""  # the stage whose name this one is written under (bm25:prf=K); its first param selects it
+    # Capabilities callers read instead of matching stage names:
+    semantic = False  # ranks by meaning with a model (dense, hybrid, an embedding or cross-encoder reranker)
+    embeds_query = False  # embeds the query with the store's model (takes the command's embedder settings)
+    ranked_by = ""  # the score component of its order (first stages): bm25, dense, fused, prf
 
     def __init__(self, **values: Any):
         schema = self.schema()
@@ -115,6 +119,7 @@ class FirstStage(Stage):
     """
 
     role = "first"
+    ranked_by = "bm25"
     embed: Any = None  # the query embedder's host/timeout (a RerankConfig); a command setting, not a parameter
 
     @property
@@ -152,6 +157,15 @@ class Reranker(Stage):
     over = "bm25"  # the first stage ``rerank:...`` strings rerank
     runs_over = frozenset({"bm25"})  # every first stage whose candidates it may rerank
     key_params: tuple[str, ...] = ()  # its keys a first stage's string may carry beside ``rerank=``
+
+    def checked(self) -> "Reranker":
+        """The reranker with its settings checked before any work (a bad setting is one UsageError)."""
+        return self
+
+    @property
+    def model_name(self) -> Any:
+        """The model it reranks with, as results name it (None when it has none)."""
+        return self.values.get("model")
 
     def as_key_items(self) -> list[str]:
         """The reranker as items of another first stage's string: ``rerank=OPTION``, then its keys."""

@@ -64,6 +64,8 @@ class Dense(FirstStage):
     name = "dense"
     summary = "exact cosine between the query and the stored chunk vectors (provision --embed)"
     needs = frozenset({"dense"})
+    semantic = embeds_query = True
+    ranked_by = "dense"
     tune_grid = ("",)
 
     def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> tuple[list, dict]:

@@ -21,6 +21,7 @@ class EmbeddingRerank(Reranker):
     summary = ("reranks the first stage's candidates by the cosine of embeddings from Ollama or sentence-transformers "
                "(BM25's as `rerank:st`; dense's or hybrid's with the key `rerank=st`)")
     needs = frozenset({"embedder"})
+    semantic = True
     option = Param("backend", str, "ollama", "the embedding backend (`st` is short for sentence-transformers)",
                    choices=("ollama", "sentence-transformers"), aliases={"st": "sentence-transformers"})
     params = (
@@ -48,6 +49,11 @@ class EmbeddingRerank(Reranker):
                     batch_size=config.batch_size)
         stage.allow_remote = bool(config.allow_remote)
         return stage
+
+    def checked(self) -> "EmbeddingRerank":
+        from vaulteval.rerank.config import resolve
+
+        return EmbeddingRerank.from_config(resolve(self.config()))
 
     def with_allow_remote(self, allowed: bool) -> "EmbeddingRerank":
         other = self.replace()

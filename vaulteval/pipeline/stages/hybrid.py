@@ -26,6 +26,8 @@ class Hybrid(FirstStage):
     name = "hybrid"
     summary = "the BM25 and dense lists fused by reciprocal rank (rrf) or a convex combination (cc)"
     needs = frozenset({"bm25", "dense"})
+    semantic = embeds_query = True
+    ranked_by = "fused"
     tune_grid = ("rrf", "rrf,w_dense=0.5", "cc,alpha=0.3", "cc,alpha=0.5", "cc,alpha=0.7")
     option = Param("fusion", str, "rrf", "how the two lists are fused", choices=("rrf", "cc"))
     params = (

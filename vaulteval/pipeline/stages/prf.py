@@ -33,6 +33,7 @@ class Prf(FirstStage):
     name = "prf"
     refines = "bm25"
     needs = frozenset({"bm25"})
+    ranked_by = "prf"
     summary = "BM25 with the query expanded by terms of its top BM25 chunks (RM3-style feedback)"
     params = (
         Param("prf", int, 10, "feedback chunks: the top K of the first BM25 ranking", low=1, high=100),

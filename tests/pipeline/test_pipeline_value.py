@@ -1,0 +1,175 @@
+"""The pipeline value: one grammar for every registered stage, the default built from what the vault has,
+and one ranking whether retrieve, the MCP server or eval run's ``default`` runs it.
+
+The embedded sample vault is built once per module in-process (sentence-transformers, offline).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalkit import write_yaml
+from pipeline_fixtures import cli_env, copy_sample, run_json, run_main
+from vaulteval import Vault
+from vaulteval.errors import UsageError
+from vaulteval.pipeline.spec import WITH_VECTORS, default_pipeline, has_vectors
+from vaulteval.pipeline.provision import provision
+from vaulteval.pipeline.spec import DEFAULT_DEPTH, Pipeline
+from vaulteval.pipeline.stages import registry
+from vaulteval.rerank.config import RerankConfig
+from vaulteval.workbench.strategy import Strategy
+
+QUERIES = ["coffee machine flow is weak and the steam wand sputters", "starter smells like nail polish remover",
+           "dough slumps out of the basket when the kitchen is warm"]
+
+
+def _examples() -> list[str]:
+    """A pipeline string for every registered stage and every setting tune proposes for it."""
+    out = []
+    for cls in registry.stages():
+        if cls.role == "first":
+            if cls.refines:
+                out.append(f"{cls.refines}:{cls.params[0].name}=10")
+            out += [f"{cls.head()}:{point}" if point else cls.head() for point in cls.tune_grid]
+        else:
+            out.append(f"{cls.name}:st")
+            out.append(f"{cls.name}:st,w_title=2,bm25_top=20")
+            out += [f"{first}:{','.join(['rerank=st'])}" for first in sorted(cls.runs_over - {cls.over})]
+    return out
+
+
+@pytest.mark.parametrize("text", _examples())
+def test_every_registered_stage_round_trips_through_text_and_dict(text: str) -> None:
+    pipeline = Pipeline.parse(text)
+    assert Pipeline.parse(pipeline.text()) == pipeline
+    assert Pipeline.from_dict(json.loads(json.dumps(pipeline.to_dict()))) == pipeline
+    assert Pipeline.parse(pipeline.text()).text() == pipeline.text()
+    # the workbench's strategy reads the same grammar and runs the same pipeline
+    assert Strategy.parse(text).pipeline == pipeline
+
+
+def test_every_registered_stage_is_covered_by_the_round_trip() -> None:
+    covered = {Pipeline.parse(t).first.name for t in _examples()} | {
+        Pipeline.parse(t).reranker.name for t in _examples() if Pipeline.parse(t).reranker is not None}
+    assert covered == {cls.name for cls in registry.stages()}
+
+
+def test_depth_has_one_default_and_is_written_only_when_it_differs() -> None:
+    assert Pipeline.parse("rerank:st").depth == DEFAULT_DEPTH == Strategy.parse("rerank:st").bm25_top
+    assert Pipeline.parse("dense:bm25_top=20").text() == "dense:bm25_top=20"
+    assert Pipeline.parse("hybrid:cc,rerank=st").reranker is not None
+    assert Pipeline.parse("dense").reranker is None  # dense is dense: no reranker unless the string names one
+
+
+@pytest.mark.parametrize("text, why", [
+    ("bm25:analyzer=english", "unknown key 'analyzer'"),
+    ("bm25:rerank=st", "rerank= reranks"),
+    ("dense:bm25_top=0", "bm25_top must be"),
+    ("hybrid:xx", "fusion"),
+    ("", "empty"),
+])
+def test_a_bad_pipeline_string_is_one_usage_error(text: str, why: str) -> None:
+    with pytest.raises(UsageError, match=why):
+        Pipeline.parse(text)
+
+
+def test_capabilities_come_from_the_stages_not_their_names() -> None:
+    assert not Pipeline.parse("bm25").semantic and Pipeline.parse("bm25").plain
+    assert Pipeline.parse("dense").semantic and "dense" in Pipeline.parse("dense").needs
+    assert Pipeline.parse("rerank:st").semantic and not Pipeline.parse("rerank:st").plain
+    assert not Pipeline.parse("bm25:prf=10").plain
+
+
+def test_a_vault_without_vectors_gets_plain_bm25_and_a_damaged_store_warns_and_keeps_bm25(fresh_vault: Path) -> None:
+    vault = Vault(fresh_vault)
+    assert not has_vectors(vault) and default_pipeline(vault) == Pipeline.parse("bm25")
+    plain = run_json("retrieve", "--vault", fresh_vault, "espresso")
+    assert plain["pipeline"] == {"text": "bm25", "source": "default"} and plain["strategy"] == "bm25-only"
+    store = vault.meta_dir / "embeddings" / "vectors.vtv"
+    store.parent.mkdir(parents=True, exist_ok=True)
+    store.write_bytes(b"not a store")
+    assert has_vectors(vault) and default_pipeline(vault) == Pipeline.parse("bm25")  # unreadable: not used
+    code, stdout, stderr = run_main("retrieve", "--vault", fresh_vault, "espresso")
+    assert code == 0 and "the default pipeline runs bm25" in stderr and "provision" in stderr
+    out = json.loads(stdout)
+    assert out["pipeline"] == {"text": "bm25", "source": "default"}
+    assert [c["page_path"] for c in out["candidates"]] == [c["page_path"] for c in plain["candidates"]]
+    code, _, stderr = run_main("retrieve", "--vault", fresh_vault, "espresso", "--strategy", "hybrid:cc")
+    assert code == 10  # named by the user: the store's problem is the answer, not a silent BM25
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = copy_sample(tmp_path_factory.mktemp("pipeline-value") / "vault")
+    provision(Vault(root), embed=RerankConfig(backend="sentence-transformers"))
+    return root
+
+
+def test_retrieve_mcp_search_and_eval_runs_default_return_the_same_ranking(embedded: Path, tmp_path: Path) -> None:
+    anyio = pytest.importorskip("anyio")
+    pytest.importorskip("mcp")
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from vaulteval.workbench.evaluate import evaluate
+    from vaulteval.querysets.queryset import load_queryset
+
+    cli = {}
+    for query in QUERIES:
+        out = run_json("retrieve", "--vault", embedded, query, "--top", "5")
+        assert out["pipeline"] == {"text": WITH_VECTORS, "source": "default"}
+        assert out["label"]["first_stage"] == "hybrid:cc" and out["label"]["reranker"] is None
+        cli[query] = [c["page_path"] for c in out["candidates"]]
+
+    async def search_all() -> dict:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "vaulteval", "mcp", "--vault", str(embedded)],
+                                       env=cli_env())
+        found = {}
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            for query in QUERIES:
+                res = await client.call_tool("search", {"query": query, "limit": 5})
+                assert res.isError is False, res.content
+                assert res.structuredContent["pipeline"] == {"text": WITH_VECTORS, "source": "default"}
+                found[query] = [c["page_path"] for c in res.structuredContent["candidates"]]
+        return found
+
+    assert anyio.run(search_all) == cli
+    qs = write_yaml(tmp_path / "q.yaml", [{"id": f"q{i}", "query": q, "relevant": {cli[q][0]: 1}}
+                                          for i, q in enumerate(QUERIES)], vault=str(embedded))
+    ev = evaluate(Vault(embedded), load_queryset(qs), ["default"], measures=["nDCG@10"])
+    rankings = ev.run("default").rankings()
+    assert {q: rankings[f"q{i}"][:5] for i, q in enumerate(QUERIES)} == cli
+
+
+def test_dense_is_dense_in_retrieve_and_eval(embedded: Path) -> None:
+    out = run_json("retrieve", "--vault", embedded, QUERIES[0], "--strategy", "dense")
+    assert out["label"] == {"first_stage": "dense", "reranker": None, "fallbacks": []}
+    assert out["pipeline"] == {"text": "dense", "source": "strategy"}
+    assert all(c["rerank_score"] is None for c in out["candidates"])
+    reranked = run_json("retrieve", "--vault", embedded, QUERIES[0], "--strategy", "dense:rerank=st")
+    assert reranked["label"]["reranker"] == "sentence-transformers"
+
+
+def test_a_store_whose_model_does_not_read_the_vaults_language_is_not_the_default(
+        embedded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An English model over a vault whose ``auto`` index counts most chunks in German: BM25 (docs/strategies.md)."""
+    import vaulteval.index.location as location
+    from vaulteval.pipeline.spec import model_reads_vault
+    from vaulteval.rerank.config import RerankConfig, resolve
+    from vaulteval.rerank.store import open_store
+
+    vault = Vault(embedded)
+    store = open_store(vault.meta_dir)
+    model = str(resolve(RerankConfig(backend=store.backend, model=store.model)).model)
+    assert model_reads_vault(vault, model)  # no language counts: the store is trusted
+    header = {"languages": {"de": 40, "en": 3, "und": 90}}
+    monkeypatch.setattr(location, "peek_header", lambda meta_dir: header)
+    assert not model_reads_vault(vault, model)
+    assert default_pipeline(vault) == Pipeline.parse("bm25")
+    header["languages"] = {"en": 40, "de": 3}
+    assert default_pipeline(vault) == Pipeline.parse(WITH_VECTORS)

@@ -1,0 +1,342 @@
+"""The pipeline value: the first stage, the reranker and the candidate depth of one retrieval.
+
+Usage::
+
+    p = Pipeline.parse("hybrid:cc,alpha=0.7")     # or "rerank:st,bm25_top=20", "dense", "bm25"
+    p.text()                                        # "hybrid:cc,alpha=0.7": parse(text(p)) == p
+    Pipeline.from_dict(p.to_dict()) == p            # the saved form (.vaulteval.json, run manifests)
+    retriever.retrieve("query", top=5, pipeline=p)  # what retrieve, the MCP server, eval run and pooling run
+
+One grammar, the strategy grammar's stage part (docs/strategies.md):
+``KIND[:OPTION,KEY=VALUE,...]`` names a first stage or a reranker of the stage
+registry; a reranker's string also takes the keys of the first stage it
+reranks by default (``rerank:st,w_title=2``), and any other first stage it may
+rerank takes it as the key ``rerank=`` (``hybrid:cc,rerank=st``); ``bm25_top=N``
+is the depth. The workbench's strategy adds index settings, ``top`` and a name.
+
+A plain BM25 first stage is kept as ``None`` until asked for: a plain
+``retrieve`` never imports the stage registry.
+
+Which pipeline a vault runs when nobody names one (``vault_pipeline``): the
+one ``tune --write`` stored, else ``default_pipeline``, built from what the
+vault has. ``retrieve``, the MCP server and ``eval run``'s ``default`` strategy
+all call it, so they run the same pipeline. The choice follows measurements on
+every real and written question set (docs/strategies.md, "Pipelines and the
+default"): with stored vectors a hybrid, without them BM25, on the index's own
+analyzer (``provision`` builds ``DEFAULT_ANALYZER`` unless told otherwise). A
+store that cannot be read, or a query its model cannot embed, makes the hybrid
+keep BM25 order and say why in the result's label.
+"""
+
+from __future__ import annotations
+
+from vaulteval.errors import UsageError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the retrieve path does not import typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from vaulteval.vault.vault import Vault
+
+# First-stage candidate chunks per query: one default for retrieve, the MCP server, eval run, tune and pooling.
+DEFAULT_DEPTH = 100
+MAX_DEPTH = 1000
+DEPTH_KEY = "bm25_top"
+
+
+def _registry():
+    from vaulteval.pipeline.stages import registry
+
+    return registry
+
+
+def check_depth(depth: Any, name: str = DEPTH_KEY) -> int:
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+        raise UsageError(f"{name} must be a whole number from 1 to {MAX_DEPTH}, got {depth!r}")
+    return depth
+
+
+class Pipeline:
+    """First stage (``None``: plain BM25), reranker (``None``: none) and depth; frozen, equal by its text."""
+
+    __slots__ = ("_first", "reranker", "depth")
+
+    def __init__(self, first: Any = None, reranker: Any = None, depth: int = DEFAULT_DEPTH):
+        if first is not None and reranker is None and first.plain and first.embed is None:
+            first = None  # plain BM25 stays on the lean path
+        if first is not None and getattr(first, "role", None) != "first":
+            raise UsageError(f"the first stage must be a first stage of the registry, got {first!r}")
+        if reranker is not None:
+            over = (first.name if first is not None else "bm25")
+            if getattr(reranker, "role", None) != "rerank" or over not in reranker.runs_over:
+                raise UsageError(f"{getattr(reranker, 'name', reranker)} cannot rerank {over} candidates")
+        object.__setattr__(self, "_first", first)
+        object.__setattr__(self, "reranker", reranker)
+        object.__setattr__(self, "depth", check_depth(depth))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a Pipeline is frozen; use replace()")
+
+    @property
+    def first(self) -> Any:
+        """The first stage (a plain BM25 stage is built on first use)."""
+        return self._first if self._first is not None else _registry().stage("bm25")()
+
+    @property
+    def plain(self) -> bool:
+        """True for BM25 alone on the index (the lean and batch paths)."""
+        return self._first is None and self.reranker is None
+
+    @property
+    def semantic(self) -> bool:
+        """True when a stage matches meaning with a model (dense, hybrid, a reranker), as the stages declare."""
+        return (self._first is not None and self._first.semantic) or (self.reranker is not None
+                                                                          and self.reranker.semantic)
+
+    @property
+    def needs(self) -> frozenset:
+        """What the vault must have for every stage to run: ``bm25`` (index), ``dense`` (stored vectors), ..."""
+        out = frozenset({"bm25"}) if self._first is None else frozenset(self._first.needs)
+        return out | (self.reranker.needs if self.reranker is not None else frozenset())
+
+    def replace(self, **changes: Any) -> "Pipeline":
+        values = {"first": self._first, "reranker": self.reranker, "depth": self.depth, **changes}
+        return Pipeline(**values)
+
+    @property
+    def embeds_query(self) -> bool:
+        """True when the first stage embeds the query (it then takes the command's embedder settings)."""
+        return self._first is not None and self._first.embeds_query
+
+    def with_embed(self, config: Any) -> "Pipeline":
+        """The same pipeline with the query embedder's host, timeout and remote permission (a command's setting)."""
+        if not self.embeds_query:
+            return self
+        return self.replace(first=self._first.with_embed(config))
+
+    # -- text and saved form -------------------------------------------------
+    def text(self) -> str:
+        first = self._first
+        if first is None:
+            head, items = "bm25", []
+        else:
+            head, items = first.text(), []
+        if self.reranker is not None:
+            if (first.name if first is not None else "bm25") == self.reranker.over:
+                head, items = self.reranker.text(), (first.items() if first is not None else [])
+            else:
+                items = self.reranker.as_key_items()
+        if self.depth != DEFAULT_DEPTH:
+            items = [*items, f"{DEPTH_KEY}={self.depth}"]
+        return join(head, items)
+
+    __str__ = text
+
+    @classmethod
+    def parse(cls, text: str) -> "Pipeline":
+        """Usage: ``Pipeline.parse("hybrid:cc,alpha=0.3,bm25_top=50")``; a key it does not know is one UsageError."""
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError("a pipeline string is empty; e.g. bm25, dense, hybrid:cc,alpha=0.7 or rerank:st")
+        first, reranker, left = parse_stages(text)
+        depth = left.pop(DEPTH_KEY, None)
+        if left:
+            raise UsageError(f"pipeline {text!r}: unknown key {next(iter(left))!r} (analyzer and index settings "
+                             "belong to the index: vaulteval provision --analyzer, or eval run's strategies)")
+        value = DEFAULT_DEPTH if depth is None else _read_int(depth, text)
+        return cls(first, reranker, value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first": self.first.to_dict(), "rerank": None if self.reranker is None else self.reranker.to_dict(),
+                DEPTH_KEY: self.depth}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Pipeline":
+        if not isinstance(data, dict) or set(data) - {"first", "rerank", DEPTH_KEY}:
+            raise UsageError(f"a pipeline must be an object with first, rerank and {DEPTH_KEY}, got {data!r}")
+        reranker = None if data.get("rerank") is None else stage_from_dict(data["rerank"])
+        return cls(stage_from_dict(data.get("first")), reranker, data.get(DEPTH_KEY, DEFAULT_DEPTH))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pipeline) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        return (self._first, self.reranker, self.depth)
+
+    def __repr__(self) -> str:
+        return f"Pipeline({self.text()!r})"
+
+
+def join(head: str, items: list[str]) -> str:
+    """``head`` and ``items`` as one string: ``hybrid:cc,alpha=0.3``, ``bm25:w_title=2``."""
+    if not items:
+        return head
+    return ",".join([head, *items]) if ":" in head else f"{head}:{','.join(items)}"
+
+
+def _read_int(text: str, context: str) -> int:
+    try:
+        return check_depth(int(text.strip()))
+    except ValueError:
+        raise UsageError(f"{context!r}: {DEPTH_KEY} must be a whole number, got {text!r}") from None
+
+
+def parse_stages(text: str) -> tuple[Any, Any, dict[str, str]]:
+    """The grammar's stage part: ``(first stage, reranker or None, {key: text} the stages did not take)``."""
+    registry = _registry()
+    kind, _, rest = text.strip().partition(":")
+    kind = kind.strip().lower()
+    items, reranker = _rerank_key(registry, registry.split_items(rest), kind, text)
+    stage, left = registry.build(kind, items, text)
+    if stage.role == "first":
+        return stage, reranker, left
+    # A reranker's string: the keys it left belong to the first stage it reranks by default.
+    first, left = registry.build(stage.over, [f"{k}={v}" for k, v in left.items()], text)
+    own = {k: v for k, v in left.items() if k not in type(first).schema()}
+    return first, stage, own
+
+
+def _rerank_key(registry: Any, items: list[str], kind: str, text: str) -> tuple[list[str], Any]:
+    """``KIND:...,rerank=st,model=M``: the reranker the ``rerank=`` key names (with its keys), and the other items."""
+    pairs = [i.partition("=") for i in items]
+    if not any(k.strip() == "rerank" and eq for k, eq, _ in pairs):
+        return items, None
+    cls = registry.rerankers()[0]
+    target = registry.stage(kind) if kind in registry.kinds() else None
+    if target is None or target.role != "first" or target.name == cls.over or target.name not in cls.runs_over:
+        takes = sorted(n for n in cls.runs_over if n != cls.over)
+        raise UsageError(f"{text!r}: rerank= reranks {' or '.join(takes)} candidates; write {cls.name}:st for "
+                         f"{cls.over}'s")
+    schema = cls.schema()
+    backend = next(v.strip() for k, eq, v in pairs if k.strip() == "rerank" and eq)
+    values: dict[str, Any] = {}
+    rest = []
+    for item, (key, eq, value) in zip(items, pairs):
+        key = key.strip()
+        if eq and key == "rerank":
+            continue
+        if eq and key in cls.key_params:
+            values[key] = schema[key].read(value.strip(), f"{text!r}: ")
+        else:
+            rest.append(item)
+    try:
+        values[cls.option.name] = cls.option.check(backend)
+    except UsageError as exc:
+        raise UsageError(f"{text!r}: rerank={backend!r}: {exc}") from None
+    return rest, cls(**values)
+
+
+def stage_from_dict(data: Any) -> Any:
+    """A registered stage from ``stage.to_dict()``: ``{"stage": NAME, KEY: VALUE, ...}``."""
+    if not isinstance(data, dict) or not isinstance(data.get("stage"), str):
+        raise UsageError(f"a stage must be an object with a \"stage\" name, got {data!r}")
+    values = {k: v for k, v in data.items() if k != "stage"}
+    allow_remote = values.pop("allow_remote", None)
+    stage = _registry().stage(data["stage"])(**values)
+    if allow_remote is not None:
+        stage = stage.with_allow_remote(bool(allow_remote))
+    return stage
+
+
+# What provision builds the index with when neither --analyzer nor a tuned setting names one (each chunk in its
+# own language), when the languages extra is installed; else the seed's analyzer.
+DEFAULT_ANALYZER = "auto"
+SEED_ANALYZER = "default"
+# The default first stage over stored vectors (docs/strategies.md has the table that chose it).
+WITH_VECTORS = "hybrid:cc,alpha=0.7"
+# vaulteval.pipeline.tuned.CONFIG_NAME, spelled out: a vault without one never loads its reader.
+CONFIG_NAME = ".vaulteval.json"
+# vaulteval.rerank.store.store_path, spelled out: that module loads numpy, which a vault without a store never needs.
+STORE_PARTS = ("embeddings", "vectors.vtv")
+
+
+def default_analyzer() -> str:
+    """``DEFAULT_ANALYZER`` when every library of the ``languages`` extra is installed, else ``SEED_ANALYZER``."""
+    from vaulteval.index.langs.libraries import LIBRARIES, versions
+
+    installed = all(v is not None for v in versions(set(LIBRARIES)).values())
+    return DEFAULT_ANALYZER if installed else SEED_ANALYZER
+
+
+def has_vectors(vault: "Vault") -> bool:
+    """True when provisioning stored chunk vectors (``provision --embed``); their state is checked when used."""
+    return vault.meta_dir.joinpath(*STORE_PARTS).is_file()
+
+
+def default_pipeline(vault: "Vault") -> Pipeline:
+    """The untuned default, built from what the vault has (``default_choice``)."""
+    return default_choice(vault)[0]
+
+
+def default_choice(vault: "Vault") -> "tuple[Pipeline, str | None]":
+    """``(pipeline, warning)``: ``WITH_VECTORS`` when the vault has stored vectors whose model reads the vault's
+    main language, else plain BM25; depth ``DEFAULT_DEPTH``. ``warning`` says why stored vectors were not used
+    when they cannot be read (the default is then BM25, never a failed query)."""
+    plain = Pipeline(None, None, DEFAULT_DEPTH)
+    if not has_vectors(vault):
+        return plain, None
+    from vaulteval.rerank.store import StoreError, open_store
+
+    try:
+        store = open_store(vault.meta_dir)
+    except (StoreError, OSError) as exc:
+        return plain, fallback_warning(vault, str(exc))
+    from vaulteval.rerank.config import RerankConfig, RerankConfigError, resolve
+
+    try:
+        model = str(resolve(RerankConfig(backend=store.backend, model=store.model)).model)
+    except RerankConfigError as exc:
+        return plain, fallback_warning(vault, f"they name a model that cannot be used here: {exc}")
+    if not model_reads_vault(vault, model):
+        return plain, None  # an English model over a German vault ranks below BM25 (docs/strategies.md)
+    return Pipeline.parse(WITH_VECTORS), None
+
+
+def model_reads_vault(vault: "Vault", model: str) -> bool:
+    """True unless the index knows the vault's main language (an ``auto`` index counts its chunks per language)
+    and ``model`` (the store's, resolved) declares languages that do not include it (``vaulteval.rerank.languages``)."""
+    from vaulteval.index.location import peek_header
+    from vaulteval.rerank.languages import model_coverage
+
+    languages = (peek_header(vault.meta_dir) or {}).get("languages")
+    counted = {k: v for k, v in languages.items() if isinstance(k, str) and isinstance(v, int) and k != "und"} \
+        if isinstance(languages, dict) else {}
+    if not counted:
+        return True
+    covered = model_coverage(model).languages
+    return "multilingual" in covered or "unknown" in covered or max(counted, key=counted.get) in covered
+
+
+def fallback_warning(vault: "Vault", problem: str) -> str:
+    return (f"vaulteval: warning: the default pipeline runs bm25: the stored embeddings cannot be used ({problem}); "
+            f"fix: vaulteval provision --vault {vault.root} --embed")
+
+
+def tuned_pipeline(entry: "dict[str, Any]") -> Pipeline:
+    """The pipeline of a ``.vaulteval.json`` entry that ``tuned_strategy`` read and checked."""
+    from vaulteval.pipeline.stages.registry import parse_first_stage
+
+    reranker = None
+    rerank = entry.get("rerank")
+    if isinstance(rerank, dict):
+        from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
+
+        reranker = EmbeddingRerank(backend=rerank["backend"], **({"model": rerank["model"]} if rerank.get("model") else {}))
+    depth = entry.get("bm25_top")
+    return Pipeline(parse_first_stage(entry["strategy"]), reranker, depth if isinstance(depth, int) else DEFAULT_DEPTH)
+
+
+def vault_pipeline(vault: "Vault") -> "tuple[Pipeline, str, dict[str, Any] | None, str | None]":
+    """``(pipeline, source, tuned entry, warning)``: the one ``tune --write`` stored (source ``tuned``), else the
+    default (``default_choice``, whose warning comes along)."""
+    entry = None
+    if vault.root.joinpath(CONFIG_NAME).exists():  # else the reader (and what it imports) is not needed
+        from vaulteval.pipeline.tuned import tuned_strategy
+
+        entry = tuned_strategy(vault)
+    if entry is not None:
+        return tuned_pipeline(entry), "tuned", entry, None
+    pipeline, warning = default_choice(vault)
+    return pipeline, "default", None, warning
