@@ -178,3 +178,111 @@ def test_a_logged_path_relative_to_the_notes_folder_is_that_note(fresh_vault: Pa
     pool = yaml.safe_load((tmp_path / "pool.yaml").read_text(encoding="utf-8"))
     assert [p["page"] for p in pool["pairs"]] == ["wiki/howto/Descaling.md", "wiki/hot.md"]
     assert all(p["snippet"] for p in pool["pairs"])
+
+
+# -- judged logged questions follow the written questions' rules (docs/querysets.md, "Real questions")
+
+ESPRESSO, GRINDER, BIKE = "wiki/coffee/Espresso machine.md", "wiki/coffee/Grinder.md", "wiki/cycling/Bike fit.md"
+
+
+def _log_of(vault: Path, tmp_path: Path, asked: list[tuple[str, list[str]]]) -> Path:
+    log = tmp_path / "log.jsonl"
+    lines = [json.dumps({"query": q, "vault": str(vault.resolve()), "strategy": "bm25", "paths": p}) for q, p in asked]
+    log.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return log
+
+
+def _pool(vault: Path, tmp_path: Path, asked: list[tuple[str, list[str]]]) -> tuple[Path, dict]:
+    pool_path = tmp_path / "pool.yaml"
+    code, _, err = run_main("queryset", "from-log", _log_of(vault, tmp_path, asked), "--out", pool_path)
+    assert code == 0, err
+    return tmp_path / "pool-queries.yaml", yaml.safe_load(pool_path.read_text(encoding="utf-8"))
+
+
+def test_judged_logged_questions_carry_the_written_records_and_count_as_real(fresh_vault: Path,
+                                                                             tmp_path: Path) -> None:
+    from vaulteval.querysets.fromlog import query_id
+    from vaulteval.querysets.judging import save_labels
+    from vaulteval.querysets.queryset import open_queryset
+    from vaulteval.workbench.evidence import is_generated, writer_of
+
+    asked = [("how do I clean scale out of the boiler", [ESPRESSO, GRINDER]),
+             ("how do I use the espresso machine", [ESPRESSO]),  # repeats the title
+             ("how fine should beans be ground", [GRINDER]),
+             ("saddle height", [BIKE]),
+             ("what is the capital of peru", [BIKE]),  # judged, and nothing answers it
+             ("never judged here", [GRINDER])]
+    qs_path, pool = _pool(fresh_vault, tmp_path, asked)
+    assert yaml.safe_load(qs_path.read_text())["languages"] == {"en": 45, "ja": 3, "zh": 3}
+    ids = [query_id(q) for q, _ in asked]
+    labels = {(ids[0], ESPRESSO): 2, (ids[0], GRINDER): 1, (ids[1], ESPRESSO): 2, (ids[2], GRINDER): 2,
+              (ids[3], BIKE): 1, (ids[4], BIKE): 0}
+    save_labels(qs_path, pool, labels, judge="ana", out=tmp_path / "judged.yaml")
+    _, judged = open_queryset(tmp_path / "judged.yaml")
+    by_id = {q.query_id: q for q in judged.queries}
+    hashes = {p: sha256_of(fresh_vault / p) for p in (ESPRESSO, GRINDER, BIKE)}
+    for i, note in ((0, ESPRESSO), (1, ESPRESSO), (2, GRINDER), (3, BIKE)):
+        q = by_id[ids[i]]
+        assert q.kind == "logged" and q.fields["writer"] == "real" and q.fields["note_hash"] == hashes[note]
+        assert set(q.fields["overlap"]) == {"title", "text"} and q.fields["overlap_band"] in ("low", "mid", "high")
+        assert writer_of(q) == "real" and not is_generated(q)
+    assert by_id[ids[1]].fields["flags"] == ["repeats_title"] and by_id[ids[1]].fields["overlap"]["title"] > 0
+    assert by_id[ids[0]].fields["flags"] == [] and by_id[ids[0]].fields["overlap"]["title"] == 0
+    # the split is the note's: both questions judged against the espresso machine share one
+    assert by_id[ids[0]].split == by_id[ids[1]].split
+    assert {q.split for q in judged.queries if q.kind} <= {"tune", "test"}
+    assert by_id[ids[4]].kind == "logged" and by_id[ids[4]].is_negative and "note_hash" not in by_id[ids[4]].fields
+    assert by_id[ids[5]].kind == "" and writer_of(by_id[ids[5]]) == "real"  # unjudged: left as logged
+
+
+def sha256_of(path: Path) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("question, message", [
+    ("how do I " + "descale the espresso machine and " * 10, "longer than 300 characters"),
+    ("Wie entkalke ich die Espressomaschine richtig, ohne den Kessel zu beschädigen?", "language the vault lacks"),
+])
+def test_from_log_refuses_a_question_the_written_checks_refuse(fresh_vault: Path, tmp_path: Path, question: str,
+                                                               message: str) -> None:
+    log = _log_of(fresh_vault, tmp_path, [("saddle height", [BIKE]), (question, [ESPRESSO])])
+    code, out, err = run_main("queryset", "from-log", log, "--out", tmp_path / "pool.yaml")
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "pool.yaml").exists() and not (tmp_path / "pool-queries.yaml").exists()
+
+
+def test_saving_judgments_refuses_what_the_written_checks_refuse(fresh_vault: Path, tmp_path: Path) -> None:
+    from vaulteval.errors import UsageError
+    from vaulteval.querysets.fromlog import query_id
+    from vaulteval.querysets.judging import save_labels
+
+    qs_path, pool = _pool(fresh_vault, tmp_path, [("saddle height", [BIKE])])
+    label = {(query_id("saddle height"), BIKE): 2}
+    data = yaml.safe_load(qs_path.read_text())
+    data["queries"][0]["query"] = "saddle height " * 30  # edited past the length limit after from-log
+    qs_path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(UsageError, match="longer than 300 characters"):
+        save_labels(qs_path, pool, label, judge="ana", out=tmp_path / "judged.yaml")
+    data["queries"][0]["query"] = "saddle height"
+    del data["languages"]
+    qs_path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(UsageError, match="no languages"):
+        save_labels(qs_path, pool, label, judge="ana", out=tmp_path / "judged.yaml")
+    assert not (tmp_path / "judged.yaml").exists()
+
+
+def test_a_logged_question_with_another_writer_is_a_problem(tmp_path: Path) -> None:
+    from vaulteval.querysets.problems import QuerySetInvalid
+    from vaulteval.querysets.queryset import load_queryset
+
+    (tmp_path / "v" / ".obsidian").mkdir(parents=True)
+    (tmp_path / "v" / "x.md").write_text("# Bike fit\n\nSet the saddle height first.\n", encoding="utf-8")
+    path = tmp_path / "q.yaml"
+    path.write_text("vault: v\nqueries:\n- {id: a, query: saddle height, relevant: {x.md: 2}, kind: logged, writer: person}\n",
+                    encoding="utf-8")
+    with pytest.raises(QuerySetInvalid, match="writer of a logged question must be real"):
+        load_queryset(path)
+    path.write_text(path.read_text().replace("person", "real"), encoding="utf-8")
+    assert load_queryset(path).queries[0].fields["writer"] == "real"

@@ -1,5 +1,5 @@
 """The optional fields of a query beyond id, query, relevant and tags: kind, variant, split, source, status, judged,
-overlap, overlap_band, bm25_rank, and a written question's writer, note_hash and flags.
+overlap, overlap_band, bm25_rank, and a written (or judged logged) question's writer, note_hash and flags.
 
 Usage: ``fields, problems = read_extras(entry, where)`` inside query set validation.
 
@@ -92,7 +92,9 @@ def _written_fields(extra: dict[str, Any], out: dict[str, Any], bad: Any) -> Non
     from vaulteval.querysets.written.checks import writer_problem
 
     if "writer" in extra:
-        problem = writer_problem(extra["writer"])
+        logged = extra.get("kind") == "logged"  # a judged question from a log: asked for real, never written
+        problem = (None if extra["writer"] == "real" else "writer of a logged question must be real") if logged \
+            else writer_problem(extra["writer"])
         if problem:
             bad("writer", problem.split(";")[0])
         else:

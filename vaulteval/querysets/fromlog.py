@@ -11,7 +11,10 @@ so two logs of the same questions give the same ids and ``queryset merge``
 unites their judgments. The pool lists every page the log says retrieve
 returned for it, at its best rank, with the strategies that returned it and
 the start of the page as a snippet, in the format of ``queryset pool``
-(docs/querysets.md). Lines from another vault are skipped and counted.
+(docs/querysets.md). Lines from another vault are skipped and counted. A
+question the written questions' checks refuse (too long, in a language the
+vault lacks) stops the whole log; the vault's languages are stored in the set
+for the checks made again when the questions are judged (``logged``).
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ def pool_from_log(log: str | os.PathLike[str], vault: "Vault", out: str | os.Pat
                   queryset_out: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """Write the query set and the pool; return what was written and what was skipped."""
     from vaulteval.querysets.generate.writer import dump_yaml
+    from vaulteval.querysets.logged import logged_problem, vault_languages
     from vaulteval.vault.paths import is_inside
 
     pool_path = home_path(out)
@@ -105,6 +109,11 @@ def pool_from_log(log: str | os.PathLike[str], vault: "Vault", out: str | os.Pat
     mine = [r for r in records if not isinstance(r.get("vault"), str) or _same(r["vault"], vault.root)]
     if not mine:
         raise UsageError(f"{log}: no logged question is from {vault.root}; pass the vault the log was made on")
+    languages = vault_languages(vault)
+    for r in mine:
+        if (problem := logged_problem(r["query"], set(languages))) is not None:
+            raise UsageError(f"{log}: the logged question {r['query'][:60]!r} {problem} (or remove its "
+                             "lines from the log)")
     queries: dict[str, dict[str, Any]] = {}
     pairs: dict[tuple[str, str], dict[str, Any]] = {}
     strategies: list[str] = []
@@ -134,7 +143,7 @@ def pool_from_log(log: str | os.PathLike[str], vault: "Vault", out: str | os.Pat
             if strategy not in pair["strategies"]:
                 pair["strategies"].append(strategy)
     rel_vault = Path(os.path.relpath(vault.root, qs_path.resolve().parent)).as_posix()
-    qs_data = {"name": qs_path.stem, "vault": rel_vault, "queries": list(queries.values())}
+    qs_data = {"name": qs_path.stem, "vault": rel_vault, "languages": languages, "queries": list(queries.values())}
     qs_text = dump_yaml(qs_data)
     order = {qid: i for i, qid in enumerate(queries)}
     listed = sorted(pairs.values(), key=lambda p: (order[p["query_id"]], p["best_rank"], p["page"]))

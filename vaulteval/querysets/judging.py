@@ -8,6 +8,8 @@ Usage::
 Labels always go to a new file outside the vault; the source set is never
 rewritten. Each new judgment records the judge, the time (UTC) and the
 page's sha256 and ``address:`` as they are now, so it can follow a rename.
+Judged questions from a log are checked and recorded as written questions are
+(``logged.mark_judged``).
 """
 
 from __future__ import annotations
@@ -91,6 +93,11 @@ def save_labels(queryset: str | os.PathLike[str], pool: dict[str, Any], labels: 
         q["judged"] = dict(q.get("judged") or {})
         q["judged"][page] = _page_record(vault, page, judge.strip(), at)
         added += 1
+    from vaulteval.querysets.logged import mark_judged
+
+    languages = data.get("languages")
+    mark_judged(data["queries"], vault, {str(c) for c in languages} if isinstance(languages, dict) else None,
+                where=str(src))
     _write(data, target, vault_root, src)
     return {"out": str(target), "judgments_added": added, "judge": judge.strip(), "at": at}
 

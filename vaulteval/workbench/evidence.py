@@ -9,9 +9,9 @@ Usage::
     check = regression_check(default_scores, best_scores, measure="nDCG@10", seed=0)
 
 A query is *generated* when ``queryset generate`` made it (a ``kind`` other
-than ``written``); the rest are questions someone asked: ``kind: written``
-(``writer:`` agent, person or model:<name>), judged questions from a log
-(tag ``from-log``), and hand-written ones (no kind). When a set holds both,
+than ``written`` or ``logged``); the rest are questions someone asked: ``kind:
+written`` (``writer:`` agent, person or model:<name>), judged questions from a
+log (``kind: logged``, tag ``from-log``), and hand-written ones (no kind). When a set holds both,
 ``tune`` searches and confirms on the questions only, and runs the default
 and the best on the generated queries as a regression check: its figures are
 reported, never part of the verdict. The minimum detectable effect of the
@@ -33,12 +33,13 @@ if TYPE_CHECKING:
     from vaulteval.querysets.queryset import Query, QuerySet
 
 WRITTEN = "written"
+LOGGED = "logged"
 LOG_TAG = "from-log"
 
 
 def is_generated(query: "Query") -> bool:
-    """Made by ``queryset generate``: it records a kind, and the kind is not ``written``."""
-    return bool(query.kind) and query.kind != WRITTEN
+    """Made by ``queryset generate``: it records a kind, and the kind is not ``written`` or ``logged``."""
+    return bool(query.kind) and query.kind not in (WRITTEN, LOGGED)
 
 
 def writer_of(query: "Query") -> str:
@@ -49,7 +50,7 @@ def writer_of(query: "Query") -> str:
     if query.kind == WRITTEN:
         writer = (query.fields or {}).get("writer")
         return writer if isinstance(writer, str) and writer else "unnamed"
-    return "real" if LOG_TAG in query.tags else "hand-written"
+    return "real" if query.kind == LOGGED or LOG_TAG in query.tags else "hand-written"
 
 
 def partition(queryset: "QuerySet") -> tuple[list[str], list[str]]:
