@@ -286,3 +286,13 @@ def test_a_logged_question_with_another_writer_is_a_problem(tmp_path: Path) -> N
         load_queryset(path)
     path.write_text(path.read_text().replace("person", "real"), encoding="utf-8")
     assert load_queryset(path).queries[0].fields["writer"] == "real"
+
+
+def test_a_keyword_search_in_the_vaults_script_is_not_refused_but_another_script_is(fresh_vault: Path,
+                                                                                     tmp_path: Path) -> None:
+    log = _log_of(fresh_vault, tmp_path, [("grinder", [GRINDER]), ("descale", [ESPRESSO])])
+    code, _, err = run_main("queryset", "from-log", log, "--out", tmp_path / "pool.yaml")
+    assert code == 0, err  # one or two words are too few to tell English from a neighbour in its script
+    log = _log_of(fresh_vault, tmp_path, [("grinder", [GRINDER]), ("кофемолка", [GRINDER])])
+    code, _, err = run_main("queryset", "from-log", log, "--out", tmp_path / "pool2.yaml")
+    assert code == 2 and "language the vault lacks (" in err and len(err.strip().splitlines()) == 1, err

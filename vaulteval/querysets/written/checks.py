@@ -17,6 +17,7 @@ from __future__ import annotations
 
 MAX_QUESTION_CHARS = 300
 REPEATS_TITLE = 0.5
+SHORT_WORDS = 3
 WRITERS = ("agent", "person")
 
 
@@ -32,7 +33,8 @@ def question_language(text: str, vault_languages: set[str]) -> str:
     """The question's language, preferring a language the vault has when the identifier is unsure.
 
     A question is short: among languages of one script the identifier often ranks a neighbour first
-    (Spanish for Portuguese). The vault's language is taken when it is close to the best."""
+    (Spanish for Portuguese). The vault's language is taken when it is close to the best, or when the
+    question has at most SHORT_WORDS words (a search typed as keywords)."""
     from vaulteval.index.langs.catalog import UNDETERMINED
     from vaulteval.index.langs.identify import identifier, identify, prose
     from vaulteval.index.langs.scripts import candidates_of, script_counts
@@ -46,6 +48,8 @@ def question_language(text: str, vault_languages: set[str]) -> str:
         return code
     ranked = dict(identifier().rank(text))
     best_ours = max(ours, key=lambda c: ranked.get(c, 0.0))
+    if len(text.split()) <= SHORT_WORDS:  # "Tags", "saddle height": too few words to tell one script's languages
+        return best_ours
     return best_ours if ranked.get(best_ours, 0.0) >= 0.5 * ranked.get(code, 1.0) else code
 
 
