@@ -25,6 +25,7 @@ from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.rerank.config import RerankConfig, resolve
+from vaulteval.rerank.embedcache import input_key
 from vaulteval.rerank.embedders import SentenceTransformerEmbedder
 from vaulteval.rerank import onnxembed
 from vaulteval.rerank.onnxembed import EXPORT_FILE, MODEL_FILE, ONNX_DIR, WEIGHTS_FILE, OnnxEmbedder, open_onnx
@@ -403,3 +404,50 @@ def test_doctor_tells_an_absent_or_outdated_export_from_a_damaged_one(embedded: 
     assert export_state(folder, model)["state"] == "damaged"
     (folder / EXPORT_FILE).unlink()
     assert export_state(folder, model)["state"] == "absent"
+
+
+def test_provision_embeds_the_chunks_through_the_export_as_torch_would(embedded: tuple[Path, dict]) -> None:
+    from vaulteval.pipeline.embed import chunk_items
+    from vaulteval.rerank.store import open_store
+
+    root, report = embedded
+    vault = Vault(root)
+    store = open_store(vault.meta_dir)
+    assert report["embeddings"]["form"] == store.header["form"] == store.describe()["form"] == "onnx-fp32"
+    texts = [text for _, _, text in chunk_items(vault)][:12]
+    want = np.stack(SentenceTransformerEmbedder.load(resolve(ST)).embed(texts))
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    found = store.lookup([input_key(t) for t in texts])
+    got = np.stack([found[input_key(t)] for t in texts])
+    assert got.shape == want.shape and float((got * want).sum(axis=1).min()) >= 1 - 1e-5
+
+
+def test_a_provision_with_a_current_export_never_imports_torch(embedded: tuple[Path, dict], tmp_path: Path) -> None:
+    root = Path(shutil.copytree(embedded[0], tmp_path / "vault"))
+    note = root / DESCALING_NOTE
+    note.write_text(note.read_text(encoding="utf-8") + "\nRinse twice with clean water afterwards.\n",
+                    encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "vaulteval", "provision", "--embed",
+                           "--embedder", "st", "--vault", str(root)], capture_output=True, text=True,
+                          env=cli_env(HF_HUB_OFFLINE="1"), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    report = json.loads(proc.stdout)["embeddings"]
+    assert report["embedded"] >= 1 and report["form"] == "onnx-fp32" and report["onnx"] == {"state": "current"}
+    assert "onnxruntime" in names and sorted(n for n in names if n.split(".")[0] in TORCH_MODULES) == []
+    # stderr is a pipe here: no progress bar
+    assert "embedding chunks" not in proc.stderr
+
+
+def test_the_bulk_session_runs_on_the_machines_cores(embedded: tuple[Path, dict]) -> None:
+    config = resolve(ST)
+    folder = Vault(embedded[0]).meta_dir / ONNX_DIR
+    bulk = onnxembed.open_bulk_onnx(folder, config, threads=3)
+    assert bulk is not None and bulk is not open_onnx(folder, config)
+    bulk.embed(["one", "two"])
+    session = bulk._opened[0]
+    assert session.get_session_options().intra_op_num_threads == 3
+    assert onnxembed.open_bulk_onnx(folder, config).info["threads"] == onnxembed.machine_threads() >= 1
+    assert onnxembed.open_bulk_onnx(folder, RerankConfig(backend="ollama")) is None
+    assert onnxembed.open_bulk_onnx(None, config) is None

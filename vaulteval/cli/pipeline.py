@@ -132,8 +132,10 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
         settings = {"analyzer": args.analyzer or default_analyzer()}
     # An implicit refresh (no --embed) that fails is a warning: the notes, chunks and index are current.
+    # A bar redrawn in place belongs on a terminal; in a log or a pipe it is noise.
+    bar = embed is not None and not args.quiet and sys.stderr is not None and sys.stderr.isatty()
     report = provision(vault, rebuild=args.rebuild, prefix_settings=_prefix_settings(args), embed=embed,
-                       embed_required=args.embed, progress=sys.stderr if embed is not None else None, **settings)
+                       embed_required=args.embed, progress=sys.stderr if bar else None, **settings)
     if "migrated" in report:
         from vaulteval.pipeline.migrate import Migration
 

@@ -121,6 +121,9 @@ def _parse_provision(sub: Any, _add_vault: "AddVault") -> None:
                         "with the same model)")
     p.add_argument("--verbose", action="store_true",
                    help="list every changed page in the report (by default it lists the first 20 and counts the rest)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar on stderr (there is one, with rate and ETA, while chunks are embedded and "
+                        "stderr is a terminal)")
     _add_prefix_flags(p)
     _add_rerank_flags(p)
     _add_vault(p)

@@ -6,7 +6,10 @@ Usage (under the vault lock, after the index build; ``meta`` is the lock's MetaD
 
 The chunks are the index's documents whose record and page are current; each
 is embedded from the same text the rerank stage uses, so rerank and dense
-retrieval then only embed the query. Opening the store for retrieval
+retrieval then only embed the query. A sentence-transformers model is first
+exported to ONNX (once; the only step that needs torch) and the chunks are
+then embedded through that export, the very files queries use, on all the
+machine's cores; without a usable export they are embedded with torch. Opening the store for retrieval
 (``open_vault_store``) turns a corrupt or missing store into exit 10 naming
 the command that rebuilds it.
 """
@@ -76,14 +79,29 @@ def embed_vault(vault: "Vault", config: "RerankConfig", meta: Any, *,
     """Embed the chunks that changed and publish the store; the caller holds the vault lock."""
     from vaulteval.rerank.config import resolve
     from vaulteval.rerank.embedders import EmbedFailure
+    from vaulteval.rerank.onnxembed import ONNX_DIR, open_bulk_onnx
     from vaulteval.rerank.storebuild import build_store
 
     config = resolve(config)
+    export = ensure_export(meta, config)
     try:
-        return build_store(meta, chunk_items(vault), config,
-                           cache_path=vault.meta_dir / "embeddings.sqlite", progress=progress)
+        report = build_store(meta, chunk_items(vault), config, cache_path=vault.meta_dir / "embeddings.sqlite",
+                             progress=progress, embedder=open_bulk_onnx(meta.path / ONNX_DIR, config))
     except EmbedFailure as exc:
         raise EmbeddingFailed(f"could not embed the chunks with {config.backend} {config.model}: {exc}") from None
+    if export is not None:
+        report.onnx = export
+    return report
+
+
+def ensure_export(meta: Any, config: "RerankConfig") -> dict[str, Any] | None:
+    """A sentence-transformers model gets its ONNX export (what provisioning and queries embed with); the
+    export's state, or None for another backend."""
+    if config.backend != "sentence-transformers":
+        return None
+    from vaulteval.rerank.onnxexport import ensure_onnx_export
+
+    return ensure_onnx_export(meta, config)
 
 
 def open_vault_store(vault: "Vault", meta_dir: Path | None = None) -> EmbeddingStore:

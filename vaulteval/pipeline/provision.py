@@ -225,7 +225,6 @@ def provision(
 
             try:
                 embed_report = embed_vault(vault, embed, meta, progress=progress).to_dict()
-                embed_report["onnx"] = _export_onnx(meta, embed)
             except EmbeddingFailed as exc:
                 if embed_required:
                     raise
@@ -254,14 +253,6 @@ def provision(
         out["converted_store"] = {"records": prefix_report.store_converted}
     out["store"] = collected
     return out
-
-
-def _export_onnx(meta: Any, embed: "RerankConfig") -> dict[str, Any]:
-    """A sentence-transformers store gets the ONNX export its queries are embedded with (no torch at query time)."""
-    from vaulteval.rerank.config import resolve
-    from vaulteval.rerank.onnxexport import ensure_onnx_export
-
-    return ensure_onnx_export(meta, resolve(embed))
 
 
 def summarized(report: dict[str, Any], limit: int | None) -> dict[str, Any]:

@@ -269,6 +269,7 @@ class SentenceTransformerEmbedder:
     batch_size: int
     st_model: Any = field(default=None, repr=False)
     source: str = "sentence-transformers"
+    form: str = "torch-fp32"
 
     @property
     def scheme(self) -> InputScheme:

@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = ["EXPORT_FILE", "EXPORT_KIND", "EXPORT_VERSION", "MODEL_FILE", "ONNX_DIR", "SOURCE_FILES",
-           "TOKENIZER_FILE", "WEIGHTS_FILE", "OnnxEmbedder", "file_signature", "open_onnx", "open_query_embedder",
-           "read_export", "session_options", "source_signature"]
+           "TOKENIZER_FILE", "WEIGHTS_FILE", "OnnxEmbedder", "file_signature", "machine_threads", "open_bulk_onnx",
+           "open_onnx", "open_query_embedder", "read_export", "session_options", "source_signature"]
 
 # The exports a process has opened, most recent last. Bounded: a long-lived process (the MCP server, a
 # notebook, a test loop) that meets export after export keeps only the newest, not one model per export.
@@ -85,6 +85,11 @@ class OnnxEmbedder:
     @property
     def scheme(self) -> InputScheme:
         return input_scheme(self.model)
+
+    @property
+    def form(self) -> str:
+        """What computes the vectors: ``onnx-fp32``, or the fallback's form once the session could not open."""
+        return "onnx-fp32" if self._opened is None or isinstance(self._opened, tuple) else self._opened.form
 
     def _open(self) -> tuple[Any, Any, set[str]] | Embedder:
         """(session, tokenizer, input names), opened once; or the fallback embedder when they cannot be."""
@@ -142,6 +147,29 @@ def open_query_embedder(config: "RerankConfig", onnx_dir: Path | None = None) ->
     runs without torch. Raises EmbedFailure as ``open_embedder`` does."""
     exported = open_onnx(onnx_dir, config)
     return exported if exported is not None else open_embedder(config)
+
+
+def machine_threads() -> int:
+    """The cores this process may run on (its affinity where the platform says, else the CPU count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def open_bulk_onnx(folder: Path | None, config: "RerankConfig", threads: int | None = None) -> OnnxEmbedder | None:
+    """The export in ``folder`` for embedding many chunks: its own session with ``threads`` intra-op threads
+    (default: the machine's), not the query's one-thread session and not kept after the provision.
+    None when there is no usable, current export for ``config.model`` (the caller embeds with torch)."""
+    if folder is None or config.backend != "sentence-transformers":
+        return None
+    info = read_export(Path(folder))
+    if not export_matches(info, str(config.model)):
+        return None
+    embedder = _load(Path(folder), str(config.model), info, fallback=lambda: open_embedder(config))
+    if embedder is not None:  # (after the check: the description's digest covers what provisioning wrote)
+        embedder.info = {**info, "threads": threads or machine_threads()}
+    return embedder
 
 
 def open_onnx(folder: Path | None, config: "RerankConfig") -> OnnxEmbedder | None:

@@ -10,8 +10,9 @@ Usage::
 The file is ``<meta>/embeddings/vectors.vtv`` in the index's container format
 (``vaulteval.index.file``: checksummed JSON header, CRC over the body, atomic
 publication). The header names backend, model, model key (``name@digest`` for
-Ollama), input scheme and dimension; the ``rows`` section holds, per row, the
-chunk id, the sha256 of the chunk's embedded text (the index's ``context_hash``)
+Ollama), input scheme, dimension and the form that computed the vectors
+(``form``: ``onnx-fp32`` or ``torch-fp32`` for sentence-transformers); the
+``rows`` section holds, per row, the chunk id, the sha256 of the chunk's embedded text (the index's ``context_hash``)
 and the input key (sha256 of the exact model input). A row is only ever served
 for the index document whose chunk id and context hash it names, so a chunk
 that changed after embedding is never matched to an old vector.
@@ -135,7 +136,8 @@ class EmbeddingStore:
     def describe(self) -> dict[str, Any]:
         """Usage: ``store.describe()`` -> the header facts doctor reports."""
         return {"path": str(self.path), "backend": self.backend, "model": self.model, "model_key": self.model_key,
-                "scheme": self.scheme, "dim": self.dim, "rows": len(self.rows), "built_at": self.header.get("built_at")}
+                "scheme": self.scheme, "form": self.header.get("form"), "dim": self.dim, "rows": len(self.rows),
+                "built_at": self.header.get("built_at")}
 
 
 def open_store(meta_dir: Path) -> EmbeddingStore:
@@ -188,7 +190,7 @@ def write_store(meta: "MetaDir", identity: dict[str, str], rows: list[StoreRow],
     unit = (matrix / np.where(norms > 0, norms, 1.0)).astype("<f4")
     header = {"kind": STORE_KIND, "store_version": STORE_VERSION, "n": len(rows), "dim": int(unit.shape[1]),
               "built_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-              **{k: identity[k] for k in ("backend", "model", "model_key", "scheme")}}
+              **{k: identity[k] for k in ("backend", "model", "model_key", "scheme", "form") if k in identity}}
     lines = b"".join(json.dumps([r.chunk_id, r.context_hash, r.input_key], ensure_ascii=False).encode("utf-8") + b"\n"
                      for r in rows)
     with meta.sub(STORE_DIR, create=True) as folder:

@@ -8,7 +8,12 @@ Usage (the caller holds the vault lock)::
 ``items`` are ``(chunk_id, context_hash, text)`` for every current chunk, where
 ``text`` is what the rerank stage embeds (the contextualized text). Only inputs
 found neither in the previous store (same backend, model key and scheme) nor
-in the cache reach the model; new vectors are also written to the cache.
+in the cache reach the model, longest first, so a batch pads its texts to a
+length close to their own; new vectors are also written to the cache. The
+caller may pass the ``embedder`` (provisioning passes the ONNX export's, run
+on the machine's cores); the store's header records its ``form``
+(``onnx-fp32``, ``torch-fp32``), and a progress bar with rate and ETA goes to
+``progress``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from vaulteval.rerank.store import StoreError, StoreRow, open_store, write_store
 
 if TYPE_CHECKING:
     from vaulteval.rerank.config import RerankConfig
+    from vaulteval.rerank.embedders import Embedder
     from vaulteval.vault.metadir import MetaDir
 
 
@@ -39,19 +45,26 @@ class StoreReport:
     model: str = ""
     model_key: str = ""
     scheme: str = ""
+    form: str = ""
     dim: int = 0
     size_bytes: int = 0
     seconds: float = 0.0
+    onnx: dict | None = None  # the ONNX export's state (sentence-transformers only)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if out["onnx"] is None:
+            del out["onnx"]
+        return out
 
 
 def build_store(meta: "MetaDir", items: list[tuple[str, str, str]], config: "RerankConfig", *,
-                cache_path: Path | None = None, progress: IO[str] | None = None) -> StoreReport:
-    """Embed what changed and publish the store; raises EmbedFailure when the backend cannot embed."""
+                cache_path: Path | None = None, progress: IO[str] | None = None,
+                embedder: "Embedder | None" = None) -> StoreReport:
+    """Embed what changed and publish the store (closing ``embedder``, default ``open_embedder(config)``);
+    raises EmbedFailure when the backend cannot embed."""
     started = time.perf_counter()
-    embedder = open_embedder(config)
+    embedder = embedder if embedder is not None else open_embedder(config)
     try:
         scheme = embedder.scheme
         # By name and version where there is one (the shipped MiniLM), never by the venv folder it sits in.
@@ -76,8 +89,8 @@ def build_store(meta: "MetaDir", items: list[tuple[str, str, str]], config: "Rer
                                   [k for k in keys if k not in vectors])
                 report.reused_cache = len(found)
                 vectors.update(found)
-            todo = list(dict.fromkeys(k for k in keys if k not in vectors))
             text_of = dict(zip(keys, inputs))
+            todo = sorted(dict.fromkeys(k for k in keys if k not in vectors), key=lambda k: -len(text_of[k]))
             from tqdm import tqdm
 
             bar = tqdm(total=len(todo), disable=progress is None or not todo, file=progress, unit="chunk",
@@ -92,6 +105,7 @@ def build_store(meta: "MetaDir", items: list[tuple[str, str, str]], config: "Rer
                 bar.update(len(part))
             bar.close()
             report.embedded = len(todo)
+            report.form = identity["form"] = str(getattr(embedder, "form", embedder.source))
         finally:
             if cache is not None:
                 cache.close()
