@@ -136,6 +136,9 @@ def session_options(onnxruntime: Any, info: dict[str, Any]) -> Any:
     # One query is a few dozen tokens: one thread answers it sooner than a pool on a busy machine.
     options.intra_op_num_threads = int(info.get("threads", 1))
     options.inter_op_num_threads = 1
+    if options.intra_op_num_threads > 1:
+        # A pool's idle threads would spin between batches' operators, taking cores a busy machine lacks.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     levels = onnxruntime.GraphOptimizationLevel
     options.graph_optimization_level = (levels.ORT_DISABLE_ALL if info.get("optimized") == "basic"
                                         else levels.ORT_ENABLE_BASIC)
