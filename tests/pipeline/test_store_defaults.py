@@ -116,7 +116,10 @@ def test_a_provision_with_nothing_to_embed_does_not_load_the_model(store_vault: 
     assert _notes(root) == before
     write_note(root, "wiki/howto/New note.md", "A brand new note about grinder burrs.\n")
     report, imported = _imports_of_provision(root)
-    assert report["embeddings"]["embedded"] == 1 and "sentence_transformers" in imported
+    # The new chunk is embedded through the vault's ONNX export: torch stays out (it only ever exports).
+    assert report["embeddings"]["embedded"] == 1 and report["embeddings"]["form"] == "onnx-fp32"
+    assert "onnxruntime" in imported
+    assert not {m for m in imported if m.split(".")[0] in ("torch", "sentence_transformers", "transformers")}
 
 
 def test_provision_reports_a_summary_and_lists_every_page_with_verbose(tmp_path: Path) -> None:

@@ -87,6 +87,11 @@ class OnnxEmbedder:
         return input_scheme(self.model)
 
     @property
+    def model_name(self) -> str:
+        """What a store records as its model: the same name as ``model_key``, never the folder."""
+        return self.model_key
+
+    @property
     def form(self) -> str:
         """What computes the vectors: ``onnx-fp32``, or the fallback's form once the session could not open."""
         return "onnx-fp32" if self._opened is None or isinstance(self._opened, tuple) else self._opened.form
