@@ -120,8 +120,8 @@ def test_prefixes_hold_only_visible_text(vault: Path) -> None:
 
 
 def test_retrieve_snippet_skips_badges(vault: Path) -> None:
-    (hit,) = run_json("retrieve", "--vault", vault, "marmaladon lists", "--no-rerank")["candidates"]
-    assert hit["snippet"].startswith("Sorts your marmaladon lists")
+    hit = run_json("retrieve", "--vault", vault, "marmaladon lists", "--no-rerank")["candidates"][0]
+    assert hit["page_path"] == "Badges.md" and hit["snippet"].startswith("Sorts your marmaladon lists")
 
 
 def test_visible_text_drops_what_reading_view_hides() -> None:

@@ -64,7 +64,7 @@ TRIGGERS = {
 }
 DEPTH_TOP = {"quick": 3, "standard": 5, "deep": 10}
 
-RETRIEVE_KEYS = {"schema", "query", "strategy", "label", "top_k", "candidates"}
+RETRIEVE_KEYS = {"schema", "query", "strategy", "label", "pipeline", "top_k", "candidates"}
 CANDIDATE_KEYS = {"chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "score", "scores",
                   "bm25_score", "rerank_score", "rerank_source", "snippet", "matched_terms", "heading_path",
                   "first_line", "last_line", "modified", "snippet_line", "snippet_heading_path"}
@@ -385,6 +385,7 @@ def check_retrieve(data: object, vault: Path, args: list[str], where: str) -> No
     explained = "--explain" in args or args[1:2] == ["rerank"]
     assert set(data) == RETRIEVE_KEYS | ({"explain"} if explained else set()), f"{where}: keys {sorted(data)}"
     assert isinstance(data["query"], str) and isinstance(data["strategy"], str), where
+    assert set(data["pipeline"]) == {"text", "source"} and data["pipeline"]["text"], where  # what ran, and why
     assert isinstance(data["top_k"], int) and 1 <= data["top_k"] <= 1000, where
     cands = data["candidates"]
     assert isinstance(cands, list) and len(cands) <= data["top_k"], where

@@ -40,6 +40,8 @@ def test_default_weights_are_exactly_seed_bm25(provisioned_sample: Path) -> None
     plain = run_json("retrieve", "--vault", provisioned_sample, "espresso", "--no-rerank", "--top", "10")
     same = run_json("retrieve", "--vault", provisioned_sample, "espresso", "--no-rerank", "--top", "10",
                     "--strategy", "bm25:w_body=1,w_title=0")
+    assert same.pop("pipeline") == {"text": "bm25", "source": "strategy"}  # the default weights, written out
+    assert plain.pop("pipeline")["source"] == "default"
     assert same == plain and plain["strategy"] == "bm25-only"
 
 

@@ -63,7 +63,7 @@ def st_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_note_like_meshlets_is_served_and_doctor_is_verified(st_vault: Path) -> None:
     result = retrieve_json(st_vault, "meshlets")
-    assert [c["page_path"] for c in result["candidates"]] == ["content/Meshlets.md"]
+    assert result["candidates"][0]["page_path"] == "content/Meshlets.md"  # the vault's default (hybrid) ranks others after it
     assert result["explain"]["stale_candidates_skipped"] == 0
     code, report = _doctor(st_vault)
     assert (code, report["state"], report["unfindable_notes"], report["refused_chunks"]) == (0, "verified", [], 0)
@@ -107,9 +107,10 @@ def test_every_fix_line_doctor_prints_works_on_an_st_vault(st_vault: Path, tmp_p
     assert code == 1 and report["refused_chunks"] == 1
     assert report["unfindable_notes"] == [{"page_path": page, "reason": findable.REFUSED}]
     assert report["rebuild"].endswith(" --rebuild")
-    assert retrieve_json(root, "adenosine")["candidates"] == []  # what doctor says: no query finds it
+    served = [c["page_path"] for c in retrieve_json(root, "adenosine")["candidates"]]
+    assert page not in served  # what doctor says: no query finds it
     _fix_until_verified(root, report)
-    assert [c["page_path"] for c in retrieve_json(root, "adenosine")["candidates"]] == [page]
+    assert retrieve_json(root, "adenosine")["candidates"][0]["page_path"] == page
 
     # 3. A changed note and a new one: each listed with its reason; the fix keeps the st vectors current.
     with open(root / "content" / "Concepts" / "Coffee nap.md", "a") as fh:

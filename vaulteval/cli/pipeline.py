@@ -123,14 +123,15 @@ def cmd_provision(args: argparse.Namespace) -> int:
         embed, why_not = stored_embed_config(vault, allow_remote=args.allow_remote_ollama)
     from vaulteval.pipeline.tuned import tuned_index
 
-    # Without --analyzer, the index keeps the settings `tune --write` chose (else the defaults).
+    # Without --analyzer, the index keeps the settings `tune --write` chose, else the current index's analyzer,
+    # else the default.
     tuned = tuned_index(vault) if args.analyzer is None else None
     if tuned:
         settings = index_kwargs(tuned)
     else:
         from vaulteval.pipeline.spec import default_analyzer
 
-        settings = {"analyzer": args.analyzer or default_analyzer()}
+        settings = {"analyzer": args.analyzer or _kept_analyzer(vault) or default_analyzer()}
     # An implicit refresh (no --embed) that fails is a warning: the notes, chunks and index are current.
     # A bar redrawn in place belongs on a terminal; in a log or a pipe it is noise.
     bar = embed is not None and not args.quiet and sys.stderr is not None and sys.stderr.isatty()
@@ -158,6 +159,18 @@ def cmd_provision(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+
+
+def _kept_analyzer(vault) -> str | None:
+    """The analyzer of the vault's current index, or None: provisioning again keeps it (and the postings it can
+    reuse) instead of switching a provisioned vault to another analyzer unasked."""
+    from vaulteval.errors import NotProvisioned
+    from vaulteval.index.reader import open_index
+
+    try:
+        return open_index(vault).analyzer_name
+    except (NotProvisioned, OSError, ValueError, KeyError):
+        return None
 
 
 def _rerank_config(args: argparse.Namespace):

@@ -112,7 +112,7 @@ def _parse_provision(sub: Any, _add_vault: "AddVault") -> None:
                    help="default | english | english:stemmer=snowball|porter|none,stopwords=short|lucene|none "
                         "| auto (each chunk in its own language) | a language analyzer: german, spanish, russian, "
                         "chinese, japanese, korean, ... with :fold=yes|no, :compounds=yes|no, :stopwords=none "
-                        "(vaulteval[languages]; default: the one `tune --write` chose, else auto when the "
+                        "(vaulteval[languages]; default: the one `tune --write` chose, else the current index's, else auto when the "
                         "languages extra is installed, else default)")
     p.add_argument("--embed", action="store_true",
                    help="also store chunk embeddings in .vault-meta/vaulteval/embeddings/ (only changed chunks are embedded)")
