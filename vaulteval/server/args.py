@@ -93,10 +93,21 @@ def input_schema(name: str) -> dict[str, Any]:
             "additionalProperties": False}
 
 
-def _whole(name: str, value: Any, low: int, high: int | None = None) -> int:
+def shown(value: Any) -> str:
+    """A tool argument as a message may quote it: a short number, else only its type (never a large value)."""
+    if isinstance(value, (bool, int, float)) or value is None:
+        try:
+            text = repr(value)
+        except ValueError:  # an integer past Python's digit limit for text
+            return "a very large integer"
+        return text if len(text) <= 40 else text[:37] + "..."
+    return type(value).__name__
+
+
+def whole_number(name: str, value: Any, low: int, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
         bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
-        raise UsageError(f"{name} must be a whole number {bounds}, got {value!r}")
+        raise UsageError(f"{name} must be a whole number {bounds}, got {shown(value)}")
     return value
 
 
@@ -126,10 +137,10 @@ def checked(tool: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
     if args.get("min_score") is not None:
         value = args["min_score"]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise UsageError(f"min_score needs a number, got {value!r}")
+            raise UsageError(f"min_score needs a number, got {shown(value)}")
     for name in ("start_line", "end_line"):
         if args.get(name) is not None:
-            _whole(name, args[name], 1)
+            whole_number(name, args[name], 1)
     if tool == "read_many":
         pages = args["pages"]
         if not isinstance(pages, list) or not 1 <= len(pages) <= MAX_READ_MANY:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.errors import UsageError
-from vaulteval.server.args import checked
+from vaulteval.server.args import checked, shown, whole_number
 from vaulteval.server.evalargs import EVAL_TOOLS, MAX_QUESTION_CHARS
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class EvalTools:
         from vaulteval.querysets.written.worksheet import make_worksheet
 
         args = _defaults("eval_worksheet", checked("eval_worksheet", arguments))
-        n, seed = _whole("n", args["n"], 1, 1000), _whole("seed", args["seed"], 0)
+        n, seed = whole_number("n", args["n"], 1, 1000), whole_number("seed", args["seed"], 0)
         out = self._output(args["out"], "out")
         summary = make_worksheet(self.vault, out, n=n, seed=seed)
         data = read_worksheet(out)
@@ -171,7 +171,7 @@ class EvalTools:
         args = _defaults("tune", checked("tune", arguments))
         grid = _strategies(args["grid"], "grid") if args.get("grid") is not None else None
         measure = _text("measure", args["measure"])
-        seed = _whole("seed", args["seed"], 0)
+        seed = whole_number("seed", args["seed"], 0)
         qs = self._queryset(args["queryset"])
         runs = self._output(RUNS, "the run folder")
         result = tune(self.vault, qs, grid=grid, measure=measure, seed=seed, out=runs)
@@ -194,16 +194,9 @@ def _defaults(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     return {**{k: spec["default"] for k, spec in props.items() if "default" in spec}, **args}
 
 
-def _whole(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
-        raise UsageError(f"{name} must be a whole number {bounds}, got {value!r}")
-    return value
-
-
 def _text(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise UsageError(f"{name} must be a non-empty string, got {value!r}")
+        raise UsageError(f"{name} must be a non-empty string, got {shown(value)}")
     return value.strip()
 
 
