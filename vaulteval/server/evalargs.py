@@ -67,8 +67,9 @@ EVAL_TOOLS: dict[str, dict[str, Any]] = {
         "description": (
             "Run strategies (bm25, dense, hybrid:rrf, bm25:analyzer=english, ...; docs/strategies.md) over a query "
             "set under the evaluation folder, as `vaulteval eval run` does, and return each one's mean with its "
-            "95% bootstrap CI, and against the first: the paired difference, its CI, p and the smallest "
-            "difference the set can detect. Writes nothing."),
+            "95% bootstrap CI, and against the first the comparison as eval run prints it: the paired "
+            "difference with its interval, p and verdict from one paired t-test (Bonferroni across the "
+            "strategies), and the smallest difference the set can detect. Writes nothing."),
         "properties": {
             "queryset": {**_FILE, "description": "query set file under the evaluation folder"},
             "strategies": {**_STRATEGIES, "description": "the first is the baseline"},
