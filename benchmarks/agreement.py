@@ -139,7 +139,7 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
     from vaulteval.querysets.generate.core import generate_queryset
     from vaulteval.querysets.generate.mix import parse_mix
     from vaulteval.querysets.queryset import load_queryset
-    from vaulteval.rerank.store import store_path
+    from vaulteval.embeddings.store import store_path
     from vaulteval.vault.vault import Vault
     from vaulteval.workbench.strategy import Strategy
 

@@ -71,8 +71,8 @@ def chosen_default(vault_path: str, cache: Path) -> str:
     """The strategy ``default_pipeline`` picks for this vault provisioned as ``provision`` now does (an ``auto``
     index): its rule applied to the ``auto`` build in the evaluation cache."""
     from vaulteval.pipeline.spec import WITH_VECTORS, has_vectors, model_reads_vault
-    from vaulteval.rerank.config import RerankConfig, resolve
-    from vaulteval.rerank.store import open_store
+    from vaulteval.embeddings.config import RerankConfig, resolve
+    from vaulteval.embeddings.store import open_store
     from vaulteval.vault.vault import Vault
     from vaulteval.workbench.strategy import Strategy
     from vaulteval.workbench.workspace import Workspace

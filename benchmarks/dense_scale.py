@@ -5,7 +5,7 @@ Usage (from the repo root, with the venv):
     .venv/bin/python benchmarks/dense_scale.py [--rows 38365 383650] [--dim 384] [--queries 50]
 
 For each row count, a store of random unit vectors is written in the real
-format (``vaulteval.rerank.store.write_store``, in a temporary vault), opened
+format (``vaulteval.embeddings.store.write_store``, in a temporary vault), opened
 the way ``retrieve --strategy dense`` opens it (size, header and checksum
 verified, row keys parsed), and queried with ``EmbeddingStore.top``, in a
 fresh child process. It prints the store size, the open time, the top-100
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> int:
     from vaulteval import Vault
-    from vaulteval.rerank.store import StoreRow, open_store, store_path, write_store
+    from vaulteval.embeddings.store import StoreRow, open_store, store_path, write_store
     from vaulteval.vault.metadir import MetaDir
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -79,7 +79,7 @@ def peak_rss_mb() -> float:
 
 def measure(meta_dir: Path, dim: int, n_queries: int) -> int:
     """In a fresh process: open the store once and time top-100 over random queries."""
-    from vaulteval.rerank.store import open_store
+    from vaulteval.embeddings.store import open_store
 
     t0 = time.perf_counter()
     store = open_store(meta_dir)

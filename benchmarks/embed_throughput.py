@@ -176,9 +176,9 @@ def main() -> int:
     ap.add_argument("--corpora", default="help,scifact", help="which to measure (comma-separated)")
     args = ap.parse_args()
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    from vaulteval.rerank.config import RerankConfig, resolve
-    from vaulteval.rerank.embedders import SentenceTransformerEmbedder
-    from vaulteval.rerank.onnxembed import OnnxEmbedder, machine_threads, open_bulk_onnx
+    from vaulteval.embeddings.config import RerankConfig, resolve
+    from vaulteval.embeddings.embedders import SentenceTransformerEmbedder
+    from vaulteval.embeddings.onnxembed import OnnxEmbedder, machine_threads, open_bulk_onnx
 
     config = resolve(RerankConfig(backend="sentence-transformers"))
     pages, chunks, help_q, help_qrels, export = help_vault(args.help_vault, args.work, args.queryset)

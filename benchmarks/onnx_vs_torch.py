@@ -9,7 +9,7 @@ The corpus (5,183 abstracts, title and text) is embedded once with MiniLM
 through sentence-transformers, as ``provision --embed --embedder st`` would
 store it (vectors cached in ``--work``). The 300 test claims are embedded twice:
 with torch, and with the ONNX export ``provision`` makes
-(``vaulteval.rerank.onnxexport``, the same probe check included, written to
+(``vaulteval.embeddings.onnxexport``, the same probe check included, written to
 ``--work/export`` and opened by ``open_onnx`` as a query opens it) run by
 onnxruntime + tokenizers. Prints the smallest cosine between the two vectors
 of a claim, the largest difference of a document's cosine, and how many
@@ -62,10 +62,10 @@ def main() -> int:
     ap.add_argument("--open-runs", type=int, default=0, help="fresh processes per layout for the open costs")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    from vaulteval.rerank.config import RerankConfig, resolve
-    from vaulteval.rerank.embedders import load_st_model
-    from vaulteval.rerank.onnxembed import EXPORT_FILE, open_onnx
-    from vaulteval.rerank.onnxexport import _export
+    from vaulteval.embeddings.config import RerankConfig, resolve
+    from vaulteval.embeddings.embedders import load_st_model
+    from vaulteval.embeddings.onnxembed import EXPORT_FILE, open_onnx
+    from vaulteval.embeddings.onnxexport import _export
 
     config = resolve(RerankConfig(backend="sentence-transformers"))
     model = str(config.model)

@@ -36,7 +36,7 @@ def main() -> int:
     from vaulteval.cli.sample import copy_sample
     from vaulteval.pipeline.provision import provision
     from vaulteval.pipeline.retrieve import Retriever
-    from vaulteval.rerank.config import RerankConfig
+    from vaulteval.embeddings.config import RerankConfig
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vault", help="a vault provisioned with --embed (default: a copy of the sample)")

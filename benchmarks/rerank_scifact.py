@@ -85,7 +85,7 @@ def main() -> int:
 
 def _latency(retriever, qs, server) -> dict:
     """Added latency of reranking 20 candidates: cold cache (fresh file) vs warm (same queries again)."""
-    from vaulteval.rerank.stage import RerankConfig
+    from vaulteval.embeddings.rerank import RerankConfig
 
     queries = [q.text for q in qs.queries[:20]]
     out = {}

@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vaulteval"
 # Lowest first. A module may import from its own folder and from lower ones.
 # Top-level modules: ``errors``, ``version`` and ``hosts`` are the floor; the package ``__init__`` is the
 # public façade above everything (it loads names lazily).
-LAYERS = ["errors", "version", "hosts", "vault", "chunks", "index", "rerank", "pipeline", "notes", "querysets",
+LAYERS = ["errors", "version", "hosts", "vault", "chunks", "index", "embeddings", "pipeline", "notes", "querysets",
           "workbench", "notebooks", "server", "cli",
           "__main__", "__init__"]
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
-from vaulteval.rerank.config import RerankConfig
+from vaulteval.embeddings.config import RerankConfig
 
 from fuzzkit import Scratch, cli_ok, count, fuzz_settings
 from pipeline_fixtures import snapshot, write_note

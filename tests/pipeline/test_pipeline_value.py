@@ -20,7 +20,7 @@ from vaulteval.pipeline.spec import WITH_VECTORS, default_pipeline, has_vectors
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.spec import DEFAULT_DEPTH, Pipeline
 from vaulteval.pipeline.stages import registry
-from vaulteval.rerank.config import RerankConfig
+from vaulteval.embeddings.config import RerankConfig
 from vaulteval.workbench.strategy import Strategy
 
 QUERIES = ["coffee machine flow is weak and the steam wand sputters", "starter smells like nail polish remover",
@@ -160,8 +160,8 @@ def test_a_store_whose_model_does_not_read_the_vaults_language_is_not_the_defaul
     """An English model over a vault whose ``auto`` index counts most chunks in German: BM25 (docs/strategies.md)."""
     import vaulteval.index.location as location
     from vaulteval.pipeline.spec import model_reads_vault
-    from vaulteval.rerank.config import RerankConfig, resolve
-    from vaulteval.rerank.store import open_store
+    from vaulteval.embeddings.config import RerankConfig, resolve
+    from vaulteval.embeddings.store import open_store
 
     vault = Vault(embedded)
     store = open_store(vault.meta_dir)

@@ -19,7 +19,7 @@ from pipeline_fixtures import cli_env, copy_sample, run_cli, snapshot, write_not
 from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.tuned import write_tuned
-from vaulteval.rerank.config import RerankConfig
+from vaulteval.embeddings.config import RerankConfig
 from vaulteval.vault.metadir import META_REL
 
 QUERY = "how often should I descale"
@@ -81,7 +81,7 @@ def test_a_tuned_pipeline_without_a_reranker_adds_none(store_vault: Path, tmp_pa
 def test_a_store_whose_model_is_gone_gives_one_warning_and_bm25(store_vault: Path, tmp_path: Path) -> None:
     import shutil
 
-    from vaulteval.rerank.store import open_store, write_store
+    from vaulteval.embeddings.store import open_store, write_store
     from vaulteval.vault.locking import vault_lock
 
     root = Path(shutil.copytree(store_vault, tmp_path / "vault", symlinks=True))

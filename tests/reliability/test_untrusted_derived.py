@@ -470,7 +470,7 @@ def test_a_truncated_or_foreign_index_is_exit_10(fresh_vault: Path, data: bytes)
 def test_a_malformed_embedding_cache_is_replaced(fresh_vault: Path, data: bytes) -> None:
     import numpy as np
 
-    from vaulteval.rerank.embedcache import EmbeddingCache
+    from vaulteval.embeddings.embedcache import EmbeddingCache
 
     path = fresh_vault / META / "embeddings.sqlite"
     path.write_bytes(data)

@@ -11,7 +11,7 @@ import pytest
 
 from vaulteval.workbench.evaluate import evaluate
 from vaulteval.querysets.queryset import load_queryset
-from vaulteval.rerank.stage import RerankConfig
+from vaulteval.embeddings.rerank import RerankConfig
 from vaulteval.workbench.runs import Run, encode_doc_id, run_strategy
 from vaulteval.cli.sample import copy_sample
 from vaulteval.workbench.strategy import Strategy, StrategyError

@@ -17,7 +17,7 @@ from vaulteval.cli.main import main
 from vaulteval.workbench.evaluate import evaluate
 from vaulteval.workbench.manifest import load_run_dir
 from vaulteval.querysets.queryset import load_queryset
-from vaulteval.rerank.stage import RerankConfig
+from vaulteval.embeddings.rerank import RerankConfig
 from vaulteval.cli.sample import copy_sample
 from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 from vaulteval.workbench.strategy import Strategy

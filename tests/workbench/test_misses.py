@@ -17,7 +17,7 @@ import pytest
 from vaulteval.workbench.compare import rescued_and_lost
 from vaulteval.workbench.misses import CAUSES, NoIndexForMisses, find_misses
 from vaulteval.querysets.queryset import load_queryset
-from vaulteval.rerank.stage import RerankConfig
+from vaulteval.embeddings.rerank import RerankConfig
 from vaulteval.workbench.runs import Run, run_strategy
 from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 from vaulteval.workbench.strategy import Strategy

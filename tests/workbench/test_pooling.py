@@ -122,7 +122,7 @@ def test_condensed_lists_drop_unjudged_pages_before_scoring(setup) -> None:
 def embedded_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Vault, Path]:
     from vaulteval.cli.sample import copy_sample
     from vaulteval.pipeline.provision import provision
-    from vaulteval.rerank.config import RerankConfig
+    from vaulteval.embeddings.config import RerankConfig
 
     base = tmp_path_factory.mktemp("pool-embedded")
     vault = Vault(copy_sample(base / "v"))

@@ -12,7 +12,7 @@ import pytest
 from pipeline_fixtures import copy_sample, run_json, run_main
 from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
-from vaulteval.rerank.config import RerankConfig
+from vaulteval.embeddings.config import RerankConfig
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.workbench.grid import available_analyzers, default_grid
 from vaulteval.workbench.runs import Run

@@ -111,7 +111,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
     embed, why_not = None, None
     if args.embed:
-        from vaulteval.rerank.config import resolve
+        from vaulteval.embeddings.config import resolve
 
         embed = resolve(_rerank_config(args))  # settings errors (exit 2) before any work
     elif args.embedder or args.model:
@@ -174,7 +174,7 @@ def _kept_analyzer(vault) -> str | None:
 
 
 def _rerank_config(args: argparse.Namespace):
-    from vaulteval.rerank.stage import RerankConfig
+    from vaulteval.embeddings.rerank import RerankConfig
 
     return RerankConfig(backend=EMBEDDERS[args.embedder or "ollama"], model=args.model,
                         allow_remote=args.allow_remote_ollama, timeout=args.timeout)
@@ -256,7 +256,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
 @_cmd("rerank")
 def cmd_rerank(args: argparse.Namespace) -> int:
     from vaulteval.pipeline.retrieve import retrieve
-    from vaulteval.rerank.stage import peek
+    from vaulteval.embeddings.rerank import peek
 
     config = _rerank_config(args)
     if args.peek:

@@ -23,7 +23,7 @@ from vaulteval.pipeline.embed import embed_command
 from vaulteval.pipeline.migrate import coexistence_line, shared_state
 from vaulteval.pipeline.storecheck import check_store
 from vaulteval.pipeline.retrieve import Retriever
-from vaulteval.rerank.store import store_path
+from vaulteval.embeddings.store import store_path
 from vaulteval.pipeline.findable import (  # noqa: F401 - page_currency and unindexed_pages are named here too
     PageCurrency,
     page_currency,
@@ -235,8 +235,8 @@ def _embeddings(vault: "Vault", retriever: Retriever, report: DoctorReport) -> b
 
 def _onnx_export(vault: "Vault", store) -> dict[str, Any] | None:
     """The state of the ONNX export a sentence-transformers store's queries use (None for other backends)."""
-    from vaulteval.rerank.config import RerankConfig, RerankConfigError, resolve
-    from vaulteval.rerank.onnxfiles import ONNX_DIR, export_state
+    from vaulteval.embeddings.config import RerankConfig, RerankConfigError, resolve
+    from vaulteval.embeddings.onnxfiles import ONNX_DIR, export_state
 
     if store.backend != "sentence-transformers":
         return None

@@ -22,11 +22,11 @@ from typing import IO, TYPE_CHECKING, Any
 from vaulteval.errors import NotProvisioned, VaultevalError
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.index.reader import open_index
-from vaulteval.rerank.store import EmbeddingStore, StoreError, open_store
+from vaulteval.embeddings.store import EmbeddingStore, StoreError, open_store
 
 if TYPE_CHECKING:
-    from vaulteval.rerank.config import RerankConfig
-    from vaulteval.rerank.storebuild import StoreReport
+    from vaulteval.embeddings.config import RerankConfig
+    from vaulteval.embeddings.storebuild import StoreReport
     from vaulteval.vault.vault import Vault
 
 
@@ -49,7 +49,7 @@ def _embedder_args(vault: "Vault") -> str:
     import shlex
 
     from vaulteval.index.file import IndexFileError, read_header
-    from vaulteval.rerank.store import store_path
+    from vaulteval.embeddings.store import store_path
 
     try:
         header = read_header(store_path(vault.meta_dir))
@@ -77,10 +77,10 @@ def chunk_items(vault: "Vault") -> list[tuple[str, str, str]]:
 def embed_vault(vault: "Vault", config: "RerankConfig", meta: Any, *,
                 progress: IO[str] | None = None) -> "StoreReport":
     """Embed the chunks that changed and publish the store; the caller holds the vault lock."""
-    from vaulteval.rerank.config import resolve
-    from vaulteval.rerank.embedders import EmbedFailure
-    from vaulteval.rerank.onnxembed import ONNX_DIR, open_bulk_onnx
-    from vaulteval.rerank.storebuild import build_store
+    from vaulteval.embeddings.config import resolve
+    from vaulteval.embeddings.embedders import EmbedFailure
+    from vaulteval.embeddings.onnxembed import ONNX_DIR, open_bulk_onnx
+    from vaulteval.embeddings.storebuild import build_store
 
     config = resolve(config)
     export = ensure_export(meta, config)
@@ -99,7 +99,7 @@ def ensure_export(meta: Any, config: "RerankConfig") -> dict[str, Any] | None:
     export's state, or None for another backend."""
     if config.backend != "sentence-transformers":
         return None
-    from vaulteval.rerank.onnxexport import ensure_onnx_export
+    from vaulteval.embeddings.onnxexport import ensure_onnx_export
 
     return ensure_onnx_export(meta, config)
 

@@ -32,7 +32,7 @@ from vaulteval.vault.notesrecord import write_notes_record
 SCHEMA = "vaulteval.provision.v1"
 
 if TYPE_CHECKING:
-    from vaulteval.rerank.config import RerankConfig
+    from vaulteval.embeddings.config import RerankConfig
     from vaulteval.vault.vault import Vault
 
 
@@ -290,8 +290,8 @@ def stored_embed_config(vault: "Vault", *, allow_remote: bool = False) -> "tuple
     No usable store gives (None, None). A store whose backend may not be used from here (an
     ``OLLAMA_HOST`` on another machine without ``allow_remote``) gives (None, the reason).
     """
-    from vaulteval.rerank.config import RerankConfig, RerankConfigError, resolve
-    from vaulteval.rerank.store import StoreError, open_store
+    from vaulteval.embeddings.config import RerankConfig, RerankConfigError, resolve
+    from vaulteval.embeddings.store import StoreError, open_store
 
     try:
         store = open_store(vault.meta_dir)

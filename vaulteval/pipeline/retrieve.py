@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from vaulteval.pipeline.firststage import FirstStage
     from vaulteval.pipeline.spec import Pipeline
     from vaulteval.pipeline.stages.base import Reranker
-    from vaulteval.rerank.stage import RerankConfig
-    from vaulteval.rerank.store import EmbeddingStore
+    from vaulteval.embeddings.rerank import RerankConfig
+    from vaulteval.embeddings.store import EmbeddingStore
     from vaulteval.vault.vault import Vault
 
 __all__ = ["Candidate", "Label", "RetrievalResult", "Retriever", "retrieve", "check_limit", "check_query"]
@@ -226,7 +226,7 @@ def _validate(query: str, top: int, bm25_top: int, rerank: "RerankConfig | Reran
     if getattr(rerank, "role", None) == "rerank":
         return rerank.checked()
     from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
-    from vaulteval.rerank.stage import resolve
+    from vaulteval.embeddings.rerank import resolve
 
     return EmbeddingRerank.from_config(resolve(rerank))
 

@@ -248,7 +248,7 @@ SEED_ANALYZER = "default"
 WITH_VECTORS = "hybrid:cc,alpha=0.7"
 # vaulteval.pipeline.tuned.CONFIG_NAME, spelled out: a vault without one never loads its reader.
 CONFIG_NAME = ".vaulteval.json"
-# vaulteval.rerank.store.store_path, spelled out: that module loads numpy, which a vault without a store never needs.
+# vaulteval.embeddings.store.store_path, spelled out: that module loads numpy, which a vault without a store never needs.
 STORE_PARTS = ("embeddings", "vectors.vtv")
 
 
@@ -277,13 +277,13 @@ def default_choice(vault: "Vault") -> "tuple[Pipeline, str | None]":
     plain = Pipeline(None, None, DEFAULT_DEPTH)
     if not has_vectors(vault):
         return plain, None
-    from vaulteval.rerank.store import StoreError, open_store
+    from vaulteval.embeddings.store import StoreError, open_store
 
     try:
         store = open_store(vault.meta_dir)
     except (StoreError, OSError) as exc:
         return plain, fallback_warning(vault, str(exc))
-    from vaulteval.rerank.config import RerankConfig, RerankConfigError, resolve
+    from vaulteval.embeddings.config import RerankConfig, RerankConfigError, resolve
 
     try:
         model = str(resolve(RerankConfig(backend=store.backend, model=store.model)).model)
@@ -296,9 +296,9 @@ def default_choice(vault: "Vault") -> "tuple[Pipeline, str | None]":
 
 def model_reads_vault(vault: "Vault", model: str) -> bool:
     """True unless the index knows the vault's main language (an ``auto`` index counts its chunks per language)
-    and ``model`` (the store's, resolved) declares languages that do not include it (``vaulteval.rerank.languages``)."""
+    and ``model`` (the store's, resolved) declares languages that do not include it (``vaulteval.embeddings.languages``)."""
     from vaulteval.index.location import peek_header
-    from vaulteval.rerank.languages import model_coverage
+    from vaulteval.embeddings.languages import model_coverage
 
     languages = (peek_header(vault.meta_dir) or {}).get("languages")
     counted = {k: v for k, v in languages.items() if isinstance(k, str) and isinstance(v, int) and k != "und"} \

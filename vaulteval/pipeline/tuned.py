@@ -87,7 +87,7 @@ def tuned_strategy(vault: "Vault") -> dict[str, Any] | None:
 def check_pipeline(rerank: Any, bm25_top: Any) -> None:
     """The tuned reranker (None, or ``{"backend", "model"}``) and candidate depth are what retrieve can run."""
     if rerank is not None:
-        from vaulteval.rerank.config import BACKENDS, RerankConfig, resolve
+        from vaulteval.embeddings.config import BACKENDS, RerankConfig, resolve
 
         if (not isinstance(rerank, dict) or set(rerank) - {"backend", "model"} or rerank.get("backend") not in BACKENDS
                 or not isinstance(rerank.get("model"), (str, type(None)))):

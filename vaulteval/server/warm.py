@@ -10,7 +10,7 @@ Usage::
 The ``Retriever`` holds the index, the field index, the stored vectors and its
 integrity checker (which remembers each chunk record's and note's verdict by
 its stat signature and re-reads a file whose signature changed). The query
-embedder stays loaded in the process (``vaulteval.rerank``). Before each call
+embedder stays loaded in the process (``vaulteval.embeddings``). Before each call
 one stat per published file (index, field index, stored vectors, ONNX
 export) tells whether provisioning published new ones; if so a new
 ``Retriever`` replaces the old one, while calls already running finish on the
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from vaulteval.pipeline.firststage import FirstStage
     from vaulteval.pipeline.stages.base import Reranker
     from vaulteval.pipeline.querylog import QueryLog
-    from vaulteval.rerank.config import RerankConfig
+    from vaulteval.embeddings.config import RerankConfig
     from vaulteval.server.links import LinkTable
     from vaulteval.vault.vault import Vault
 
@@ -142,9 +142,9 @@ class WarmVault:
         except VaultevalError:
             return  # reported by the first search, with the CLI's message
         if store is not None and store.backend == "sentence-transformers":
-            from vaulteval.rerank.config import RerankConfig, resolve
-            from vaulteval.rerank.embedders import EmbedFailure
-            from vaulteval.rerank.onnxembed import open_query_embedder
+            from vaulteval.embeddings.config import RerankConfig, resolve
+            from vaulteval.embeddings.embedders import EmbedFailure
+            from vaulteval.embeddings.onnxembed import open_query_embedder
 
             # The query embedder (the ONNX export when there is one) stays in the process; its session opens on
             # the first query whose vector is not cached.

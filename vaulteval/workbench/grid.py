@@ -88,9 +88,9 @@ def vault_languages(vault: "Vault") -> set[str]:
 
 def store_reranker(vault: "Vault") -> str | None:
     """``st`` or ``ollama`` plus the store's model (``st,model=...``), or None without a readable store."""
-    from vaulteval.rerank.config import BACKENDS
-    from vaulteval.rerank.models import default_st_model, is_shipped_name
-    from vaulteval.rerank.store import StoreError, open_store, store_path
+    from vaulteval.embeddings.config import BACKENDS
+    from vaulteval.embeddings.models import default_st_model, is_shipped_name
+    from vaulteval.embeddings.store import StoreError, open_store, store_path
 
     if not store_path(vault.meta_dir).exists():
         return None

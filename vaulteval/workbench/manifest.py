@@ -87,7 +87,7 @@ def rerank_info(run: "Run") -> dict[str, Any] | None:
     """Backend, model, host and model digest of a reranked run (Ollama: from /api/tags; folders: hashed)."""
     if run.strategy is None or run.strategy.rerank is None:
         return None
-    from vaulteval.rerank.stage import peek
+    from vaulteval.embeddings.rerank import peek
 
     info = peek(run.strategy.rerank)
     digest = info.get("digest")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from vaulteval.chunks.store import ChunkParams
     from vaulteval.pipeline.spec import Pipeline
     from vaulteval.pipeline.stages.registry import FirstStage, Reranker
-    from vaulteval.rerank.config import RerankConfig
+    from vaulteval.embeddings.config import RerankConfig
 
 FORMAT = 2  # of to_dict(); format 1 (vaulteval 0.1) was one flat record of 23 fields, still read
 DEPTH_PARAMS = (

@@ -93,7 +93,7 @@ def warm_embeddings(env: Any, strategy: "Strategy", queries: "list[Query]", cach
     workers never embed the same chunk; a failing backend caches nothing and
     each query falls back on its own, as in a serial run.
     """
-    from vaulteval.rerank.stage import rerank
+    from vaulteval.embeddings.rerank import rerank
 
     checker = env.retriever.integrity()
     texts: dict[str, None] = {}

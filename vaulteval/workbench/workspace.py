@@ -31,7 +31,7 @@ from vaulteval.pipeline.provision import ensure_fields, provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.chunks.obsidian import CHUNKER_VERSION
 from vaulteval.index.docterms import built_with_installed_libraries
-from vaulteval.rerank.store import store_path
+from vaulteval.embeddings.store import store_path
 from vaulteval.vault.vault import Vault
 
 if TYPE_CHECKING:

@@ -26,8 +26,8 @@ def dense_top(retriever: Any, query: str, embed: Any, depth: int, cache_path: An
     """
     from dataclasses import replace
 
-    from vaulteval.rerank.config import RerankConfig
-    from vaulteval.rerank.stage import embed_query
+    from vaulteval.embeddings.config import RerankConfig
+    from vaulteval.embeddings.rerank import embed_query
 
     started = time.perf_counter()
     store = retriever.store()

@@ -1,7 +1,7 @@
 """The embedding reranker: cosine between the query and each candidate, from Ollama or sentence-transformers.
 
 Usage: ``EmbeddingRerank(backend="sentence-transformers").config()`` is the ``RerankConfig`` the
-pipeline's rerank step runs (``vaulteval.rerank.stage``). Written ``rerank:st`` or
+pipeline's rerank step runs (``vaulteval.embeddings.rerank``). Written ``rerank:st`` or
 ``rerank:ollama,model=nomic-embed-text-v2-moe``. The host, timeout and batch size are checked with
 ``retrieve``'s rules when the first query runs; a remote host also needs the command's
 ``--allow-remote-ollama`` (``allow_remote`` is that flag, never a key).
@@ -40,7 +40,7 @@ class EmbeddingRerank(Reranker):
     allow_remote = False  # the command's --allow-remote-ollama, not a parameter
 
     def config(self) -> Any:
-        from vaulteval.rerank.config import RerankConfig
+        from vaulteval.embeddings.config import RerankConfig
 
         return RerankConfig(backend=self["backend"], model=self["model"], host=self["host"],
                             allow_remote=self.allow_remote, timeout=self["timeout"], batch_size=self["batch_size"])
@@ -53,7 +53,7 @@ class EmbeddingRerank(Reranker):
         return stage
 
     def checked(self) -> "EmbeddingRerank":
-        from vaulteval.rerank.config import resolve
+        from vaulteval.embeddings.config import resolve
 
         return EmbeddingRerank.from_config(resolve(self.config()))
 
@@ -74,7 +74,7 @@ class EmbeddingRerank(Reranker):
 
     def rerank(self, query: str, texts: list[str], cache_path: Any, cache_anchor: Any = None,
                store: Any = None, onnx_dir: Any = None) -> Any:
-        from vaulteval.rerank.stage import rerank
+        from vaulteval.embeddings.rerank import rerank
 
         return rerank(query, texts, self.config(), cache_path, cache_anchor=cache_anchor, store=store,
                       onnx_dir=onnx_dir)

@@ -24,11 +24,11 @@ from pipeline_fixtures import DESCALING_NOTE, cli_env, copy_sample, run_cli, sna
 from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
-from vaulteval.rerank.config import RerankConfig, resolve
-from vaulteval.rerank.embedcache import input_key
-from vaulteval.rerank.embedders import SentenceTransformerEmbedder
-from vaulteval.rerank import onnxembed
-from vaulteval.rerank.onnxembed import EXPORT_FILE, MODEL_FILE, ONNX_DIR, WEIGHTS_FILE, OnnxEmbedder, open_onnx
+from vaulteval.embeddings.config import RerankConfig, resolve
+from vaulteval.embeddings.embedcache import input_key
+from vaulteval.embeddings.embedders import SentenceTransformerEmbedder
+from vaulteval.embeddings import onnxembed
+from vaulteval.embeddings.onnxembed import EXPORT_FILE, MODEL_FILE, ONNX_DIR, WEIGHTS_FILE, OnnxEmbedder, open_onnx
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
@@ -180,7 +180,7 @@ def test_a_damaged_export_is_refused_in_one_warning(embedded: tuple[Path, dict],
     monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())
     folder = Path(shutil.copytree(Vault(embedded[0]).meta_dir / ONNX_DIR, tmp_path / "onnx"))
     damage(folder / name)
-    with caplog.at_level(logging.WARNING, logger="vaulteval.rerank.onnxembed"):
+    with caplog.at_level(logging.WARNING, logger="vaulteval.embeddings.onnxembed"):
         assert open_onnx(folder, resolve(ST)) is None
         assert open_onnx(folder, resolve(ST)) is None  # remembered: neither hashed nor reported again
     [record] = caplog.records
@@ -259,8 +259,8 @@ def test_an_export_of_the_first_layout_still_serves_and_is_replaced(embedded: tu
 
 def test_a_query_whose_vector_is_cached_never_opens_the_session(embedded: tuple[Path, dict], tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from vaulteval.rerank import onnxembed
-    from vaulteval.rerank.stage import embed_query
+    from vaulteval.embeddings import onnxembed
+    from vaulteval.embeddings.rerank import embed_query
 
     folder, config, cache = Vault(embedded[0]).meta_dir / ONNX_DIR, resolve(ST), tmp_path / "cache.sqlite"
     first = embed_query("router factory reset", config, cache, onnx_dir=folder)
@@ -299,7 +299,7 @@ def test_a_warm_retriever_keeps_the_query_cache_open_and_a_cli_query_does_not(em
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from vaulteval.pipeline.retrieve import retrieve
     from vaulteval.pipeline.stages.registry import parse_first_stage
-    from vaulteval.rerank import keptcache
+    from vaulteval.embeddings import keptcache
 
     monkeypatch.setattr(keptcache, "_KEPT", OrderedDict())
     vault = Vault(embedded[0])
@@ -346,7 +346,7 @@ def test_an_export_description_edited_by_a_byte_is_a_damaged_export(
     assert info["description_sha256"].startswith("sha256:")
     info[field] = value
     (folder / EXPORT_FILE).write_text(json.dumps(info))
-    with caplog.at_level(logging.WARNING, logger="vaulteval.rerank.onnxembed"):
+    with caplog.at_level(logging.WARNING, logger="vaulteval.embeddings.onnxembed"):
         assert open_onnx(folder, resolve(ST)) is None
     [record] = caplog.records
     assert EXPORT_FILE in record.getMessage() and "vaulteval provision" in record.getMessage()
@@ -354,7 +354,7 @@ def test_an_export_description_edited_by_a_byte_is_a_damaged_export(
 
 
 def test_a_description_nested_as_deep_as_json_reads_is_a_damaged_export(tmp_path: Path) -> None:
-    from vaulteval.rerank.onnxfiles import check_files
+    from vaulteval.embeddings.onnxfiles import check_files
 
     def description(depth: int) -> str:
         return '{"version": 2, "notes": ' + "[" * depth + "]" * depth + "}"
@@ -394,7 +394,7 @@ def test_doctor_reports_the_export_and_a_damaged_one_until_provision_writes_it(e
 
 def test_doctor_tells_an_absent_or_outdated_export_from_a_damaged_one(embedded: tuple[Path, dict],
                                                                      tmp_path: Path) -> None:
-    from vaulteval.rerank.onnxfiles import export_state
+    from vaulteval.embeddings.onnxfiles import export_state
 
     folder = Path(shutil.copytree(Vault(embedded[0]).meta_dir / ONNX_DIR, tmp_path / "onnx"))
     model = str(resolve(ST).model)
@@ -408,7 +408,7 @@ def test_doctor_tells_an_absent_or_outdated_export_from_a_damaged_one(embedded: 
 
 def test_provision_embeds_the_chunks_through_the_export_as_torch_would(embedded: tuple[Path, dict]) -> None:
     from vaulteval.pipeline.embed import chunk_items
-    from vaulteval.rerank.store import open_store
+    from vaulteval.embeddings.store import open_store
 
     root, report = embedded
     vault = Vault(root)

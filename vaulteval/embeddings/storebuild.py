@@ -25,13 +25,13 @@ from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
-from vaulteval.rerank.embedcache import EmbeddingCache, input_key, vector_ok
-from vaulteval.rerank.embedders import EmbedFailure, open_embedder
-from vaulteval.rerank.store import StoreError, StoreRow, open_store, write_store
+from vaulteval.embeddings.embedcache import EmbeddingCache, input_key, vector_ok
+from vaulteval.embeddings.embedders import EmbedFailure, open_embedder
+from vaulteval.embeddings.store import StoreError, StoreRow, open_store, write_store
 
 if TYPE_CHECKING:
-    from vaulteval.rerank.config import RerankConfig
-    from vaulteval.rerank.embedders import Embedder
+    from vaulteval.embeddings.config import RerankConfig
+    from vaulteval.embeddings.embedders import Embedder
     from vaulteval.vault.metadir import MetaDir
 
 

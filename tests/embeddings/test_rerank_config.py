@@ -1,6 +1,6 @@
 """Rerank settings: resolve() validates hosts, models and limits without touching the network.
 
-Usage: ``.venv/bin/python -m pytest tests/rerank/test_rerank_config.py -q``
+Usage: ``.venv/bin/python -m pytest tests/embeddings/test_rerank_config.py -q``
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from vaulteval.rerank.embedders import input_scheme, match_installed, split_tag
+from vaulteval.embeddings.embedders import input_scheme, match_installed, split_tag
 from vaulteval.errors import UsageError
-from vaulteval.rerank.stage import (
+from vaulteval.embeddings.rerank import (
     DEFAULT_OLLAMA_MODEL,
     RerankConfig,
     RerankConfigError,
@@ -240,7 +240,7 @@ def test_input_scheme_by_model_name() -> None:
 def test_import_does_not_load_heavy_modules() -> None:
     code = textwrap.dedent(
         """
-        import sys, vaulteval.rerank.stage
+        import sys, vaulteval.embeddings.rerank
         heavy = ("ollama", "httpx", "torch", "sentence_transformers", "transformers")
         print(",".join(m for m in heavy if m in sys.modules))
         """

@@ -2,7 +2,7 @@
 
 Usage::
 
-    from vaulteval.rerank.config import RerankConfig, resolve
+    from vaulteval.embeddings.config import RerankConfig, resolve
     cfg = resolve(RerankConfig(host="0.0.0.0:11434"))   # -> host "http://127.0.0.1:11434"
 
 Host rules (loopback only unless ``allow_remote``) live in ``vaulteval.hosts``,
@@ -27,7 +27,7 @@ from vaulteval.hosts import (  # noqa: F401  (re-exported: the rerank settings' 
     normalize_host,
     request_timeout,
 )
-from vaulteval.rerank.models import default_st_model, is_shipped_name, split_tag
+from vaulteval.embeddings.models import default_st_model, is_shipped_name, split_tag
 from vaulteval.vault.paths import home_path
 
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text-v2-moe"

@@ -5,11 +5,11 @@ Usage::
     embedder = open_onnx(meta_dir / "onnx", resolved_config)   # None when there is no usable export
     vectors = embedder.embed(["descale the espresso machine"])
 
-``provision`` writes the export (``vaulteval.rerank.onnxexport``) next to the
+``provision`` writes the export (``vaulteval.embeddings.onnxexport``) next to the
 stored embeddings when they were made with sentence-transformers: the model's
 graph with its pooling and normalisation, its weights beside it, its
 ``tokenizer.json`` and ``export.json`` (what it was exported from, file
-hashes, the settings of the tokenizer call; ``vaulteval.rerank.onnxfiles``).
+hashes, the settings of the tokenizer call; ``vaulteval.embeddings.onnxfiles``).
 Here it is run with onnxruntime and the ``tokenizers`` library; neither
 imports torch. The export is used only when it was made from the very model
 the config names (same folder, same weight files by size and mtime) and its
@@ -29,15 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vaulteval.rerank.embedders import Embedder, EmbedFailure, InputScheme, _as_vectors, input_scheme, open_embedder
-from vaulteval.rerank.models import st_model_name
-from vaulteval.rerank.onnxfiles import (  # re-exported: the export's names, for the exporter and tests
+from vaulteval.embeddings.embedders import Embedder, EmbedFailure, InputScheme, _as_vectors, input_scheme, open_embedder
+from vaulteval.embeddings.models import st_model_name
+from vaulteval.embeddings.onnxfiles import (  # re-exported: the export's names, for the exporter and tests
     EXPORT_FILE, EXPORT_KIND, EXPORT_VERSION, MODEL_FILE, ONNX_DIR, SOURCE_FILES, TOKENIZER_FILE, WEIGHTS_FILE,
     check_files, export_matches, exported_files, file_signature, read_export, source_signature, unchanged, usable,
 )
 
 if TYPE_CHECKING:
-    from vaulteval.rerank.config import RerankConfig
+    from vaulteval.embeddings.config import RerankConfig
 
 log = logging.getLogger(__name__)
 

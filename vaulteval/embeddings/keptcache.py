@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vaulteval.rerank.embedcache import EmbeddingCache
+from vaulteval.embeddings.embedcache import EmbeddingCache
 
 MAX_KEPT = 4
 _KEPT: "OrderedDict[str, KeptCache]" = OrderedDict()

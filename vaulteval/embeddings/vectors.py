@@ -2,7 +2,7 @@
 
 Usage::
 
-    from vaulteval.rerank.vectors import cosines, row_dots
+    from vaulteval.embeddings.vectors import cosines, row_dots
     row_dots(matrix, q)          # float64 [matrix[i] . q]
     cosines(q, [d1, d2, d1])     # [cos(q, d1), cos(q, d2), cos(q, d1)]: the first and last are equal bits
 

@@ -1,6 +1,6 @@
 """The embedding cache: hits skip requests, bad files and rows are survived, concurrent use is safe.
 
-Usage: ``.venv/bin/python -m pytest tests/rerank/test_rerank_cache.py -q``
+Usage: ``.venv/bin/python -m pytest tests/embeddings/test_rerank_cache.py -q``
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vaulteval.rerank.embedcache import EmbeddingCache, input_key
-from vaulteval.rerank.stage import RerankConfig, rerank
+from vaulteval.embeddings.embedcache import EmbeddingCache, input_key
+from vaulteval.embeddings.rerank import RerankConfig, rerank
 
 from ollama_server import minilm_model, ollama_server, ollama_server_session  # noqa: F401
 
@@ -160,7 +160,7 @@ def test_concurrent_threads_share_one_cache(ollama_server: Any, tmp_path: Path) 
 CHILD = textwrap.dedent(
     """
     import json, sys
-    from vaulteval.rerank.stage import RerankConfig, rerank
+    from vaulteval.embeddings.rerank import RerankConfig, rerank
     host, cache, tag = sys.argv[1:4]
     texts = [f"shared note {i} about descaling" for i in range(8)] + [f"{tag} note {i}" for i in range(4)]
     outs = [rerank("descale", texts, RerankConfig(host=host, model="all-minilm"), cache_path=cache) for _ in range(3)]

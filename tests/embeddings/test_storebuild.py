@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from vaulteval.rerank.config import RerankConfig, resolve
-from vaulteval.rerank.embedders import EmbedFailure, input_scheme
-from vaulteval.rerank.store import open_store
-from vaulteval.rerank.storebuild import build_store
+from vaulteval.embeddings.config import RerankConfig, resolve
+from vaulteval.embeddings.embedders import EmbedFailure, input_scheme
+from vaulteval.embeddings.store import open_store
+from vaulteval.embeddings.storebuild import build_store
 from vaulteval.vault.metadir import MetaDir
 
 

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from vaulteval.rerank.models import default_st_model, split_tag  # noqa: F401  (re-exported)
+from vaulteval.embeddings.models import default_st_model, split_tag  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
-    from vaulteval.rerank.config import RerankConfig
+    from vaulteval.embeddings.config import RerankConfig
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +279,7 @@ class SentenceTransformerEmbedder:
     @property
     def model_name(self) -> str:
         """What a store records: the shipped MiniLM by package and version, else the folder or model id."""
-        from vaulteval.rerank.models import st_model_name
+        from vaulteval.embeddings.models import st_model_name
 
         return st_model_name(self.model)
 

@@ -1,4 +1,4 @@
-"""Embedding caches kept open between queries by a long-lived process (``vaulteval.rerank.keptcache``)."""
+"""Embedding caches kept open between queries by a long-lived process (``vaulteval.embeddings.keptcache``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vaulteval.rerank import keptcache
-from vaulteval.rerank.embedcache import EmbeddingCache
-from vaulteval.rerank.keptcache import MAX_KEPT, kept_cache
+from vaulteval.embeddings import keptcache
+from vaulteval.embeddings.embedcache import EmbeddingCache
+from vaulteval.embeddings.keptcache import MAX_KEPT, kept_cache
 
 VEC = np.linspace(0.1, 1.0, 8, dtype=np.float32)
 

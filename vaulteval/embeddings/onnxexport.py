@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vaulteval.rerank.onnxfiles import (
+from vaulteval.embeddings.onnxfiles import (
     EXPORT_FILE, EXPORT_KIND, EXPORT_VERSION, MODEL_FILE, ONNX_DIR, TOKENIZER_FILE, WEIGHTS_FILE, check_files,
     description_digest, export_matches, file_signature, read_export, source_signature,
 )
 
 if TYPE_CHECKING:
-    from vaulteval.rerank.config import RerankConfig
+    from vaulteval.embeddings.config import RerankConfig
     from vaulteval.vault.metadir import MetaDir
 
 MAX_COSINE_GAP = 1e-5
@@ -89,8 +89,8 @@ def _export(model: str) -> tuple[dict[str, bytes], dict[str, Any]]:
     """The export's files and its description (with the probes' smallest cosine against torch)."""
     import torch
 
-    from vaulteval.rerank.embedders import load_st_model
-    from vaulteval.rerank.models import st_model_name
+    from vaulteval.embeddings.embedders import load_st_model
+    from vaulteval.embeddings.models import st_model_name
 
     st = load_st_model(model)
     first = st[0]
@@ -165,7 +165,7 @@ class _Wrapper:
 
 def _compare(st: Any, work: Path, info: dict[str, Any]) -> float:
     """The smallest cosine between torch's and the export's vectors over the probes, one at a time and batched."""
-    from vaulteval.rerank.onnxembed import OnnxEmbedder, _open_session
+    from vaulteval.embeddings.onnxembed import OnnxEmbedder, _open_session
 
     opened = _open_session(work, info)
     if opened is None:

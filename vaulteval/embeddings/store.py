@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from vaulteval.index.file import IndexFileError, read_sections, write_sections
-from vaulteval.rerank.vectors import norm, row_dots
+from vaulteval.embeddings.vectors import norm, row_dots
 
 if TYPE_CHECKING:
     from vaulteval.vault.metadir import MetaDir
@@ -119,7 +119,7 @@ class EmbeddingStore:
     def top(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Usage: ``rows, cos = store.top(q, 100)``: exact cosine top-k (float32), best first (ties: lower row first).
 
-        Equal rows get equal bits (``vaulteval.rerank.vectors``), so ties break by row, never by rounding.
+        Equal rows get equal bits (``vaulteval.embeddings.vectors``), so ties break by row, never by rounding.
         """
         q = np.asarray(query, dtype=np.float32)
         length = norm(q) if q.shape == (self.dim,) else 0.0

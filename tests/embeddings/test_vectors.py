@@ -1,6 +1,6 @@
 """The same vector gets the same score bits wherever it stands and whatever the batch size.
 
-Usage: ``.venv/bin/python -m pytest tests/rerank/test_vectors.py -q``
+Usage: ``.venv/bin/python -m pytest tests/embeddings/test_vectors.py -q``
 
 A BLAS matrix-vector product rounds a row by its place in the kernel's blocks
 (on this project's machines ``m @ q`` scores a row copied to another position
@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vaulteval.rerank.stage import RerankConfig, rerank
-from vaulteval.rerank.store import EmbeddingStore, StoreRow
-from vaulteval.rerank.vectors import cosines, row_dots
+from vaulteval.embeddings.rerank import RerankConfig, rerank
+from vaulteval.embeddings.store import EmbeddingStore, StoreRow
+from vaulteval.embeddings.vectors import cosines, row_dots
 
 from ollama_server import minilm_model, ollama_server, ollama_server_session  # noqa: F401
 
@@ -61,7 +61,7 @@ def test_one_vector_scores_the_same_bits_at_every_position_and_batch_size(dim: i
 def test_the_store_scan_ranks_equal_rows_equal_and_breaks_ties_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """Dense first stage (and hybrid, which takes its list): copies of one chunk vector tie exactly, lower row first,
     in one block or across the scan's blocks."""
-    from vaulteval.rerank import vectors
+    from vaulteval.embeddings import vectors
 
     rng = np.random.default_rng(7)
     dim = 384

@@ -1,6 +1,6 @@
 """Rerank through the real ``ollama`` client over HTTP to a loopback Ollama stand-in with real MiniLM vectors.
 
-Usage: ``.venv/bin/python -m pytest tests/rerank/test_rerank.py -q``
+Usage: ``.venv/bin/python -m pytest tests/embeddings/test_rerank.py -q``
 
 Nothing in the package is mocked: faults are produced by the server
 (tests/ollama_server.py), expected scores by numpy on sentence-transformers
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vaulteval.rerank.stage import RerankConfig, RerankOutcome, peek, rerank
+from vaulteval.embeddings.rerank import RerankConfig, RerankOutcome, peek, rerank
 
 from ollama_server import FAULT_REASONS, SocketAudit, minilm_model, ollama_server, ollama_server_session  # noqa: F401
 

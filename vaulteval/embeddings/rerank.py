@@ -2,7 +2,7 @@
 
 Usage::
 
-    from vaulteval.rerank.stage import RerankConfig, rerank
+    from vaulteval.embeddings.rerank import RerankConfig, rerank
     outcome = rerank("descale the espresso machine", texts, RerankConfig(),
                      cache_path=vault_meta / "embeddings.sqlite")
     if outcome.scores is None:          # fell back: keep BM25 order
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vaulteval.rerank.embedcache import EmbeddingCache, input_key, vector_ok
-from vaulteval.rerank.embedders import (
+from vaulteval.embeddings.embedcache import EmbeddingCache, input_key, vector_ok
+from vaulteval.embeddings.embedders import (
     EmbedFailure,
     Embedder,
     close_client,
@@ -36,10 +36,10 @@ from vaulteval.rerank.embedders import (
     match_installed,
     st_available,
 )
-from vaulteval.rerank.onnxembed import open_query_embedder
-from vaulteval.rerank.languages import model_coverage
-from vaulteval.rerank.vectors import cosines  # re-exported: order-independent cosines
-from vaulteval.rerank.config import (  # re-exported: callers import the whole rerank API from here
+from vaulteval.embeddings.onnxembed import open_query_embedder
+from vaulteval.embeddings.languages import model_coverage
+from vaulteval.embeddings.vectors import cosines  # re-exported: order-independent cosines
+from vaulteval.embeddings.config import (  # re-exported: callers import the whole rerank API from here
     DEFAULT_OLLAMA_MODEL,
     RerankConfig,
     RerankConfigError,
@@ -48,7 +48,7 @@ from vaulteval.rerank.config import (  # re-exported: callers import the whole r
 )
 
 if TYPE_CHECKING:
-    from vaulteval.rerank.store import EmbeddingStore
+    from vaulteval.embeddings.store import EmbeddingStore
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def _query_cache(cache_path: Path | None, keep: bool) -> Any:
     if cache_path is None:
         return None
     if keep:
-        from vaulteval.rerank.keptcache import kept_cache
+        from vaulteval.embeddings.keptcache import kept_cache
 
         return kept_cache(cache_path)
     return EmbeddingCache.open(cache_path)
@@ -164,7 +164,7 @@ def embed_query(query: str, config: RerankConfig, cache_path: Path | None = None
     The identity (backend, model key, scheme) lets the caller check it against
     the stored embeddings before comparing vectors. ``keep_cache`` (a process
     that answers many queries) keeps the cache file open between queries
-    (``vaulteval.rerank.keptcache``).
+    (``vaulteval.embeddings.keptcache``).
     """
     started = time.perf_counter()
     config = resolve(config)
