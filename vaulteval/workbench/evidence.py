@@ -6,7 +6,7 @@ Usage::
     facts = evidence_facts(test_qs, tune_count, default, candidate, measure="nDCG@10", generated=len(generated))
     facts["questions"], facts["writers"], facts["mde"], facts["enough"]
     evidence_line(facts)   # "the verdict rests on 14 written questions (agent 10, person 4); ..."
-    check = regression_check(default_scores, best_scores, measure="nDCG@10", seed=0)
+    check = regression_check(default_scores, best_scores, measure="nDCG@10")
 
 A query is *generated* when ``queryset generate`` made it (a ``kind`` other
 than ``written`` or ``logged``); the rest are questions someone asked: ``kind:
@@ -90,22 +90,19 @@ def evidence_facts(test_qs: "QuerySet", tune_count: int, default: Mapping[str, f
             "generated_set_aside": generated}
 
 
-def regression_check(default: Mapping[str, float], best: Mapping[str, float], *, measure: str,
-                     seed: int = 0) -> dict[str, Any]:
-    """The best against the default on the generated queries: figures only, never a veto (generated queries
-    reward shared words, docs/querysets.md)."""
-    from vaulteval.workbench.intervals import paired_delta_ci
-    from vaulteval.workbench.stats import paired_test
+def regression_check(default: Mapping[str, float], best: Mapping[str, float], *, measure: str) -> dict[str, Any]:
+    """The best against the default on the generated queries, by the comparison procedure every report uses
+    (``workbench.procedure``): figures only, never a veto (generated queries reward shared words,
+    docs/querysets.md)."""
+    from vaulteval.workbench.procedure import WORSE, paired_comparison
 
     ids = list(default)
     base = np.array([default[q] for q in ids], dtype=np.float64)
     cand = np.array([best[q] for q in ids], dtype=np.float64)
-    test = paired_test(cand, base, seed=seed)
-    low, high = paired_delta_ci(cand, base, seed=seed)
-    loses = bool(test.mean_delta < 0 and high < 0)
+    c = paired_comparison(cand, base)
     return {"measure": measure, "queries": len(ids), "default_mean": _mean(base), "best_mean": _mean(cand),
-            "delta": float(test.mean_delta), "ci95": [low, high], "p_randomization": float(test.p_randomization),
-            "loses": loses}
+            "delta": _finite(c.delta) or 0.0, "ci95": [_finite(c.delta_ci_low), _finite(c.delta_ci_high)],
+            "p": _finite(c.p), "loses": c.verdict == WORSE}
 
 
 def evidence_line(facts: Mapping[str, Any], regression: Mapping[str, Any] | None = None) -> str:
@@ -130,8 +127,9 @@ def evidence_line(facts: Mapping[str, Any], regression: Mapping[str, Any] | None
         parts.append(f"{facts['generated_set_aside']} generated queries with an answer only check for regressions")
     if regression is not None:
         low, high = regression["ci95"]
+        interval = f" [{low:+.3f}, {high:+.3f}]" if low is not None and high is not None else ""
         parts.append(f"on them the best {'loses' if regression['loses'] else 'does not lose'}: "
-                     f"{regression['delta']:+.3f} [{low:+.3f}, {high:+.3f}] over {regression['queries']}")
+                     f"{regression['delta']:+.3f}{interval} over {regression['queries']}")
     return "; ".join(parts)
 
 

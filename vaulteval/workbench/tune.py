@@ -197,7 +197,7 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
         if generated is not None and generated.positive and best != baseline:
             old, new = search_scores(vault, generated, [by_text[baseline], by_text[best]], measure,
                                      cache_dir=cache_dir, executor=ex, workspace=ws)
-            regression = regression_check(old, new, measure=measure, seed=seed)
+            regression = regression_check(old, new, measure=measure)
     columns = measure_columns(ev.per_query, measure)
     evidence = evidence_facts(test_qs, len(tune_ids), columns["default"],
                               columns.get("best") if best != baseline else None, measure=measure,
