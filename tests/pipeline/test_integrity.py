@@ -414,3 +414,12 @@ def test_a_record_naming_a_page_outside_the_walk_is_resolved_and_refused(
     assert ok[0] == DESCALING_NOTE and resolved == ["wiki/leak.md"]  # a walked page: no resolution
     validate_record(vault, "c-1", "x", _record("c-1", DESCALING_NOTE, "descale it", page_hash))
     assert resolved == ["wiki/leak.md", DESCALING_NOTE]  # without a walk (index build): resolved
+
+
+def test_index_build_keeps_the_current_analyzer_unless_told(fresh_vault: Path) -> None:
+    run_json("index", "build", "--vault", fresh_vault, "--analyzer", "english")
+    assert run_json("index", "stats", "--vault", fresh_vault)["analyzer"].startswith("english")
+    run_json("index", "build", "--vault", fresh_vault)  # no --analyzer: the index's own, not the seed's default
+    assert run_json("index", "stats", "--vault", fresh_vault)["analyzer"].startswith("english")
+    run_json("index", "build", "--vault", fresh_vault, "--analyzer", "default")
+    assert run_json("index", "stats", "--vault", fresh_vault)["analyzer"] == "default"

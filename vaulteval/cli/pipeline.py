@@ -79,8 +79,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     vault = _vault(args)
     if args.index_cmd == "build":
         from vaulteval.pipeline.provision import build
+        from vaulteval.pipeline.spec import default_analyzer
 
-        _emit(build(vault, analyzer=args.analyzer, k1=args.k1, b=args.b).to_dict())
+        analyzer = args.analyzer or _kept_analyzer(vault) or default_analyzer()
+        _emit(build(vault, analyzer=analyzer, k1=args.k1, b=args.b).to_dict())
     elif args.index_cmd == "verify":
         from vaulteval.pipeline.doctor import verify_index
 

@@ -89,8 +89,8 @@ def _parse_index(sub: Any, _add_vault: "AddVault") -> None:
     p = sub.add_parser("index", help="build, inspect or query the BM25 index")
     isub = p.add_subparsers(dest="index_cmd", metavar="ACTION", required=True, parser_class=type(p))
     b = isub.add_parser("build", help="index the chunk records (reuses unchanged ones)")
-    b.add_argument("--analyzer", type=_analyzer_arg, default="default",
-                   help="as provision --analyzer (default: default)")
+    b.add_argument("--analyzer", type=_analyzer_arg, default=None,
+                   help="as provision --analyzer (default: the current index's, else as provision picks)")
     b.add_argument("--k1", type=float, default=1.5)
     b.add_argument("--b", type=float, default=0.75)
     _add_vault(b)
