@@ -34,6 +34,11 @@ def test_the_mcp_config_starts_the_stdio_server_with_the_checkout_or_the_install
     (fake / "vaulteval").write_text("#!/bin/sh\necho checkout \"$@\"\n")
     (fake / "vaulteval").chmod(0o755)
     assert subprocess.run(["sh", "-c", script], capture_output=True, text=True).stdout.split() == ["checkout", "mcp"]
+    # VAULTEVAL_EVAL_DIR, when set, serves the evaluation tools over that folder.
+    evals = tmp_path / "evals dir"
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin", "VAULTEVAL_EVAL_DIR": str(evals)})
+    assert out.stdout.rstrip("\n") == f"checkout mcp --eval-dir {evals}"
     (fake / "vaulteval").unlink()
     path_bin = tmp_path / "bin"
     path_bin.mkdir()
