@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vaulteval"
 # Top-level modules: ``errors``, ``version`` and ``hosts`` are the floor; the package ``__init__`` is the
 # public façade above everything (it loads names lazily).
 LAYERS = ["errors", "version", "hosts", "vault", "chunks", "index", "embeddings", "pipeline", "notes", "querysets",
-          "workbench", "notebooks", "server", "cli",
+          "workbench", "notebooks", "server", "cli", "docs",
           "__main__", "__init__"]
 
 # What the retrieve path must never import (checked by running it under -X importtime).

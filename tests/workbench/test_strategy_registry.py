@@ -29,7 +29,7 @@ def _sample_value(param):
 def test_the_docs_key_tables_are_the_registrys() -> None:
     text = (REPO / "docs" / "strategies.md").read_text(encoding="utf-8")
     assert END in text and generated_part(text) == key_tables().strip(), \
-        "run: python -m vaulteval.workbench.strategydoc docs/strategies.md"
+        "docs/strategies.md is out of date; run: python -m vaulteval.docs"
     for cls in registry.stages():
         for param in cls.schema().values():
             assert f"| `{param.name}` |" in text
