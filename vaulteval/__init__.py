@@ -18,8 +18,8 @@ stays cheap and the retrieve path never pulls in pandas)::
     search_notes(vault, "descale")                      # text search of every note, no index needed
     read_ledgers(vault)                                 # claim and source ledgers, checked
 
-Stage folders, lowest first: vault, chunks, index, rerank, pipeline, notes,
-querysets, workbench, notebooks, cli (see docs/architecture.md).
+Stage folders, lowest first: vault, chunks, index, embeddings, pipeline, notes,
+querysets, workbench, notebooks, server, cli (see docs/architecture.md).
 """
 
 from __future__ import annotations

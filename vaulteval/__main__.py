@@ -1,4 +1,7 @@
-"""Usage: ``python -m vaulteval retrieve --vault V "query"``."""
+"""``python -m vaulteval``: the same process entry as the ``vaulteval`` command (``cli.run``).
+
+Usage: ``python -m vaulteval retrieve --vault V "query"``.
+"""
 
 from vaulteval.cli import run
 

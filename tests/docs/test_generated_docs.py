@@ -108,3 +108,53 @@ def test_a_doc_without_its_markers_is_one_clear_error(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "docs/cli.md" in err and part.begin in err
     assert {p.name: p.read_bytes() for p in docs.iterdir()} == before  # nothing half-written
+
+
+def test_the_folder_table_has_every_layer_lowest_first_importing_only_lower_ones() -> None:
+    from vaulteval.docs import archdoc
+    from vaulteval.docs.imports import LAYERS, PACKAGE
+
+    rows = [line for line in archdoc.folder_table().splitlines()[2:]]
+    shown = [row.split(" | ")[0].strip("| `").rstrip("/").removesuffix(".py") for row in rows]
+    assert shown == LAYERS
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert folders <= set(LAYERS), "a folder of the package is in no layer"
+    for layer, row in zip(LAYERS, rows):
+        owns = row.split(" | ")[1]
+        assert len(owns) > 20, f"{layer}: its docstring's first paragraph says what it owns"
+        imported = [cell.strip("`").rstrip("/").removesuffix(".py") for cell in row.split(" | ")[2].rstrip(" |").split(", ")]
+        assert all(LAYERS.index(i) < LAYERS.index(layer) for i in imported if i != "nothing in vaulteval"), row
+
+
+def test_the_module_index_lists_every_module_once() -> None:
+    from vaulteval.docs import archdoc
+    from vaulteval.docs.imports import PACKAGE
+
+    index = archdoc.module_index()
+    rows = [line for line in index.splitlines() if line.startswith("| `")]
+    in_folders = [p for p in PACKAGE.rglob("*.py") if p.parent != PACKAGE]
+    assert len(rows) == len(in_folders)
+    assert "| `stages/registry` | The stage registry" in index
+
+
+def test_the_stage_table_has_every_registered_stage_and_a_new_one_makes_it_stale(monkeypatch, tmp_path) -> None:
+    from vaulteval.docs import archdoc
+    from vaulteval.pipeline.stages import registry
+    from vaulteval.pipeline.stages.base import Reranker
+
+    table = archdoc.stage_table()
+    for cls in registry.stages():
+        row = next(line for line in table.splitlines() if line.startswith(f"| `{registry.written(cls)}` |"))
+        assert (REPO / "vaulteval" / row.split(" | ")[2].strip("`")).is_file(), row
+
+    class Lantern(Reranker):
+        name = "lantern"
+        summary = "a reranker nobody has documented"
+        needs = frozenset({"embedder"})
+
+    registered = registry.stages()
+    monkeypatch.setattr(registry, "stages", lambda role=None: [*registered, Lantern])
+    assert "| `lantern` | reranker |" in archdoc.stage_table()
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS, docs)
+    assert any(line.startswith("architecture.md") and "stage table" in line for line in stale(docs))

@@ -1,8 +1,9 @@
-"""The command line: thin layers that parse, call one API function and map errors to exit codes.
+"""The command line: thin layers that parse, call one API function and map errors to exit codes;
+``main`` routes a command to its group (``pipeline``, ``eval``, ``notes``, ``tune``, ``serve``).
 
 - ``run``: the process entry of ``vaulteval`` and ``python -m vaulteval`` (start-up and exit, below).
 - ``main``: parsing, the command groups and exit-code mapping (``main(argv)`` returns the exit code).
-- ``eval``: ``queryset``, ``eval``, ``import`` and ``notebooks`` commands.
+- ``pipeline`` (its parsers in ``pipeline_args``), ``eval``, ``notes``, ``tune``, ``serve``: the groups.
 - ``demo``, ``sample``: the demo and the bundled sample vault.
 """
 

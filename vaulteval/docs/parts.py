@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from vaulteval.docs import clidoc
+from vaulteval.docs import archdoc, clidoc
 from vaulteval.workbench import strategydoc
 
 COMMAND = "python -m vaulteval.docs"
@@ -52,6 +52,10 @@ class Part:
 PARTS = (
     Part("strategies.md", strategydoc.BEGIN, strategydoc.END, strategydoc.key_tables),
     Part.named("cli.md", "command reference", clidoc.command_reference),
+    Part.named("architecture.md", "folder table", archdoc.folder_table),
+    Part.named("architecture.md", "module index", archdoc.module_index),
+    Part.named("architecture.md", "stage table", archdoc.stage_table),
+    Part.named("architecture.md", "analyzer table", archdoc.analyzer_table),
 )
 
 

@@ -1,8 +1,14 @@
-"""The BM25 index over chunk records: one checksummed, memory-mapped file.
+"""Analyzers, BM25 scoring and the index: one checksummed, memory-mapped file built from chunk
+records, with the field index beside it.
 
-- ``tokenize``: the analyzers (``default`` = claude-obsidian's tokenizer, ``english`` with stemming).
-- ``bm25``: the scoring formula (idf, term weight), as pure functions.
-- ``file``: the on-disk container (header, sections, checksums, atomic publish).
-- ``reader``: ``open_index`` and ``BM25Index.search``.
-- ``build``: ``build_index``, reusing postings of unchanged chunk files.
+- ``tokenize``, ``analyzers``, ``langs/``: the analyzers (``default``, ``english``, ``auto`` and the
+  language analyzers).
+- ``params``: the one validator of k1/b and chunk sizes.
+- ``file``: the index file format with its section and block checksums (also used by the field index
+  and the stored embeddings); ``location``: where the index lives; ``reader``: opening it.
+- ``bm25``: BM25 scoring in numpy, the one array implementation, for one query or a block;
+  ``bm25_plain``: one thin no-numpy path for a CLI query (MaxScore pruning, bit-identical); ``search``:
+  the choice between them.
+- ``build``, ``fieldbuild``: building the index and the field index from chunk records;
+  ``notecap``: what one note may add, bounded.
 """

@@ -1,4 +1,5 @@
-"""Confined, read-only access to notes for agents, between the pipeline and query sets.
+"""Confined, read-only note access for agents: one note, bounded text search, and the claim and
+source ledgers.
 
 - ``read``: one note with its frontmatter, headings, outgoing links and backlinks.
 - ``search``: text search of every note with line numbers and context (no index needed).

@@ -1,9 +1,13 @@
-"""Evaluation: strategies, runs, metrics, misses, comparisons and reproducible run directories.
+"""Evaluation: strategies, the evaluation workspace, runs, metrics, misses, comparisons and
+statistics, pooling, abstention, slices, and reproducible run directories with their verification.
 
-- ``strategy``: the strategy grammar (``bm25:analyzer=english``, ``rerank:st``).
-- ``workspace``: each strategy's index, the vault's own or a build in the cache.
-- ``runs``: ``Run`` (ranked pages per query) and ``run_strategy``.
-- ``measures``, ``stats``, ``compare``, ``misses``, ``sweep``: metrics (ir-measures), tests, reports.
 - ``api``: the workbench in three calls: ``run(qs, strategies)`` -> ``Runs``, ``compare(qs, runs)`` -> ``Report``.
+- ``strategy``: first stage, reranker, ``indexsettings`` and depth, with the grammar's docs and help in
+  ``strategydoc``.
+- ``workspace``: each strategy's index, the vault's own or a build in the cache.
+- ``runs``: ``Run`` (ranked pages per query); ``batch``: batch BM25.
+- ``measures``, ``stats``, ``compare``, ``misses``, ``sweep``: metrics (ir-measures), tests, reports.
 - ``evaluate``: ``evaluate()`` -> ``EvalRun``; ``manifest``, ``verify``, ``fingerprint``, ``report``: run directories.
+- ``executor``, ``tasks``, ``dask_executor``: strategies run serially or as Dask tasks; ``splits``:
+  the query splits.
 """
