@@ -9,7 +9,6 @@ string constant that names a vaulteval module, so lazy loading cannot hide an ed
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path

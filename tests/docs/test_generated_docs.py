@@ -69,10 +69,12 @@ def test_a_new_flag_makes_the_cli_doc_out_of_date(monkeypatch, tmp_path) -> None
         sub.choices["retrieve"].add_argument("--lantern", type=int, default=3, help="a flag nobody has documented")
         return parser
 
+    rewrite(docs)
     monkeypatch.setattr(clidoc, "build_parser", with_new_flag)
     assert "- `--lantern LANTERN` (default: `3`): a flag nobody has documented" in clidoc.command_reference()
     assert [line.partition(":")[0] for line in stale(docs)] == ["cli.md"]
     assert docs_main(["--check", str(docs)]) == 1
+    assert rewrite(docs) == ["cli.md"] and "--lantern" in (docs / "cli.md").read_text(encoding="utf-8")
 
 
 def test_the_terminal_width_does_not_change_the_reference(monkeypatch) -> None:
@@ -152,9 +154,10 @@ def test_the_stage_table_has_every_registered_stage_and_a_new_one_makes_it_stale
         summary = "a reranker nobody has documented"
         needs = frozenset({"embedder"})
 
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS, docs)
+    rewrite(docs)
     registered = registry.stages()
     monkeypatch.setattr(registry, "stages", lambda role=None: [*registered, Lantern])
     assert "| `lantern` | reranker |" in archdoc.stage_table()
-    docs = tmp_path / "docs"
-    shutil.copytree(DOCS, docs)
     assert any(line.startswith("architecture.md") and "stage table" in line for line in stale(docs))
