@@ -253,6 +253,8 @@ def test_a_plain_provision_whose_embedder_is_down_warns_and_keeps_the_index_curr
     code, out, err = run_main("provision", "--vault", fresh_vault)
     assert code == 0 and "Traceback" not in err, err
     assert "warning: stored embeddings not refreshed" in err and json.loads(out)["index"]
+    # The fix names the store's own backend and model: a bare --embed would switch to Ollama's default model.
+    assert "`vaulteval provision --embed --embedder ollama --model all-minilm:latest` succeeds" in err, err
     assert run_json("retrieve", "--vault", fresh_vault, "limescale", "--no-rerank")["candidates"][0]["page_path"] \
         == DESCALING_NOTE  # the index is current
     assert doctor(Vault(fresh_vault)).embeddings["rows_stale"] == 1
@@ -277,6 +279,7 @@ def test_a_store_on_a_remote_ollama_is_not_refreshed_silently(fresh_vault: Path,
     warning = err.strip().splitlines()
     assert len(warning) == 1 and "stored embeddings not refreshed" in warning[0]
     assert "not on this machine" in warning[0] and "--allow-remote-ollama" in warning[0]
+    assert "`vaulteval provision --embed --embedder ollama --model all-minilm:latest --allow-remote-ollama`" in warning[0]
     assert doctor(Vault(fresh_vault)).embeddings["rows_stale"] == 1
     report = provision_tuned(Vault(fresh_vault), check_index_settings(built_index_settings(Vault(fresh_vault))))
     assert "not on this machine" in report["embeddings_not_refreshed"] and report["index"]

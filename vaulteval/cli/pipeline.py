@@ -153,8 +153,10 @@ def cmd_provision(args: argparse.Namespace) -> int:
                          f"carried over {report['converted_store']['records']} record(s)\n")
     failure = report.pop("embeddings_not_refreshed", None) or why_not
     if failure is not None:
+        from vaulteval.pipeline.provision import embed_refresh_command
+
         sys.stderr.write(f"vaulteval: warning: stored embeddings not refreshed ({failure}); dense and hybrid skip "
-                         "changed chunks until `vaulteval provision --embed` succeeds\n")
+                         f"changed chunks until `{embed_refresh_command(vault)}` succeeds\n")
     from vaulteval.pipeline.provision import summarized
 
     _emit(summarized(report, None if args.verbose else LISTED))

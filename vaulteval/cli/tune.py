@@ -81,8 +81,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
             report = provision_tuned(vault, entry["index"], progress=sys.stderr)
             out["written"]["provisioned"] = True
             if report.get("embeddings_not_refreshed"):
+                from vaulteval.pipeline.provision import embed_refresh_command
+
                 sys.stderr.write(f"vaulteval: warning: stored embeddings not refreshed "
-                                 f"({report['embeddings_not_refreshed']}); run `vaulteval provision --embed`\n")
+                                 f"({report['embeddings_not_refreshed']}); run `{embed_refresh_command(vault)}`\n")
     emit(out)
     return EXIT_OK
 

@@ -301,3 +301,31 @@ def stored_embed_config(vault: "Vault", *, allow_remote: bool = False) -> "tuple
         return resolve(RerankConfig(backend=store.backend, model=store.model, allow_remote=allow_remote)), None
     except RerankConfigError as exc:
         return None, str(exc)
+
+
+def embed_refresh_command(vault: "Vault") -> str:
+    """The command that refreshes the vault's stored embeddings with the backend and model that made them (a bare
+    ``--embed`` would embed with Ollama's default model), with ``--allow-remote-ollama`` when Ollama is remote."""
+    import shlex
+
+    from vaulteval.embeddings.config import DEFAULT_OLLAMA_MODEL
+    from vaulteval.embeddings.models import is_shipped_name
+    from vaulteval.embeddings.store import StoreError, open_store
+    from vaulteval.hosts import host_is_local, host_setting
+
+    try:
+        store = open_store(vault.meta_dir)
+    except StoreError:
+        return "vaulteval provision --embed"
+    parts = ["vaulteval provision --embed"]
+    if store.backend == "sentence-transformers":
+        parts.append("--embedder st")
+        if store.model and not is_shipped_name(store.model):
+            parts.append(f"--model {shlex.quote(store.model)}")
+    else:
+        parts.append("--embedder ollama")
+        if store.model and store.model not in (DEFAULT_OLLAMA_MODEL, f"{DEFAULT_OLLAMA_MODEL}:latest"):
+            parts.append(f"--model {shlex.quote(store.model)}")
+        if not host_is_local(host_setting(None)):
+            parts.append("--allow-remote-ollama")
+    return " ".join(parts)
