@@ -174,7 +174,7 @@ def test_miss_tables_give_cause_best_chunk_and_what_came_instead(ev) -> None:
 
 def test_rerank_pair_compares_over_the_same_pool() -> None:
     base, rr = nbviews.rerank_pair("", "rerank:st,bm25_top=20")
-    assert (base.name, rr.name) == ("bm25", "rerank") and base.rerank is None and base.bm25_top == rr.bm25_top == 20
+    assert (base.name, rr.name) == ("bm25", "rerank") and base.reranker is None and base.bm25_top == rr.bm25_top == 20
     assert nbviews.rerank_pair("bm25:analyzer=english", "rerank:st")[0].index.analyzer == "english"
     with pytest.raises(UsageError, match="does not rerank"):
         nbviews.rerank_pair("", "bm25")

@@ -35,10 +35,11 @@ def _examples() -> list[str]:
             if cls.refines:
                 out.append(f"{cls.refines}:{cls.params[0].name}=10")
             out += [f"{cls.head()}:{point}" if point else cls.head() for point in cls.tune_grid]
-        else:
-            out.append(f"{cls.name}:st")
-            out.append(f"{cls.name}:st,w_title=2,bm25_top=20")
-            out += [f"{first}:{','.join(['rerank=st'])}" for first in sorted(cls.runs_over - {cls.over})]
+        else:  # the embedding reranker as rerank:st; one a bare item selects as written (rerank:cross)
+            head = registry.written(cls) if cls.selector else f"{cls.name}:st"
+            out.append(head)
+            out.append(f"{head},w_title=2,bm25_top=20")
+            out += [f"{first}:rerank={head.partition(':')[2]}" for first in sorted(cls.runs_over - {cls.over})]
     return out
 
 

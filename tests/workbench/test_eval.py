@@ -11,7 +11,7 @@ import pytest
 
 from vaulteval.workbench.evaluate import evaluate
 from vaulteval.querysets.queryset import load_queryset
-from vaulteval.embeddings.rerank import RerankConfig
+from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 from vaulteval.workbench.runs import Run, encode_doc_id, run_strategy
 from vaulteval.cli.sample import copy_sample
 from vaulteval.workbench.strategy import Strategy, StrategyError
@@ -32,10 +32,10 @@ INDEX_KEYS = ("analyzer", "k1", "target", "overlap")
     ("bm25:analyzer=english,k1=1.2", "bm25-english-k1=1.2", {"analyzer": "english", "k1": 1.2}),
     ("bm25:target=800,overlap=100,name=small", "small", {"target": 800, "overlap": 100}),
     ("bm25:bm25_top=20,top=5", "bm25-bm25_top=20-top=5", {"bm25_top": 20, "top": 5}),
-    ("rerank:st", "rerank-st", {"rerank": RerankConfig(backend="sentence-transformers")}),
+    ("rerank:st", "rerank-st", {"reranker": EmbeddingRerank(backend="sentence-transformers")}),
     ("rerank:ollama,model=nomic-embed-text-v2-moe,bm25_top=20,timeout=2",
      "rerank-ollama-nomic-embed-text-v2-moe-bm25_top=20",
-     {"rerank": RerankConfig(model="nomic-embed-text-v2-moe", timeout=2.0), "bm25_top": 20}),
+     {"reranker": EmbeddingRerank(model="nomic-embed-text-v2-moe", timeout=2.0), "bm25_top": 20}),
 ])
 def test_strategy_grammar(text: str, name: str, fields: dict) -> None:
     s = Strategy.parse(text)
@@ -153,8 +153,8 @@ def test_remote_ollama_needs_the_explicit_flag(tmp_path, capsys):
     with pytest.raises(StrategyError):
         Strategy.parse("rerank:ollama,allow_remote=true")
     remote = "rerank:ollama,host=http://203.0.113.9:11434"
-    assert Strategy.parse(remote).rerank.allow_remote is False
-    assert Strategy.parse(remote).with_remote_ollama(True).rerank.allow_remote is True
+    assert Strategy.parse(remote).reranker.allow_remote is False
+    assert Strategy.parse(remote).with_remote_ollama(True).reranker.allow_remote is True
     vault = copy_sample(tmp_path / "v")
     code = main(["eval", "run", "--vault", str(vault), "--queryset", str(QUERYSET), "--strategy", remote,
                  "--out", str(tmp_path / "runs")])

@@ -43,8 +43,8 @@ def test_the_grid_offers_the_stores_reranker_over_bm25_on_every_analyzer(embedde
         assert f"rerank:st{keys}" in grid and f"hybrid:rrf{keys}" in grid and f"hybrid:cc{keys}" in grid
     parsed = [Strategy.parse(s) for s in grid]  # every entry is a valid, distinct strategy
     assert len({s.key for s in parsed}) == len(grid)
-    reranked = [s for s in parsed if s.rerank is not None]
-    assert {s.rerank.backend for s in reranked} == {"sentence-transformers"}
+    reranked = [s for s in parsed if s.reranker is not None]
+    assert {s.reranker["backend"] for s in reranked} == {"sentence-transformers"}
     # the store's model over a hybrid's candidates (which hold the dense top) would rank exactly as dense
     assert {s.first.label for s in reranked} == {"bm25"}
 
@@ -72,7 +72,7 @@ def test_the_grid_comes_from_the_registry(embedded: Path, fresh_vault: Path) -> 
 
 def test_a_vault_without_stored_embeddings_gets_no_semantic_strategy(fresh_vault: Path) -> None:
     grid = [Strategy.parse(s) for s in default_grid(Vault(fresh_vault), "bm25")]
-    assert all(not {"dense", "embedder"} & s.first.needs and s.rerank is None for s in grid)
+    assert all(not {"dense", "embedder"} & s.first.needs and s.reranker is None for s in grid)
 
 
 def test_a_newly_registered_analyzer_joins_the_grid(fresh_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:

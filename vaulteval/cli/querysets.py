@@ -157,15 +157,10 @@ def abstention_lines(metrics: Any, strategies: dict[str, Any] | None = None) -> 
 def _retrieve_flags(strategy: Any) -> str:
     """The ``retrieve`` flags that rank as ``strategy`` does on the vault's own index."""
     first = strategy.retrieve_text()
-    flags = [] if first == "bm25" else [f"--strategy {first}"]
-    if strategy.rerank is None:
-        flags.append("--no-rerank")
-    else:
-        if strategy.rerank.backend == "sentence-transformers":
-            flags.append("--embedder st")
-        if strategy.rerank.model:
-            flags.append(f"--model {shlex.quote(str(strategy.rerank.model))}")
-    return " ".join(flags)
+    own = ["--no-rerank"] if strategy.reranker is None else strategy.reranker.retrieve_flags()
+    if own is None:  # a reranker retrieve has no flags for is written in the pipeline string
+        return f"--strategy {shlex.quote(strategy.pipeline.text())}"
+    return " ".join(([] if first == "bm25" else [f"--strategy {first}"]) + own)
 
 
 def fix_dangling(args: argparse.Namespace, dangling: list, vault_root: Any = None) -> int:

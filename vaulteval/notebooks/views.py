@@ -230,10 +230,10 @@ def rerank_pair(baseline: str, reranked: str) -> list[Any]:
     from vaulteval.workbench.strategy import Strategy
 
     rr = Strategy.parse(reranked)
-    if rr.rerank is None:
+    if rr.reranker is None:
         raise UsageError(f"reranked = {reranked!r} does not rerank; write e.g. rerank:st,bm25_top=20")
     base = Strategy.parse(baseline) if baseline else replace(rr, reranker=None)
-    if base.rerank is not None:
+    if base.reranker is not None:
         raise UsageError(f"baseline = {baseline!r} reranks; the baseline is a bm25 strategy")
     return [base.with_name("bm25"), rr.with_name("rerank")]
 

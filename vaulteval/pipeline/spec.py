@@ -203,14 +203,15 @@ def _rerank_key(registry: Any, items: list[str], kind: str, text: str) -> tuple[
     pairs = [i.partition("=") for i in items]
     if not any(k.strip() == "rerank" and eq for k, eq, _ in pairs):
         return items, None
-    cls = registry.rerankers()[0]
+    backend = next(v.strip() for k, eq, v in pairs if k.strip() == "rerank" and eq)
+    base = next(c for c in registry.rerankers() if not c.refines)
+    cls = registry.selected(base.name, backend.lower()) or base  # rerank=cross selects the cross-encoder
     target = registry.stage(kind) if kind in registry.kinds() else None
     if target is None or target.role != "first" or target.name == cls.over or target.name not in cls.runs_over:
         takes = sorted(n for n in cls.runs_over if n != cls.over)
-        raise UsageError(f"{text!r}: rerank= reranks {' or '.join(takes)} candidates; write {cls.name}:st for "
-                         f"{cls.over}'s")
+        raise UsageError(f"{text!r}: rerank= reranks {' or '.join(takes)} candidates; write "
+                         f"{registry.written(cls) if cls.selector else cls.name + ':st'} for {cls.over}'s")
     schema = cls.schema()
-    backend = next(v.strip() for k, eq, v in pairs if k.strip() == "rerank" and eq)
     values: dict[str, Any] = {}
     rest = []
     for item, (key, eq, value) in zip(items, pairs):
@@ -221,6 +222,8 @@ def _rerank_key(registry: Any, items: list[str], kind: str, text: str) -> tuple[
             values[key] = schema[key].read(value.strip(), f"{text!r}: ")
         else:
             rest.append(item)
+    if cls.selector:
+        return rest, cls(**values)
     try:
         values[cls.option.name] = cls.option.check(backend)
     except UsageError as exc:
@@ -320,7 +323,9 @@ def tuned_pipeline(entry: "dict[str, Any]") -> Pipeline:
 
     reranker = None
     rerank = entry.get("rerank")
-    if isinstance(rerank, dict):
+    if isinstance(rerank, dict) and "stage" in rerank:
+        reranker = stage_from_dict(rerank)
+    elif isinstance(rerank, dict):
         from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 
         reranker = EmbeddingRerank(backend=rerank["backend"], **({"model": rerank["model"]} if rerank.get("model") else {}))

@@ -85,8 +85,17 @@ def tuned_strategy(vault: "Vault") -> dict[str, Any] | None:
 
 
 def check_pipeline(rerank: Any, bm25_top: Any) -> None:
-    """The tuned reranker (None, or ``{"backend", "model"}``) and candidate depth are what retrieve can run."""
-    if rerank is not None:
+    """The tuned reranker (None, ``{"backend", "model"}`` of the embedding reranker, or another reranker's
+    ``{"stage": NAME, KEY: VALUE}``) and candidate depth are what retrieve can run."""
+    if isinstance(rerank, dict) and "stage" in rerank:
+        from vaulteval.pipeline.stages import registry
+
+        values = {k: v for k, v in rerank.items() if k != "stage"}
+        found = registry.stage(str(rerank["stage"]))
+        if found.role != "rerank":
+            raise UsageError(f"rerank names {found.name!r}, which is not a reranker")
+        found(**values).checked()
+    elif rerank is not None:
         from vaulteval.embeddings.config import BACKENDS, RerankConfig, resolve
 
         if (not isinstance(rerank, dict) or set(rerank) - {"backend", "model"} or rerank.get("backend") not in BACKENDS

@@ -18,14 +18,12 @@ timestamps.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import re
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,32 +68,12 @@ def _versions(names: tuple[str, ...]) -> dict[str, str | None]:
     return out
 
 
-@lru_cache(maxsize=8)
-def folder_digest(path: str) -> str:
-    """sha256 over every file's relative path and bytes in a model folder."""
-    root = Path(path)
-    h = hashlib.sha256()
-    for file in sorted(p for p in root.rglob("*") if p.is_file()):
-        h.update(file.relative_to(root).as_posix().encode("utf-8") + b"\0")
-        with open(file, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return "sha256:" + h.hexdigest()
-
-
 def rerank_info(run: "Run") -> dict[str, Any] | None:
-    """Backend, model, host and model digest of a reranked run (Ollama: from /api/tags; folders: hashed)."""
-    if run.strategy is None or run.strategy.rerank is None:
+    """Backend, model, host and model digest of a reranked run, as its reranker describes itself."""
+    if run.strategy is None or run.strategy.reranker is None:
         return None
-    from vaulteval.embeddings.rerank import peek
-
-    info = peek(run.strategy.rerank)
-    digest = info.get("digest")
-    model = info.get("resolved_model") or info.get("model")
-    if info["backend"] == "sentence-transformers" and model and Path(model).is_dir():
-        digest = folder_digest(str(Path(model).resolve()))
-    return {"backend": info["backend"], "model": model, "host": info.get("host"), "digest": digest,
-            "input_scheme": info.get("input_scheme"), "reachable": info.get("reachable"), "error": info.get("error"),
+    info = run.strategy.reranker.describe()
+    return {**{k: info.get(k) for k in ("backend", "model", "host", "digest", "input_scheme", "reachable", "error")},
             "labels": dict(run.labels), "fallback": run.fallback}
 
 

@@ -92,7 +92,7 @@ class Run:
 
     @property
     def reranked(self) -> bool:
-        return self.strategy is not None and self.strategy.rerank is not None
+        return self.strategy is not None and self.strategy.reranker is not None
 
     @property
     def uses_model(self) -> bool:

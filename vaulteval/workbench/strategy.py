@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from vaulteval.chunks.store import ChunkParams
     from vaulteval.pipeline.spec import Pipeline
     from vaulteval.pipeline.stages.registry import FirstStage, Reranker
-    from vaulteval.embeddings.config import RerankConfig
 
 FORMAT = 2  # of to_dict(); format 1 (vaulteval 0.1) was one flat record of 23 fields, still read
 DEPTH_PARAMS = (
@@ -94,12 +93,7 @@ class Strategy:
 
     @property
     def kind(self) -> str:
-        return self.reranker.name if self.reranker is not None else self.first.head()
-
-    @property
-    def rerank(self) -> "RerankConfig | None":
-        """The reranker's settings as the pipeline's rerank step takes them (None: no rerank)."""
-        return None if self.reranker is None else self.reranker.config()
+        return self.reranker.head() if self.reranker is not None else self.first.head()
 
     @property
     def index_analyzer(self) -> str:
@@ -139,9 +133,9 @@ class Strategy:
     def default_name(self) -> str:
         """``kind[-option][-model]``, then every key off its default (stemmer and stopwords last)."""
         if self.reranker is not None:
-            parts = [self.reranker.name, self.reranker.text().partition(":")[2].split(",")[0]]
+            parts = [self.reranker.head(), self.reranker.text().partition(":")[2].split(",")[0]]
             if self.first.name != self.reranker.over:
-                parts[:1] = [self.first.label.split("+")[0].replace(":", "-"), self.reranker.name]
+                parts[:1] = [self.first.label.split("+")[0].replace(":", "-"), self.reranker.head()]
             if self.reranker.values.get("model"):
                 parts.append(_SAFE_NAME.sub("-", self.reranker["model"].rsplit("/", 1)[-1]))
         else:
@@ -249,8 +243,10 @@ class Strategy:
         return replace(self, reranker=self.reranker.with_allow_remote(allowed))
 
     def with_rerank_host(self, host: str) -> "Strategy":
-        """The same strategy with its reranker's host filled in (a Dask worker's own environment must not pick it)."""
-        return replace(self, reranker=self.reranker.replace(host=host))
+        """The same strategy with its reranker's host filled in where it has none (a Dask worker's own environment
+        must not pick it)."""
+        reranker = self.reranker.with_default_host(host)
+        return self if reranker is self.reranker else replace(self, reranker=reranker)
 
 
 def _stage(data: Any) -> Any:

@@ -62,10 +62,10 @@ class ShardResult:
 
 def prepare_task(ctx: TaskContext, strategy: "Strategy", queries: "list[Query]", *,
                  workspace: "Workspace | None" = None) -> Prepared:
-    """Open (or build, once, under a lock) the strategy's index; embed every candidate chunk of a rerank strategy."""
+    """Open (or build, once, under a lock) the strategy's index; warm the reranker's cache (when it keeps one)."""
     ws = workspace or _worker_workspace(ctx)
     env = ws.env(strategy)
-    if strategy.rerank is not None:
+    if strategy.reranker is not None and strategy.reranker.warms:
         warm_embeddings(env, _with_host(strategy, ctx), queries, ws.cache_dir / "embeddings.sqlite")
     return Prepared(env.fingerprint, worker_name())
 
@@ -87,14 +87,13 @@ def shard_task(ctx: TaskContext, strategy: "Strategy", queries: "list[Query]", p
 
 
 def warm_embeddings(env: Any, strategy: "Strategy", queries: "list[Query]", cache_path: Path) -> None:
-    """Embed every chunk any query's pool holds, in first-seen order, into the cache (one pass per strategy).
+    """Warm the reranker on every chunk any query's pool holds, in first-seen order (one pass per strategy).
 
-    Vectors then never depend on which shard met a chunk first, and two
-    workers never embed the same chunk; a failing backend caches nothing and
-    each query falls back on its own, as in a serial run.
+    An embedding reranker's vectors then never depend on which shard met a
+    chunk first, and two workers never embed the same chunk; a failing
+    backend caches nothing and each query falls back on its own, as in a
+    serial run.
     """
-    from vaulteval.embeddings.rerank import rerank
-
     checker = env.retriever.integrity()
     texts: dict[str, None] = {}
     for q in queries:
@@ -103,14 +102,12 @@ def warm_embeddings(env: Any, strategy: "Strategy", queries: "list[Query]", cach
             if rec is not None:
                 texts.setdefault(rec.get("contextualized_text") or rec["raw_text"], None)
     if texts:  # chunks the vault's stored embeddings hold are read from the store, not embedded again
-        rerank(queries[0].text, list(texts), strategy.rerank, cache_path, store=env.retriever.optional_store())
+        strategy.reranker.warm(queries[0].text, list(texts), cache_path, store=env.retriever.optional_store())
 
 
 def _with_host(strategy: "Strategy", ctx: TaskContext) -> "Strategy":
     """The strategy with the client's Ollama host filled in, so a worker's own environment cannot change it."""
-    if strategy.rerank is None or strategy.rerank.backend != "ollama" or strategy.rerank.host is not None:
-        return strategy
-    return strategy.with_rerank_host(ctx.ollama_host)
+    return strategy if strategy.reranker is None else strategy.with_rerank_host(ctx.ollama_host)
 
 
 def worker_name() -> str:

@@ -235,9 +235,7 @@ def is_semantic(strategy: "Strategy") -> bool:
 
 def pipeline_settings(strategy: "Strategy") -> dict[str, Any]:
     """What ``retrieve`` needs to run ``strategy`` itself: first stage, reranker (or None) and depth."""
-    rerank = None
-    if strategy.rerank is not None:
-        rerank = {"backend": strategy.rerank.backend, "model": strategy.rerank.model}
+    rerank = None if strategy.reranker is None else strategy.reranker.settings()
     return {"strategy": strategy.retrieve_text(), "rerank": rerank, "bm25_top": strategy.bm25_top}
 
 

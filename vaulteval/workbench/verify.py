@@ -165,7 +165,7 @@ def _refuse_rescored(folder: Path, manifest: dict[str, Any], strategies: list[An
         return
     for entry, strategy in zip(manifest["strategies"], strategies):
         hybrid = strategy.first.ranked_by == "fused"
-        if hybrid or (strategy.rerank is not None and strategy.first_stage().fields):
+        if hybrid or (strategy.reranker is not None and strategy.first_stage().fields):
             version = (manifest.get("packages") or {}).get("vaulteval") or "an unknown version"
             was = "1/rank" if hybrid else "the BM25 score"
             raise NotARunDir(f"{folder} was written by vaulteval {version} (run schema 1), which scored run "

@@ -15,7 +15,8 @@ itself (``name``), says what it needs (``needs``: ``"bm25"`` for the index,
 ``"dense"`` for the stored embeddings), proposes settings for ``tune``
 (``tune_grid``), may take one bare leading item (``option``, e.g. hybrid's
 fusion) and ``params``. A stage that ``refines`` another is written under the
-other's name and chosen by its first parameter: ``bm25:prf=10``.
+other's name and chosen by its first parameter (``bm25:prf=10``), or, when it
+has a ``selector``, by that bare leading item (``rerank:cross,model=PATH``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class Stage:
     params: tuple[Param, ...] = ()
     needs: frozenset[str] = frozenset()  # "bm25": the BM25 index; "dense": the stored embeddings (provision --embed)
     tune_grid: tuple[str, ...] = ()  # items of the settings `tune` tries by default ("" = the defaults)
-    refines = ""  # the stage whose name this one is written under (bm25:prf=K); its first param selects it
+    refines = ""  # the stage whose name this one is written under (bm25:prf=K, rerank:cross)
+    selector = ""  # the bare leading item that selects it under ``refines`` (cross); "": its first param does
     # Capabilities callers read instead of matching stage names:
     semantic = False  # ranks by meaning with a model (dense, hybrid, an embedding or cross-encoder reranker)
     embeds_query = False  # embeds the query with the store's model (takes the command's embedder settings)
@@ -74,22 +76,25 @@ class Stage:
         return cls.refines or cls.name
 
     def items(self) -> list[str]:
-        """``KEY=VALUE`` for every value that differs from its default (a refining stage's selector always)."""
+        """``KEY=VALUE`` for every value that differs from its default (the first key of a stage it selects)."""
         out = []
         for i, p in enumerate(self.params):
             value = self.values[p.name]
-            if value != p.default or (self.refines and i == 0):
+            if value != p.default or (self.refines and not self.selector and i == 0):
                 out.append(f"{p.name}={p.text(value)}")
         return out
 
     def text(self) -> str:
         """The stage as a strategy string: ``hybrid:rrf,k=20``, ``bm25:prf=10``, ``rerank:st``."""
-        items = ([self.values[self.option.name]] if self.option else []) + self.items()
+        lead = [self.selector] if self.selector else [self.values[self.option.name]] if self.option else []
+        items = lead + self.items()
         return f"{self.head()}:{','.join(items)}" if items else self.head()
 
     @property
     def label(self) -> str:
         """The stage as results name it (``hybrid:rrf``, ``bm25+prf``)."""
+        if self.selector:
+            return f"{self.head()}:{self.selector}"
         return self.head() if not self.option else f"{self.head()}:{self.values[self.option.name]}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,15 +155,21 @@ class FirstStage(Stage):
 class Reranker(Stage):
     """Protocol of a reranker: ``rerank`` scores the first stage's candidate texts for a query.
 
-    ``rerank(query, texts, cache_path, cache_anchor=None, store=None)``
-    returns an outcome with ``scores`` in input order, or ``scores=None`` and
-    ``fallback_reason`` (the caller keeps the first stage's order).
+    ``rerank(query, texts, cache_path, cache_anchor=None, store=None, onnx_dir=None)``
+    returns an outcome with ``scores`` in input order, ``source`` and
+    ``model`` (what ranked), or ``scores=None`` and ``fallback_reason`` (the
+    caller keeps the first stage's order). The evaluation workbench reaches a
+    reranker only through this protocol: ``warm`` before sharded runs,
+    ``describe`` for a run's manifest, ``with_default_host`` for a worker,
+    ``retrieve_flags`` and ``settings`` for what ``retrieve`` and
+    ``.vaulteval.json`` say of it.
     """
 
     role = "rerank"
     over = "bm25"  # the first stage ``rerank:...`` strings rerank
     runs_over = frozenset({"bm25"})  # every first stage whose candidates it may rerank
     key_params: tuple[str, ...] = ()  # its keys a first stage's string may carry beside ``rerank=``
+    warms = False  # True when ``warm`` fills a cache that every shard of an evaluation then reads
 
     def checked(self) -> "Reranker":
         """The reranker with its settings checked before any work (a bad setting is one UsageError)."""
@@ -174,9 +185,52 @@ class Reranker(Stage):
         option = self.text().partition(":")[2].split(",")[0]
         return [f"rerank={option}", *self.items()]
 
+    def warm(self, query: str, texts: list[str], cache_path: Any, store: Any = None) -> None:
+        """Compute once what reranking ``texts`` reuses (an embedding cache), so shards never race to fill it."""
+
+    def describe(self) -> dict[str, Any]:
+        """What a run's manifest records of it: ``backend``, ``model``, ``host``, ``digest`` (of the model's
+        files or as its server reports it), ``input_scheme``, ``reachable`` and ``error``; looks, never ranks."""
+        return {"backend": self.label, "model": self.model_name, "host": None, "digest": None,
+                "input_scheme": None, "reachable": None, "error": None}
+
+    def with_default_host(self, host: str | None) -> "Reranker":
+        """The reranker with ``host`` where it would read its server from the environment (a worker's own
+        environment must not pick it); itself when it has no server."""
+        return self
+
+    def retrieve_flags(self) -> list[str] | None:
+        """``retrieve``'s own flags that select it (``--embedder st``); None: ``--strategy`` writes it."""
+        return None
+
+    def settings(self) -> dict[str, Any]:
+        """What ``tune --write`` keeps of it in ``.vaulteval.json`` (read back by ``vaulteval.pipeline.spec``)."""
+        return self.to_dict()
+
     def rerank(self, query: str, texts: list[str], cache_path: Any, cache_anchor: Any = None,
-               store: Any = None) -> Any:
+               store: Any = None, onnx_dir: Any = None) -> Any:
         raise NotImplementedError
+
+
+_DIGESTS: dict[str, str] = {}  # folder -> digest, once per process
+
+
+def folder_digest(path: Any) -> str:
+    """sha256 over every file's relative path and bytes in a model folder (computed once per process)."""
+    import hashlib
+    from pathlib import Path
+
+    if str(path) in _DIGESTS:
+        return _DIGESTS[str(path)]
+    root = Path(path)
+    h = hashlib.sha256()
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(file.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        with open(file, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    _DIGESTS[str(path)] = "sha256:" + h.hexdigest()
+    return _DIGESTS[str(path)]
 
 
 def ms_since(started: float) -> float:
@@ -188,6 +242,8 @@ def register(cls: type) -> type:
     """Class decorator: add a stage to the registry under ``cls.name``."""
     if not cls.name or cls.name in STAGES and STAGES[cls.name] is not cls:
         raise ValueError(f"stage name {cls.name!r} is empty or taken")
+    if cls.selector and (not cls.refines or cls.option is not None):
+        raise ValueError(f"stage {cls.name!r}: a selector picks a stage that refines another and has no option")
     STAGES[cls.name] = cls
     return cls
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from vaulteval.pipeline.stages.params import Param
-from vaulteval.pipeline.stages.base import Reranker, register
+from vaulteval.pipeline.stages.base import Reranker, folder_digest, register
 
 
 @register
@@ -38,6 +38,7 @@ class EmbeddingRerank(Reranker):
     runs_over = frozenset({"bm25", "dense", "hybrid"})  # dense and hybrid write it `rerank=st` (see strategy)
     key_params = ("model", "host", "timeout", "batch_size")
     allow_remote = False  # the command's --allow-remote-ollama, not a parameter
+    warms = True  # candidate vectors go to the embedding cache every shard reads
 
     def config(self) -> Any:
         from vaulteval.embeddings.config import RerankConfig
@@ -71,6 +72,42 @@ class EmbeddingRerank(Reranker):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "allow_remote": self.allow_remote}
+
+    def warm(self, query: str, texts: list[str], cache_path: Any, store: Any = None) -> None:
+        """Embed ``texts`` the store does not hold into the cache (a failing backend caches nothing)."""
+        self.rerank(query, texts, cache_path, store=store)
+
+    def describe(self) -> dict[str, Any]:
+        """The backend, host and model ``peek`` finds (Ollama: one GET of /api/tags; a local folder: hashed)."""
+        from pathlib import Path
+
+        from vaulteval.embeddings.rerank import peek
+
+        info = peek(self.config())
+        digest = info.get("digest")
+        model = info.get("resolved_model") or info.get("model")
+        if info["backend"] == "sentence-transformers" and model and Path(model).is_dir():
+            digest = folder_digest(str(Path(model).resolve()))
+        return {"backend": info["backend"], "model": model, "host": info.get("host"), "digest": digest,
+                "input_scheme": info.get("input_scheme"), "reachable": info.get("reachable"),
+                "error": info.get("error")}
+
+    def with_default_host(self, host: str | None) -> "EmbeddingRerank":
+        if self["backend"] != "ollama" or self["host"] is not None:
+            return self
+        return self.replace(host=host)
+
+    def retrieve_flags(self) -> list[str]:
+        flags = ["--embedder st"] if self["backend"] == "sentence-transformers" else []
+        if self["model"]:
+            import shlex
+
+            flags.append(f"--model {shlex.quote(str(self['model']))}")
+        return flags
+
+    def settings(self) -> dict[str, Any]:
+        """``{"backend", "model"}``: host, timeout and batch size are the command's, not the tuned pipeline's."""
+        return {"backend": self["backend"], "model": self["model"]}
 
     def rerank(self, query: str, texts: list[str], cache_path: Any, cache_anchor: Any = None,
                store: Any = None, onnx_dir: Any = None) -> Any:

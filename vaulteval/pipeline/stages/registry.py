@@ -37,7 +37,9 @@ def _load() -> dict[str, type]:
 
 
 def written(cls: type) -> str:
-    """How a stage class is written: its name, or ``bm25:prf=K`` for a stage that refines another."""
+    """How a stage class is written: its name, or under the stage it refines (``bm25:prf=K``, ``rerank:cross``)."""
+    if cls.selector:
+        return f"{cls.refines}:{cls.selector}"
     return f"{cls.refines}:{cls.params[0].name}=K" if cls.refines else cls.name
 
 
@@ -61,6 +63,11 @@ def kinds() -> list[str]:
     return [cls.name for cls in stages() if not cls.refines]
 
 
+def selected(kind: str, item: str) -> type | None:
+    """The stage written ``KIND:ITEM`` selects by its bare leading item (``rerank:cross``), or None."""
+    return next((cls for cls in stages() if cls.refines == kind and cls.selector and cls.selector == item), None)
+
+
 def stage(name: str) -> type:
     found = _load().get(name)
     if found is None:
@@ -76,9 +83,11 @@ def split_items(rest: str) -> list[str]:
 def build(kind: str, items: list[str], context: str) -> tuple[Any, dict[str, str]]:
     """The stage a string's ``kind`` and stage ``items`` describe, and the items it did not take.
 
-    A bare first item is the stage's option; a key of a stage that refines
-    ``kind`` selects that stage. Items left over (``{key: text}``) are for the
-    caller (the workbench's strategy keys); a bare item elsewhere is an error.
+    A bare first item is the stage's option, or selects a stage that refines
+    ``kind`` by it (its ``selector``: ``rerank:cross``); else a key of a stage
+    that refines ``kind`` selects that stage (``bm25:prf=10``). Items left
+    over (``{key: text}``) are for the caller (the workbench's strategy keys);
+    a bare item elsewhere is an error.
     """
     cls = _load().get(kind)
     if cls is None or cls.refines:
@@ -86,17 +95,20 @@ def build(kind: str, items: list[str], context: str) -> tuple[Any, dict[str, str
     values: dict[str, Any] = {}
     rest: dict[str, str] = {}
     pairs: list[tuple[str, str]] = []
+    chosen = None
     for i, item in enumerate(items):
         key, eq, value = item.partition("=")
         if not eq:
+            if i == 0 and (chosen := selected(kind, key.strip().lower())) is not None:
+                continue
             if i == 0 and cls.option is not None:
-                values[cls.option.name] = cls.option.check(key.strip())
+                values[cls.option.name] = _option(cls, kind, key.strip())
                 continue
             raise UsageError(f"{context!r}: expected KEY=VALUE, got {item!r}")
         pairs.append((key.strip(), value.strip()))
-    refined = [s for s in stages() if s.refines == kind and any(k == s.params[0].name for k, _ in pairs)]
-    if refined:
-        cls = refined[0]
+    refined = [s for s in stages() if s.refines == kind and not s.selector and any(k == s.params[0].name for k, _ in pairs)]
+    if chosen is not None or refined:
+        cls = chosen or refined[0]
     schema = cls.schema()
     for key, value in pairs:
         if key in schema:
@@ -104,6 +116,15 @@ def build(kind: str, items: list[str], context: str) -> tuple[Any, dict[str, str
         else:
             rest[key] = value
     return cls(**values), rest
+
+
+def _option(cls: type, kind: str, text: str) -> Any:
+    """``cls``'s option from ``text``; a wrong one also names the stages a bare item selects under ``kind``."""
+    try:
+        return cls.option.check(text)
+    except UsageError as exc:
+        others = [s.selector for s in stages() if s.refines == kind and s.selector]
+        raise UsageError(f"{exc}" + (f" (or {', '.join(others)})" if others else "")) from None
 
 
 def parse_first_stage(text: str) -> Any:
