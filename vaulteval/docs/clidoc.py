@@ -51,8 +51,16 @@ def _default(action: argparse.Action) -> str | None:
     return f"`{value}`"
 
 
+def _invocation(action: argparse.Action, formatter: Formatter) -> str:
+    """``-o, --out DIR``: the option strings, then the value's form once (as argparse 3.13 writes it)."""
+    if not action.option_strings:
+        return formatter._metavar_formatter(action, action.dest)(1)[0]
+    names = ", ".join(action.option_strings)
+    return names if action.nargs == 0 else f"{names} {formatter._format_args(action, action.dest.upper())}"
+
+
 def _argument(action: argparse.Action, formatter: Formatter) -> str:
-    invocation = formatter._format_action_invocation(action)
+    invocation = _invocation(action, formatter)
     help_text = formatter._expand_help(action) if action.help else ""
     line = f"- `{invocation}`"
     default = _default(action)
