@@ -202,8 +202,9 @@ def test_a_served_cli_query_imports_nothing_heavy(provisioned_sample: Path) -> N
 # reason in docs/benchmarks.md ("How fast is a cold retrieve?").
 CLI_MODULE_BUDGET = 110  # all modules, the standard library's included (CPython 3.11); zlib for the blocks; vault.bounded; pipeline.spec
 # chunks.blocks: a served record is read from a compressed block; vault.bounded: .vaulteval.json; pipeline.spec: the one
-# pipeline value (grammar, default, depth) that retrieve, the MCP server and eval run share.
-CLI_VAULTEVAL_MODULE_BUDGET = 49
+# pipeline value (grammar, default, depth) that retrieve, the MCP server and eval run share; index.bm25_compiled: the
+# compiled scorer, where it is built.
+CLI_VAULTEVAL_MODULE_BUDGET = 50
 # Standard modules the served query does not need: each cost a measurable share of a cold call.
 CLI_NOT_IMPORTED = ("typing", "dataclasses", "logging", "hashlib", "_hashlib", "numpy", "shutil",
                     "tempfile", "subprocess", "threading", "inspect", "textwrap", "datetime", "uuid", "random",

@@ -227,11 +227,13 @@ def test_default_analyzer_agrees_with_claude_obsidians_rules_on_every_scifact_ch
 
 
 def test_scifact_test_queries_rank_the_same_plain_or_numpy(scifact_index, monkeypatch: pytest.MonkeyPatch) -> None:
-    """All 300 test queries at depth 100: plain Python (a CLI call) and numpy (a notebook) agree exactly."""
+    """All 300 test queries at depth 100: plain Python (a CLI call), numpy (a notebook) and the compiled core
+    (either, where it is built) agree exactly: the same documents in the same order, the same floats."""
     from vaulteval.index import search
 
     _root, index = scifact_index
     queries = [index.analyze(q) for q in _test_queries(limit=1000)]
+    monkeypatch.setenv(search.PURE_PYTHON_ENV, "1")  # the Python paths; the compiled core is compared below
     index = index.with_params(index.k1, index.b)  # a fresh searcher, so the checks below see only this test
     monkeypatch.setattr(search, "NUMPY_LOADED_FROM", 10**9)
     plain = [index.search_tokens(t, 100) for t in queries]
@@ -261,6 +263,12 @@ def test_scifact_test_queries_rank_the_same_plain_or_numpy(scifact_index, monkey
     large.choose_scorer(warm=True)
     assert large._searcher._preloaded is None
     assert [large.search_tokens(t, 100) for t in queries] == plain and large._searcher._weights
+    monkeypatch.delenv(search.PURE_PYTHON_ENV)
+    if search.compiled_core() is not None:
+        for warm in (False, True):  # the compiled core from stored postings (a CLI call) and preloaded weights
+            compiled = index.with_params(index.k1, index.b)
+            assert compiled.choose_scorer(warm=warm)._core is not None
+            assert [compiled.search_tokens(t, 100) for t in queries] == plain
     from vaulteval.workbench.batch import batch_top_k  # the evaluation path: blocks of queries
 
     assert [[(d, v) for d, v in zip(docs.tolist(), vals.tolist())] for docs, vals in batch_top_k(index, queries, 100)] \

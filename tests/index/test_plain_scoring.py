@@ -9,6 +9,7 @@ CLI call (plain) and a notebook (numpy) never disagree about a ranking.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from array import array
@@ -144,13 +145,17 @@ print(any(seen), "numpy" in sys.modules, r.index()._searcher.warm)
 """
 
 
-@pytest.mark.parametrize("budget, numpy_in_one_shot", [(10**9, False), (0, True)])
+@pytest.mark.parametrize("budget, pure, numpy_in_one_shot", [
+    (10**9, "1", False), (0, "1", True),
+    pytest.param(0, "", False, marks=pytest.mark.skipif(search.compiled_core() is None, reason="no compiled core")),
+])
 def test_numpy_is_loaded_when_a_retriever_opens_not_in_the_middle_of_a_loop(
-        provisioned_sample: Path, budget: int, numpy_in_one_shot: bool) -> None:
-    """A one-shot query scores in plain Python unless that query alone has more postings than numpy's import
-    costs; a Retriever kept open loads numpy up front."""
+        provisioned_sample: Path, budget: int, pure: str, numpy_in_one_shot: bool) -> None:
+    """On the Python path a one-shot query scores in plain Python unless that query alone has more postings
+    than numpy's import costs (the compiled core never needs numpy); a Retriever kept open loads numpy up front."""
+    env = {**os.environ, search.PURE_PYTHON_ENV: pure}
     proc = subprocess.run([sys.executable, "-c", _LOOP, str(provisioned_sample), str(budget)],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+                          capture_output=True, text=True, cwd=REPO, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     one_shot, after_open, warm = proc.stdout.split()
     assert one_shot == str(numpy_in_one_shot)

@@ -22,6 +22,13 @@ Both give the same hits with bit-identical scores, and both score only the
 documents the query's terms touch. The thresholds come from measurements in
 docs/benchmarks.md.
 
+Where the package was built with its compiled core (``bm25_compiled``, from
+Cython), every query is scored there instead, warm or cold, with the same
+arithmetic in the same order: the same hits and scores, bit for bit
+(tests/index/test_compiled_scoring.py). ``VAULTEVAL_PURE_PYTHON=1`` (read when
+a searcher is made) keeps the Python path above, as does a package installed
+without a compiler.
+
 With numpy, a term's BM25 weights (one per posting: idf, term frequency and
 document length, ``bm25.posting_weights``) depend on the index alone, so the
 searcher keeps them per term once computed (up to ``WEIGHT_CACHE_POSTINGS``
@@ -34,6 +41,7 @@ made (``vaulteval.index.preload``), so a query over new terms pays for neither.
 
 from __future__ import annotations
 
+import os
 import sys
 from bisect import bisect_left
 from collections import namedtuple
@@ -53,6 +61,19 @@ Hit = namedtuple("Hit", "doc score")  # a document number and its BM25 score
 
 
 TERM_CACHE = 100_000  # terms whose binary-search answer an index remembers
+PURE_PYTHON_ENV = "VAULTEVAL_PURE_PYTHON"  # set (not "0"): score in Python even where the compiled core is built
+
+
+def compiled_core() -> "Any":
+    """The compiled scorer (``vaulteval.index.bm25_compiled``), or None: not built here, or the Python path asked
+    for with ``VAULTEVAL_PURE_PYTHON``."""
+    if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
+        return None
+    try:
+        from vaulteval.index import bm25_compiled
+    except ImportError:
+        return None
+    return bm25_compiled
 
 
 class Vocabulary:
@@ -156,6 +177,10 @@ class Searcher:
         self._cached_postings = 0
         self._preloaded: "Any" = None  # a warm searcher's preload.Preloaded: every posting checked, with its weight
         self._scratch: "Any" = None  # per thread: a row of n_docs for bm25.top_k_weighted
+        # The compiled core reads the formats a build writes: unsigned 32-bit documents, 32-bit frequencies.
+        fits = self._docs is not None and self._docs.format == "I" and getattr(post_tfs, "format", "") == "i"
+        self._core: "Any" = compiled_core() if fits else None
+        self._core_scratch: "Any" = None  # the core's per-document sums, made on the first query
         if self.warm:
             self._load_numpy()
         if warm:  # asked for, not merely numpy already loaded: a one-query CLI call must not pay for it
@@ -163,6 +188,10 @@ class Searcher:
 
             self._preloaded = preload(index)
             index.load_vocabulary()
+        pre = self._preloaded
+        views = None if pre is None else (memoryview(pre.docs), memoryview(pre.weights))
+        self._pre_docs = None if views is None or views[0].format != "i" or views[1].format != "d" \
+            else (bm25_plain.unsigned(views[0]), views[1])
         self.numpy_queries = 0  # queries scored with numpy
 
     def _load_numpy(self) -> None:
@@ -182,6 +211,12 @@ class Searcher:
         else:  # every posting block and offset was checked when this searcher was made
             offsets = self._preloaded.offsets
             ranges = [(offsets[tid], offsets[tid + 1]) for tid, _ in terms]
+        if self._core is not None:
+            return self._search_compiled(ranges, terms, k)
+        return self._search_python(ranges, terms, k)
+
+    def _search_python(self, ranges: "list[tuple[int, int]]", terms: "list[tuple[int, int]]", k: int) -> list[Hit]:
+        index = self.index
         total = 0
         for start, end in ranges:
             total += end - start
@@ -232,3 +267,23 @@ class Searcher:
             scratch = self._scratch.row = bm25.scratch_row(index.n_docs)
         docs, vals = bm25.top_k_weighted(index.n_docs, lists, k, scratch)
         return [Hit(d, v) for d, v in zip(docs.tolist(), vals.tolist())]
+
+    def _search_compiled(self, ranges: "list[tuple[int, int]]", terms: "list[tuple[int, int]]", k: int) -> list[Hit]:
+        """``bm25_compiled`` over the preloaded weights, or over the postings and lengths as stored."""
+        index, core = self.index, self._core
+        scratch = self._core_scratch
+        if scratch is None:
+            scratch = self._core_scratch = core.Scratch(index.n_docs)
+        spans = [(start, end, qtf) for (start, end), (_, qtf) in zip(ranges, terms)]
+        try:
+            if self._pre_docs is not None:
+                return core.top_k_weighted(scratch, *self._pre_docs, spans, k, Hit)
+            if self._doc_len is None:
+                self._doc_len = index.doc_lengths()
+            if self._doc_len.format != "i":  # lengths in a format the core does not read: Python scores them
+                self._core = None
+                return self._search_python(ranges, terms, k)
+            return core.top_k_counts(scratch, self._docs, self._tfs, self._doc_len, index.avgdl, index.k1, index.b,
+                                     spans, k, Hit)
+        except (IndexError, ZeroDivisionError):  # a document number out of range, or a forged zero length
+            raise index.malformed() from None
