@@ -7,8 +7,9 @@ records, with the field index beside it.
 - ``file``: the index file format with its section and block checksums (also used by the field index
   and the stored embeddings); ``location``: where the index lives; ``reader``: opening it.
 - ``bm25``: BM25 scoring in numpy, the one array implementation, for one query or a block;
-  ``bm25_plain``: one thin no-numpy path for a CLI query (MaxScore pruning, bit-identical); ``search``:
-  the choice between them.
+  ``bm25_plain``: one thin no-numpy path for a CLI query (MaxScore pruning, bit-identical);
+  ``bm25_compiled.pyx``: the compiled core (Cython, optional at install, bit-identical) used instead
+  where it is built; ``search``: the choice between them.
 - ``build``, ``fieldbuild``: building the index and the field index from chunk records;
   ``notecap``: what one note may add, bounded.
 """
