@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from vaulteval.errors import NotProvisioned, VaultevalError
 from vaulteval.chunks.integrity import IntegrityChecker
-from vaulteval.index.reader import open_index
+from vaulteval.index.reader import BM25Index, open_index
 from vaulteval.embeddings.store import EmbeddingStore, StoreError, open_store
 
 if TYPE_CHECKING:
@@ -110,3 +110,13 @@ def open_vault_store(vault: "Vault", meta_dir: Path | None = None) -> EmbeddingS
         return open_store(meta_dir or vault.meta_dir)
     except StoreError as exc:
         raise NotProvisioned(str(exc), rebuild=embed_command(vault)) from None
+
+
+def stored_docs(index: "BM25Index", store: EmbeddingStore) -> list[int]:
+    """Index document of each stored row; -1 when its chunk is gone or its text changed (never served)."""
+    by_chunk = {d.chunk_id: (i, d.context_hash) for i, d in enumerate(index.all_docs())}
+    docs = []
+    for row in store.rows:
+        hit = by_chunk.get(row.chunk_id)
+        docs.append(hit[0] if hit is not None and hit[1] == row.context_hash else -1)
+    return docs

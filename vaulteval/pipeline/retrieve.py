@@ -16,6 +16,7 @@ from pathlib import Path
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.index.reader import BM25Index, Hit, open_index
+from vaulteval.pipeline.loadonce import Loads
 from vaulteval.pipeline.passages import Passages, TextMemo
 from vaulteval.pipeline.results import NO_CANDIDATES, Candidate, Label, RetrievalResult
 from vaulteval.pipeline.spec import DEFAULT_DEPTH
@@ -58,15 +59,14 @@ def _ms(seconds: float) -> float:
 class Retriever:
     """A vault opened for queries: its verified index and integrity checker, each opened once.
 
-    Usage: ``Retriever(vault).retrieve("query", top=5)``. Evaluation shares one
-    index and checker across views of the same meta dir through ``index=`` and
-    ``integrity=``.
+    Usage: ``Retriever(vault).retrieve("query", top=5)``. Evaluation shares one index and checker across views
+    of the same meta dir through ``index=`` and ``integrity=``. Threads may share one: each part (index, fields,
+    store) is loaded by the first caller while the others wait for it (``vaulteval.pipeline.loadonce``).
 
-    ``warm`` (the default) is for a Retriever kept open for many queries: numpy is
-    loaded once, before the first query is scored, and the integrity checker
-    remembers each verified file by its stat signature. ``retrieve(vault, ...)``,
-    the one-shot form a CLI call uses, opens a cold one: plain-Python scoring and
-    no numpy import for an ordinary query.
+    ``warm`` (the default) is for a Retriever kept open for many queries: numpy is loaded once, before the first
+    query is scored, and the integrity checker remembers each verified file by its stat signature.
+    ``retrieve(vault, ...)``, the one-shot form a CLI call uses, opens a cold one: plain-Python scoring and no
+    numpy import for an ordinary query.
     """
 
     def __init__(self, vault: "Vault", *, index: BM25Index | None = None,
@@ -82,13 +82,14 @@ class Retriever:
         self._layouts: "NoteLayouts | None" = None
         self._embed_cache: Path | None = None  # default_embed_cache(vault), worked out once
         self.text_memo = TextMemo()  # chunk sentences and terms for snippets and matched terms, across queries
+        self._loads = Loads()
 
     def store(self) -> "EmbeddingStore":
         """The verified embedding store (exit 10 naming ``provision --embed`` when missing or corrupt)."""
         if self._store is None:
             from vaulteval.pipeline.embed import open_vault_store
 
-            self._store = open_vault_store(self.vault, self._store_meta)
+            self._loads.fill(self, "_store", lambda: open_vault_store(self.vault, self._store_meta))
         return self._store
 
     def optional_store(self) -> "EmbeddingStore | None":
@@ -101,13 +102,9 @@ class Retriever:
     def store_docs(self) -> list[int]:
         """Index document of each stored row; -1 when its chunk is gone or its text changed (never served)."""
         if self._store_docs is None:
-            index, store = self.index(), self.store()
-            by_chunk = {d.chunk_id: (i, d.context_hash) for i, d in enumerate(index.all_docs())}
-            docs = []
-            for row in store.rows:
-                hit = by_chunk.get(row.chunk_id)
-                docs.append(hit[0] if hit is not None and hit[1] == row.context_hash else -1)
-            self._store_docs = docs
+            from vaulteval.pipeline.embed import stored_docs
+
+            self._loads.fill(self, "_store_docs", lambda: stored_docs(self.index(), self.store()))
         return self._store_docs
 
     def onnx_dir(self) -> Path:
@@ -119,24 +116,27 @@ class Retriever:
         if self._fields is False:
             from vaulteval.index.fields import open_fields
 
-            self._fields = open_fields(self.vault.meta_dir, self.index())
+            self._loads.fill(self, "_fields", lambda: open_fields(self.vault.meta_dir, self.index()), unset=False)
         return self._fields
 
     def index(self) -> BM25Index:
         """The verified BM25 index (exit 10 with the rebuild command when it is missing or corrupt)."""
         if self._index is None:
-            for _ in range(3):
-                index = open_index(self.vault)
-                try:
-                    # Hold the generation: its segments stay readable even when a writer removes them later.
-                    self.integrity().store().pin(index.header.get("store") or [])
-                except FileNotFoundError:
-                    continue  # a newer generation was published and this one removed meanwhile: open that one
-                except OSError:
-                    pass  # a segment that is not one: its records are refused when served
-                break
-            self._index = index
+            self._loads.fill(self, "_index", self._pinned_index)
         return self._index
+
+    def _pinned_index(self) -> BM25Index:
+        for _ in range(3):
+            index = open_index(self.vault)
+            try:
+                # Hold the generation: its segments stay readable even when a writer removes them later.
+                self.integrity().store().pin(index.header.get("store") or [])
+            except FileNotFoundError:
+                continue  # a newer generation was published and this one removed meanwhile: open that one
+            except OSError:
+                pass  # a segment that is not one: its records are refused when served
+            break
+        return index
 
     def open(self) -> BM25Index:
         """The index with its scorer chosen: a warm Retriever loads numpy and preloads every posting's weight now,
@@ -154,7 +154,7 @@ class Retriever:
     def integrity(self) -> IntegrityChecker:
         """The checker that verifies candidates against chunk files and pages (remembers verdicts)."""
         if self._integrity is None:
-            self._integrity = IntegrityChecker(self.vault, many_queries=self.warm)
+            self._loads.fill(self, "_integrity", lambda: IntegrityChecker(self.vault, many_queries=self.warm))
         return self._integrity
 
     def retrieve(self, query: str, **options: Any) -> "RetrievalResult":
@@ -233,7 +233,7 @@ def _validate(query: str, top: int, bm25_top: int, rerank: "RerankConfig | Reran
 
 def _open_index(retriever: Retriever) -> BM25Index:
     index = retriever.index()
-    index.choose_scorer(warm=retriever.warm)  # decided once per open index, before any query is scored
+    retriever._loads.run("scorer", lambda: index.choose_scorer(warm=retriever.warm))  # once, before any scoring
     if retriever.warm:
         retriever.integrity().hold_store()  # once, with the index's segments pinned: records read from memory
     if index.n_docs == 0:
