@@ -15,6 +15,7 @@ written outside ``.vault-meta/``, and nothing is logged unless ``-v`` (diagnosti
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from vaulteval.cli.common import int_arg, select_vault
@@ -24,6 +25,10 @@ NAMES = ("mcp",)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    # jsonschema, which the SDK imports, loads rfc3987_syntax when it is installed (notebook extras bring it),
+    # and that module builds a grammar at import: most of the server's start-up. It serves the "iri" string
+    # format check alone, which nothing here asks for (vaulteval checks the tools' arguments itself).
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
     try:
         import mcp  # noqa: F401
     except ImportError:
@@ -51,7 +56,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
         folder = eval_folder(args.eval_dir, vault)  # refused inside the vault before the server starts
     warm = WarmVault(vault, pipeline, log)
-    warm.warm_up()
     evals = None
     if folder is not None:
         from vaulteval.server.evaltools import EvalTools
@@ -60,16 +64,21 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from vaulteval.server.app import build_server
 
     server = build_server(warm, evals)
-    if args.http:
-        from vaulteval.server.http import serve
+    # Loaded behind the server: initialize and tools/list are answered at once, a call waits only for its parts.
+    warm.start_warm_up()
+    try:
+        if args.http:
+            from vaulteval.server.http import serve
 
-        serve(server, port=args.port, token_file=args.token_file)
-    else:
-        import anyio
+            serve(server, port=args.port, token_file=args.token_file)
+        else:
+            import anyio
 
-        from vaulteval.server.app import run_stdio
+            from vaulteval.server.app import run_stdio
 
-        anyio.run(run_stdio, server)
+            anyio.run(run_stdio, server)
+    finally:
+        warm.end_warm_up()
     return EXIT_OK
 
 

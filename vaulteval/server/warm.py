@@ -3,6 +3,7 @@
 Usage::
 
     warm = WarmVault(vault, Pipeline(first=None, rerank=None, depth=20))
+    warm.start_warm_up()                               # loads behind the server; calls wait for their parts only
     out = warm.search(query="descale", limit=5)        # the retrieve JSON (docs/json.md)
     warm.read(page="[[Descaling#How often]]")          # the read JSON
     warm.status()                                      # doctor's report and the index's age
@@ -97,6 +98,8 @@ class WarmVault:
         self.started_at = time.time()
         self._links: "LinkTable | None" = None
         self._opening = Opening(vault)
+        self._warming: threading.Thread | None = None
+        self._stopping = False
 
     def check_vault(self) -> None:
         """Open the vault again as the CLI would when what opening reads changed (``vaulteval.server.opening``):
@@ -127,30 +130,59 @@ class WarmVault:
                     self.reopened += 1
         return self._retriever
 
+    def start_warm_up(self) -> threading.Thread:
+        """Start ``warm_up`` on a background thread and return it: the server answers ``initialize`` and
+        ``tools/list`` meanwhile, and a call waits only for the parts it needs (``Retriever``: the first
+        caller of a part loads it, the others wait for that load). What fails here is left to the calls,
+        which load it again and report it with the CLI's message."""
+        thread = self._warming = threading.Thread(target=self._warm_up_quietly, name="vaulteval-warm-up",
+                                                  daemon=True)
+        thread.start()
+        return thread
+
+    def end_warm_up(self) -> None:
+        """Stop the background warm-up after its current step and wait for it: a process must not exit while
+        that thread is inside a native library (onnxruntime aborts the process then)."""
+        self._stopping = True
+        if self._warming is not None:
+            self._warming.join()
+
+    def _warm_up_quietly(self) -> None:
+        try:
+            self.warm_up()
+        except Exception as exc:  # noqa: BLE001 - never a traceback: the call that needs the part reports it
+            import logging
+
+            logging.getLogger(__name__).info("warm-up stopped (the calls load what they need): %s: %s",
+                                              type(exc).__name__, exc)
+
     def warm_up(self) -> None:
-        """Open the index (its scorer and preload too), field index and stored vectors now, not on the first call
-        (missing ones are fine)."""
+        """Open the index (its scorer and preload too), field index and stored vectors, then the query embedder
+        with its session, in the order a BM25 search, then a dense one, needs them (missing ones are fine)."""
         from vaulteval.errors import VaultevalError
 
         retriever = self.retriever()
-        try:
-            retriever.open()
-            retriever.fields()
-            store = retriever.optional_store()
-            if store is not None:
-                retriever.store_docs()
+        try:  # each step only while the server runs (``end_warm_up``)
+            for step in (retriever.open, retriever.fields):
+                if self._stopping:
+                    return
+                step()
+            store = None if self._stopping else retriever.optional_store()
+            if store is None or self._stopping:
+                return
+            retriever.store_docs()
         except VaultevalError:
             return  # reported by the first search, with the CLI's message
-        if store is not None and store.backend == "sentence-transformers":
+        if store.backend == "sentence-transformers" and not self._stopping:
             from vaulteval.embeddings.config import RerankConfig, resolve
             from vaulteval.embeddings.embedders import EmbedFailure
             from vaulteval.embeddings.onnxembed import open_query_embedder
 
-            # The query embedder (the ONNX export when there is one) stays in the process; its session opens on
-            # the first query whose vector is not cached.
+            # The query embedder (the ONNX export when there is one) stays in the process. One text through it
+            # opens its tokenizer and session here rather than in the first query whose vector is not cached.
             try:
                 open_query_embedder(resolve(RerankConfig(backend=store.backend, model=store.model)),
-                                    retriever.onnx_dir())
+                                    retriever.onnx_dir()).embed(["warm-up"])
             except (EmbedFailure, VaultevalError):
                 pass  # the first dense query reports the fallback
 
