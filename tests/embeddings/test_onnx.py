@@ -106,6 +106,7 @@ def _imports(*args: str) -> tuple[set[str], dict]:
     (["--strategy", "dense", "--no-rerank"], "dense", " quickly"),  # each its own query: not in the vector cache
     (["--strategy", "rerank:st"], "bm25+rerank:sentence-transformers", " today"),
     (["--embedder", "st"], "hybrid:cc+rerank:sentence-transformers", " tonight"),  # the default, reranked as asked
+    ([], "hybrid:cc", " this week"),  # no flags: the vault's default pipeline, as a new user runs it
 ])
 def test_a_cli_query_embeds_without_torch(embedded: tuple[Path, dict], flags: list[str], label: str,
                                           tail: str) -> None:
