@@ -5,7 +5,8 @@ they wrote; what the CLI's pipeline commands, the MCP server and the workbench c
   form, taken by retrieve, the MCP server, eval run, tune and pooling; and the pipeline a vault runs
   when nobody names one (the tuned one, else the default built from what the vault has).
 - ``retrieve``: ``Retriever`` (an opened index + integrity checker) and ``retrieve()``;
-  ``firststage``: running a first stage with the fallbacks they share.
+  ``firststage``: running a first stage with the fallbacks they share; ``loadonce``: each part a
+  Retriever opens is loaded once for the threads that ask at once.
 - ``stages/``: the first stages and rerankers, one class per module, registered by name with their
   parameter schema (``registry``, ``base``, ``params``).
 - ``provision``: ``prefix``, ``build`` and ``provision`` under the vault lock; ``tuned``: the strategy
