@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-# torch is pinned to the CPU build through constraints.txt (an unpinned torch pulls CUDA).
+# torch is pinned to the CPU build through constraints.txt (an unpinned torch pulls CUDA). A changed .pyx
+# reinstalls, which rebuilds the compiled core in place.
 # -qq: errors only (this machine's pip configuration warns about every package otherwise).
 PIP_INSTALL := $(BIN)/pip install -qq --disable-pip-version-check -c constraints.txt
 
@@ -12,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: install demo test notebook-check reliability lab bench clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt setup.py $(wildcard vaulteval/*/*.pyx)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) -e '.[dev]' --config-settings editable_mode=compat
 	touch $(STAMP)
