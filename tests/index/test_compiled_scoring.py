@@ -132,6 +132,19 @@ def test_the_compiled_core_is_the_default_and_the_environment_forces_python(
     assert any(answers["", False]) and len(set(map(repr, answers.values()))) == 1
 
 
+@needs_core
+def test_threads_sharing_one_searcher_get_the_serial_answers(provisioned_sample: Path) -> None:
+    """A server's threads share one warm searcher and its scratch: each query still gets its own sums."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    index = Retriever(Vault(provisioned_sample)).index().with_params(1.2, 0.75)
+    assert index.choose_scorer(warm=True)._core is not None
+    queries = ["espresso descaling", "sourdough starter", "bike chain", "espresso machine water", "bread"] * 40
+    serial = [index.search(q, 10) for q in queries]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(lambda q: index.search(q, 10), queries)) == serial
+
+
 _BLOCKED = """
 import sys
 sys.modules["vaulteval.index.bm25_compiled"] = None  # as if the extension were never built: its import fails
