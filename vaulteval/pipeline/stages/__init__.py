@@ -17,4 +17,5 @@ FIRST_STAGE_MODULES = {
 }
 RERANKER_MODULES = {
     "rerank": "vaulteval.pipeline.stages.embedding_rerank",
+    "rerank:cross": "vaulteval.pipeline.stages.cross_rerank",
 }
