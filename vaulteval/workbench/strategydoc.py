@@ -51,7 +51,7 @@ def strategy_help() -> str:
     for cls in registry.stages():
         head = registry.written(cls)
         option = f"; OPTION {_short(cls.option)}" if cls.option else ""
-        lines += _wrap(f"{head:<12}{cls.summary}{option}", 2, 14)
+        lines += _wrap(f"{head:<11} {cls.summary}{option}", 2, 14)
         if cls.params:
             lines += _wrap("keys: " + ", ".join(_short(p) for p in cls.params), 14)
     lines += _wrap("every KIND also takes: " + ", ".join(_short(p) for p in STRATEGY_PARAMS), 2)
