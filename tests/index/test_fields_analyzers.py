@@ -15,7 +15,7 @@ from vaulteval.errors import UsageError
 from vaulteval.index.analyzers import LUCENE_STOPWORDS, english_analyzer_name, parse_analyzer_name
 from vaulteval.index.fieldtext import code_text, headings_text
 from vaulteval.index.fields import fields_path, open_fields
-from vaulteval.index.tokenize import get_analyzer
+from vaulteval.index.analysis import lookup
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.vault.metadir import META_REL
 
@@ -82,7 +82,7 @@ def test_analyzer_names_round_trip(stemmer: str, stopwords: str, name: str) -> N
     assert english_analyzer_name(stemmer, stopwords) == name
     if name != "english":
         assert parse_analyzer_name(name) == (stemmer, stopwords)
-        assert get_analyzer(name)("the generously descaled machines")
+        assert lookup(name)("the generously descaled machines")
 
 
 def test_seed_is_the_old_name_of_the_short_stopword_list() -> None:
@@ -91,13 +91,13 @@ def test_seed_is_the_old_name_of_the_short_stopword_list() -> None:
 
 def test_analyzer_options_change_terms_as_documented() -> None:
     text = "It is not the generously descaled machines"
-    assert get_analyzer("english:stemmer=porter")(text) == ["not", "gener", "descal", "machin"]
-    assert get_analyzer("english")(text) == ["not", "generous", "descal", "machin"]
-    assert "not" not in get_analyzer("english:stopwords=lucene")(text) and "not" in LUCENE_STOPWORDS
-    assert get_analyzer("english:stemmer=none,stopwords=none")(text)[:3] == ["it", "is", "not"]
+    assert lookup("english:stemmer=porter")(text) == ["not", "gener", "descal", "machin"]
+    assert lookup("english")(text) == ["not", "generous", "descal", "machin"]
+    assert "not" not in lookup("english:stopwords=lucene")(text) and "not" in LUCENE_STOPWORDS
+    assert lookup("english:stemmer=none,stopwords=none")(text)[:3] == ["it", "is", "not"]
     for bad in ("english:stemmer=lovins", "english:stopwords=seed", "english:colour=red"):
         with pytest.raises(UsageError):
-            get_analyzer(bad)
+            lookup(bad)
 
 
 # -- incremental field builds -------------------------------------------------------

@@ -7,12 +7,12 @@ import pytest
 
 from vaulteval import Vault
 from vaulteval.errors import UsageError
-from vaulteval.index.docterms import doc_languages
 from vaulteval.index.langs import libraries
 from vaulteval.index.langs.auto import QueryAnalyzer
 from vaulteval.index.langs.identify import identify, page_languages
 from vaulteval.index.langs.registry import LanguageNameError, language_analyzer, parse
-from vaulteval.index.tokenize import get_analyzer, tokenize_default
+from vaulteval.index.analysis import lookup
+from vaulteval.index.tokenize import tokenize_default
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
 
@@ -37,7 +37,7 @@ EXPECTED = [
 
 @pytest.mark.parametrize("name, text, expected", EXPECTED)
 def test_each_analyzer_gives_the_expected_terms_every_time(name: str, text: str, expected: list[str]) -> None:
-    analyze = get_analyzer(name)
+    analyze = lookup(name)
     assert analyze(text) == expected
     assert analyze(text) == expected  # caches and lazily loaded dictionaries change nothing
 
@@ -48,7 +48,7 @@ def test_each_analyzer_gives_the_expected_terms_every_time(name: str, text: str,
 ])
 def test_analyzer_names_are_checked(name: str, error: str) -> None:
     with pytest.raises(UsageError, match=error):
-        get_analyzer(name)("text")
+        lookup(name)("text")
 
 
 def test_option_names_round_trip() -> None:
@@ -62,8 +62,8 @@ def test_option_names_round_trip() -> None:
 
 def test_default_is_still_the_seed_tokenizer() -> None:
     text = "Descaling the 東京 espresso machines, naïve café"
-    assert get_analyzer("default") is tokenize_default
-    assert get_analyzer("default")(text) == ["descaling", "東", "東京", "京", "espresso", "machines", "naïve", "café"]
+    assert lookup("default").terms is tokenize_default
+    assert lookup("default")(text) == ["descaling", "東", "東京", "京", "espresso", "machines", "naïve", "café"]
 
 
 @pytest.mark.parametrize("text, code", [
@@ -129,7 +129,7 @@ def mixed_vault(tmp_path_factory: pytest.TempPathFactory):
 def test_the_index_records_each_chunks_language_and_the_libraries(mixed_vault) -> None:
     index = Retriever(Vault(mixed_vault)).index()
     by_page: dict[str, list[str]] = {}
-    for doc, code in zip(index.all_docs(), doc_languages(index)):
+    for doc, code in zip(index.all_docs(), index.doc_languages()):
         by_page.setdefault(doc.page_path, []).append(code)
     assert by_page["wiki/Tresor.md"][0] == "de" and by_page["wiki/Tresor.md"][-1] == "en"
     assert by_page["wiki/同期.md"] == ["ja"] and by_page["wiki/Sync.md"] == ["en"]
@@ -200,20 +200,17 @@ def test_a_tuned_auto_analyzer_is_what_provision_builds_next(tmp_path) -> None:
 
 
 def test_a_hits_passages_are_analyzed_in_the_querys_languages_only() -> None:
-    from vaulteval.index.docterms import passage_analyzer
-
     header = {"languages": {"de": 10, "en": 10, "ja": 5}}
-    latin = passage_analyzer("auto", header, "delete a note")("ノートを消した")
+    latin = lookup("auto").passages(header, "delete a note")("ノートを消した")
     assert "消す" not in latin and "消した" in latin  # n-grams of the plain split, MeCab's lemma never asked for
-    assert "消す" in passage_analyzer("auto", header, "ノートを消す")("ノートを消した")
+    assert "消す" in lookup("auto").passages(header, "ノートを消す")("ノートを消した")
 
 
 def test_a_hits_text_is_analyzed_in_its_own_language_not_in_every_language_of_the_query(monkeypatch) -> None:
-    from vaulteval.index.docterms import chunk_analysis
     from vaulteval.index.langs import segmenters
 
     header = {"languages": {"de": 10, "en": 10, "ja": 5}}
-    of = chunk_analysis("auto", header, "deleted notes")  # analyzed in German and English (and plainly)
+    of = lookup("auto").chunk_analysis(header, "deleted notes")  # analyzed in German and English (and plainly)
     name, english = of("en")
     assert name == "auto/en:bare" and english("the deleted notes") == ["the", "delet", "note"]  # no German stem
     assert of("de")[1]("Notizen gelöscht") == ["notiz", "geloscht"]
@@ -221,9 +218,9 @@ def test_a_hits_text_is_analyzed_in_its_own_language_not_in_every_language_of_th
     name, japanese = of("ja")  # a Japanese chunk found by Latin words: its segmenter is not needed
     terms = japanese("ノートを消した Obsidian")
     assert name == "auto/ja:nodict" and "obsidian" in terms and "消した" in terms and "消す" not in terms
-    name, german = chunk_analysis("auto", {"languages": {"de": 10, "ja": 5}}, "Notizen")("de")  # the query's one language:
+    name, german = lookup("auto").chunk_analysis({"languages": {"de": 10, "ja": 5}}, "Notizen")("de")  # the query's one language:
     assert name == "auto/de" and german("der Tresorverwaltung") == ["tresorverwalt", "tresor", "verwalt"]  # as indexed
-    assert chunk_analysis("default", {}, "deleted notes")("en")[0] == "default"
+    assert lookup("default").chunk_analysis({}, "deleted notes")("en")[0] == "default"
 
 
 def test_matched_terms_are_the_query_words_the_chunks_postings_hold(mixed_vault) -> None:
@@ -364,13 +361,13 @@ def test_chinese_segmentation_neither_reads_nor_writes_a_cache_in_the_temp_folde
     import tempfile
 
     from vaulteval.index.langs import segmenters
-    from vaulteval.index.tokenize import get_analyzer
+    from vaulteval.index.analysis import lookup
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     (tmp_path / "jieba.cache").write_bytes(b"planted")  # would be read back if jieba used its cache
     segmenters._jieba.cache_clear()
     try:
-        assert "笔记" in get_analyzer("chinese")("恢复笔记")
+        assert "笔记" in lookup("chinese")("恢复笔记")
     finally:
         segmenters._jieba.cache_clear()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["jieba.cache"]

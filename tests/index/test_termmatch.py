@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hypothesis_budget import examples
-from vaulteval.index.tokenize import WORD_RE, get_analyzer, term_matcher
+from vaulteval.index.analysis import lookup
+from vaulteval.index.tokenize import WORD_RE
 
 ANALYZERS = ("default", "english", "english:stemmer=porter,stopwords=lucene", "english:stemmer=none")
 # Characters where the analyzers' rules differ: CJK runs and iteration marks, NFKC forms, edge characters,
@@ -31,7 +32,7 @@ def _wanted(analyze, *texts: str) -> frozenset[str]:
 @pytest.mark.parametrize("analyzer", ANALYZERS)
 @pytest.mark.parametrize("text", TEXTS)
 def test_the_matcher_finds_what_the_analyzer_gives(analyzer: str, text: str) -> None:
-    analyze, match = get_analyzer(analyzer), term_matcher(analyzer)
+    analyze, match = lookup(analyzer), lookup(analyzer).matcher
     wanted = _wanted(analyze, *TEXTS)
     assert match(text, wanted) == wanted & set(analyze(text, bounded=False))
     assert match(text, wanted), "the table's texts all hold wanted terms: the equality above is not vacuous"
@@ -41,7 +42,7 @@ def test_the_matcher_finds_what_the_analyzer_gives(analyzer: str, text: str) -> 
 @given(st.sampled_from(ANALYZERS), st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join),
        st.lists(st.sampled_from(ALPHABET), max_size=20).map("".join))
 def test_the_matcher_agrees_on_random_text(analyzer: str, text: str, other: str) -> None:
-    analyze, match = get_analyzer(analyzer), term_matcher(analyzer)
+    analyze, match = lookup(analyzer), lookup(analyzer).matcher
     wanted = _wanted(analyze, text[: len(text) // 2], other)
     assert match(text, wanted) == wanted & set(analyze(text, bounded=False))
     spans = [(0, len(text) // 3), (len(text) // 3, len(text)), (1, max(1, len(text) - 1))]
@@ -49,7 +50,7 @@ def test_the_matcher_agrees_on_random_text(analyzer: str, text: str, other: str)
 
 
 def test_analyzers_outside_tokenize_have_no_matcher() -> None:
-    assert term_matcher("auto") is None
+    assert lookup("auto").matcher is None and lookup("german").matcher is None
 
 
 # -- Pieces: a text's terms are its pieces' terms when it is cut next to whitespace, a newline or 。！？ ----------
@@ -89,7 +90,7 @@ PIECES = ALPHABET + MARKS + ["。", "！", "？", "\u00a0", "\u3000", "\u2028", 
 def test_a_texts_terms_are_its_sentences_and_its_prefix_terms(analyzer: str, text: str, prefix: str) -> None:
     from vaulteval.pipeline.passages import _sentences
 
-    analyze, match = get_analyzer(analyzer), term_matcher(analyzer)
+    analyze, match = lookup(analyzer), lookup(analyzer).matcher
     assert [t for s, e in _sentences(text) for t in analyze(text[s:e], bounded=False)] == analyze(text, bounded=False)
     assert analyze(prefix + "\n\n" + text, bounded=False) == analyze(prefix + "\n\n", bounded=False) + analyze(text, bounded=False)
     wanted = _wanted(analyze, text)

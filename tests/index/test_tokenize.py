@@ -254,9 +254,9 @@ def test_compiled_tokenizer_is_the_word_by_word_one(analyzer: str) -> None:
     from hypothesis import given, settings, strategies as st
 
     from vaulteval.index.analyzers import make_stemmer, parse_analyzer_name, stopword_list
-    from vaulteval.index.tokenize import get_analyzer
+    from vaulteval.index.analysis import lookup
 
-    analyze = get_analyzer(analyzer)
+    analyze = lookup(analyzer)
     if analyzer == "default":
         stem, stop, extended = None, STOPWORDS, False
     else:

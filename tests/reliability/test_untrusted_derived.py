@@ -379,10 +379,10 @@ def _set_tfs(which, value):
 
 def _first_term_of_query(arrays: dict, doc: int):
     """Every posting of the query's first indexed term."""
-    from vaulteval.index.tokenize import get_analyzer
+    from vaulteval.index.analysis import lookup
 
     terms = bytes(arrays["terms"]).decode().split("\n")[:-1]
-    term = next(t for t in get_analyzer("default")(QUERY) if t in terms)
+    term = next(t for t in lookup("default")(QUERY) if t in terms)
     i = terms.index(term)
     return slice(int(arrays["post_offsets"][i]), int(arrays["post_offsets"][i + 1]))
 

@@ -127,8 +127,7 @@ def test_cache_build_made_with_other_analyzer_libraries_is_rebuilt(tmp_path: Pat
     built = first.index.header["analyzer_libraries"]
     assert built.get("PyStemmer")
     upgraded = {**built, "PyStemmer": built["PyStemmer"] + ".post1"}
-    monkeypatch.setattr("vaulteval.index.docterms.analyzer_libraries", lambda analyzer, codes=None: upgraded)
-    monkeypatch.setattr("vaulteval.index.build.analyzer_libraries", lambda analyzer, codes=None: upgraded)
+    monkeypatch.setattr("vaulteval.index.analysis.EnglishAnalyzer.libraries", lambda self, codes=None: upgraded)
     again = Workspace(Vault(vault.root)).env(strategy)
     assert again.meta_dir == first.meta_dir
     assert again.index.header["analyzer_libraries"] == upgraded  # rebuilt, not reused with other tokens

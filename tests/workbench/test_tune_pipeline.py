@@ -76,9 +76,9 @@ def test_a_vault_without_stored_embeddings_gets_no_semantic_strategy(fresh_vault
 
 
 def test_a_newly_registered_analyzer_joins_the_grid(fresh_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from vaulteval.index import tokenize
+    from vaulteval.index import analysis
 
-    monkeypatch.setattr(tokenize, "ANALYZERS", (*tokenize.ANALYZERS, "custom"))
+    monkeypatch.setattr(analysis, "NAMES", (*analysis.NAMES, "custom"))
     grid = default_grid(Vault(fresh_vault), "bm25")
     assert "bm25:analyzer=custom" in grid and "bm25:analyzer=custom,k1=0.9,b=0.4" in grid
 

@@ -53,10 +53,10 @@ def _add_prefix_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _analyzer_arg(text: str) -> str:
-    from vaulteval.index.tokenize import get_analyzer
+    from vaulteval.index.analysis import lookup
 
     try:
-        get_analyzer(text)
+        lookup(text)
     except UsageError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text

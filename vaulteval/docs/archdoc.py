@@ -20,7 +20,7 @@ from pathlib import Path
 
 from vaulteval.docs.imports import LAYERS, PACKAGE, import_graph, module_name
 from vaulteval.index.langs.catalog import LANGUAGES
-from vaulteval.index.tokenize import ANALYZERS
+from vaulteval.index.analysis import NAMES
 from vaulteval.pipeline.stages import registry
 
 
@@ -122,8 +122,8 @@ def stage_table() -> str:
 
 def analyzer_table() -> str:
     """The analyzer names an index or strategy may use, and the language catalog behind the language ones."""
-    names = ", ".join(f"`{name}`" for name in ANALYZERS)
-    rows = [f"Analyzer names ({len(ANALYZERS)}, `index/tokenize.ANALYZERS`): {names}.", "",
+    names = ", ".join(f"`{name}`" for name in NAMES)
+    rows = [f"Analyzer names ({len(NAMES)}, `index/analysis.NAMES`): {names}.", "",
             "| language analyzer | code | script | analysis | folds accents | splits compounds |",
             "|---|---|---|---|---|---|"]
     for lang in sorted(LANGUAGES.values(), key=lambda lang: (lang.analyzer == "plain", lang.analyzer, lang.code)):

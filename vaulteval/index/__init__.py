@@ -1,8 +1,9 @@
 """Analyzers, BM25 scoring and the index: one checksummed, memory-mapped file built from chunk
 records, with the field index beside it.
 
-- ``tokenize``, ``analyzers``, ``langs/``: the analyzers (``default``, ``english``, ``auto`` and the
-  language analyzers).
+- ``analysis``: the ``Analyzer`` protocol and the one registry of analyzer names (``lookup``); ``tokenize``,
+  ``analyzers``, ``langs/``: the analyzers themselves (``default``, ``english``, ``auto`` and the language
+  analyzers).
 - ``params``: the one validator of k1/b and chunk sizes.
 - ``file``: the index file format with its section and block checksums (also used by the field index
   and the stored embeddings); ``location``: where the index lives; ``reader``: opening it.

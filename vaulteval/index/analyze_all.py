@@ -1,9 +1,9 @@
 """Analyze many texts for a build: in this process, or split with one helper process on a second core.
 
-Usage: ``for terms in analyze_all("default", texts): ...`` (terms of each text, in order).
+Usage: ``for terms in analyze_all(lookup("default"), texts): ...`` (terms of each text, in order).
 
 The output is the same list whichever way it runs: the texts are cut into
-contiguous halves, a helper (``python -m vaulteval.index.analyze_all``, a
+contiguous halves, a helper (``python -m`` the analyzer's module ``NAME``, a
 fresh interpreter that inherits nothing of this process and never imports the
 caller's script) analyzes the second half while this process analyzes the
 first, and the halves are joined in order, so a build is byte for byte the one
@@ -22,7 +22,6 @@ import os
 import subprocess
 import sys
 from vaulteval.index.helpers import cores, helper_env, serial_only
-from vaulteval.index.tokenize import get_analyzer
 
 PARALLEL_FROM = 4_000_000  # characters of text; below this a helper process costs more than it saves
 
@@ -42,18 +41,20 @@ def parallel_pays(texts: list[str]) -> bool:
     return sum(map(len, texts)) >= PARALLEL_FROM and _idle_cores() >= 1.0
 
 
-def _analyze(analyzer: str, texts: list[str]) -> list[list[str]]:
-    analyze = get_analyzer(analyzer)
+def _analyze(analyzer, texts: list[str]) -> list[list[str]]:
+    analyze = analyzer.terms
     return [analyze(t, bounded=False) for t in texts]
 
 
-def analyze_all(analyzer: str, texts: list[str], *, parallel: bool | None = None) -> list[list[str]]:
-    """Each text's terms, in order; ``parallel`` None decides by ``parallel_pays``."""
+def analyze_all(analyzer, texts: list[str], *, parallel: bool | None = None) -> list[list[str]]:
+    """Each text's terms, in order (``analyzer``: an ``analysis.Analyzer``); ``parallel`` None decides by
+    ``parallel_pays``."""
     if len(texts) < 2 or not (parallel_pays(texts) if parallel is None else parallel):
         return _analyze(analyzer, texts)
     half = len(texts) // 2
     try:
-        helper = subprocess.Popen([sys.executable, "-m", "vaulteval.index.analyze_all", analyzer],
+        # The module that registers the analyzer serves it (``vaulteval.index.analysis``'s ``__main__``).
+        helper = subprocess.Popen([sys.executable, "-m", type(analyzer).__module__, analyzer.name],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                   env=helper_env())
     except OSError:
@@ -77,5 +78,6 @@ def analyze_all(analyzer: str, texts: list[str], *, parallel: bool | None = None
     return first + second
 
 
-if __name__ == "__main__":  # the helper: texts in on stdin, their terms out on stdout (marshal)
-    sys.stdout.buffer.write(marshal.dumps(_analyze(sys.argv[1], marshal.loads(sys.stdin.buffer.read()))))
+def serve(analyzer) -> None:
+    """The helper: texts in on stdin, their terms out on stdout (marshal)."""
+    sys.stdout.buffer.write(marshal.dumps(_analyze(analyzer, marshal.loads(sys.stdin.buffer.read()))))

@@ -3,7 +3,7 @@
 Usage::
 
     name = english_analyzer_name(stemmer="porter", stopwords="lucene")   # "english:stemmer=porter,stopwords=lucene"
-    terms = get_analyzer(name)("Descaling the machines")     # vaulteval.index.tokenize
+    terms = lookup(name)("Descaling the machines")           # vaulteval.index.analysis
 
 ``english`` itself (Snowball english, the short stopword list of claude-obsidian) is unchanged and
 lives in ``vaulteval.index.tokenize``; this module only adds variants, written
@@ -18,7 +18,7 @@ lives in ``vaulteval.index.tokenize``; this module only adds variants, written
 
 Words are split exactly as by the other analyzers (NFKC, lower case, CJK runs
 as 1- to 3-grams, one-character non-CJK words dropped); the tokenizer itself is
-``vaulteval.index.tokenize.get_analyzer``, which reads these names.
+``vaulteval.index.tokenize``, and ``vaulteval.index.analysis`` reads these names.
 """
 
 from __future__ import annotations

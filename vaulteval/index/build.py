@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Container
+from typing import TYPE_CHECKING, Any, Container
 
 import numpy as np
 
@@ -25,7 +25,8 @@ from vaulteval.chunks.store import progress_bar
 from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
 from vaulteval.index.docmeta import ROW_FORMAT
-from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, STALE_SUFFIX, BM25Index, DocMeta, open_index_file
+from vaulteval.index.reader import (INDEX_DIR, INDEX_NAME, LANGS_SECTION, STALE_SUFFIX, BM25Index, DocMeta,
+                                    open_index_file)
 from vaulteval.index.file import IndexFileError, write_sections
 from vaulteval.index.notecap import cap_note_terms
 from vaulteval.index.postings import Postings
@@ -36,13 +37,11 @@ from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.chunks.segments import StoreReader, segment_of
 from vaulteval.vault.metadir import MetaDir
 from vaulteval.vault.testhooks import pause_point
-from vaulteval.index.tokenize import ANALYZER_VERSION, MAX_INPUT_CHARS, get_analyzer, over_limit
-from vaulteval.index.docterms import (LANGS_SECTION, analyzer_libraries, built_with_installed_libraries,
-                                      doc_languages, document_terms)
+from vaulteval.index.analysis import Analyzer, built_with_installed_libraries, lookup
+from vaulteval.index.tokenize import MAX_INPUT_CHARS, over_limit
 
 if TYPE_CHECKING:
     from vaulteval.index.fieldbuild import FieldCollector
-    from vaulteval.index.langs.ahead import KoreanAhead
     from vaulteval.vault.vault import Vault
 
 log = logging.getLogger(__name__)
@@ -157,7 +156,7 @@ def build_index(
     fields: "FieldCollector | None" = None,
     written: dict[str, tuple[int, int, dict]] | None = None,
     keep_unchanged: bool = False,
-    ahead: "KoreanAhead | None" = None,
+    pre: Any = None,
 ) -> BuildReport:
     """Index every valid, current chunk record; publish atomically.
 
@@ -170,17 +169,17 @@ def build_index(
     validated all the same). The keys of ``page_hashes`` must come from a walk of the notes folder
     (``Vault.iter_pages``): their confinement is not resolved again. ``keep_unchanged`` (provision): when the
     index in service is what this build would write, keep it (``report.unchanged``) instead of writing it again;
-    ``index build`` always writes. ``ahead`` (``auto``): the helper the caller has been giving Korean texts to.
+    ``index build`` always writes. ``pre``: the analyzer's ``pre_analyze`` helper the caller has been offering texts to (``auto``: Korean).
     """
     k1, b = check_bm25_params(k1, b)
     check_chunk_dict(chunk_params)
-    tokenize = get_analyzer(analyzer)
+    analysis = lookup(analyzer)
     if meta is None:
         with MetaDir.open(vault, create=True) as own:
             own.check_tree()
             return build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=page_hashes,
                                chunk_params=chunk_params, listing=listing, meta=own, fields=fields, written=written,
-                               keep_unchanged=keep_unchanged, ahead=ahead)
+                               keep_unchanged=keep_unchanged, pre=pre)
     report = BuildReport(analyzer=analyzer)
     old, old_docs_meta, in_service = _previous(meta, analyzer)
     old_by_file = {d.chunk_file: i for i, d in enumerate(old_docs_meta)}
@@ -205,19 +204,19 @@ def build_index(
             listing = catalog_listing(meta)
         if listing is None:  # the old layout, not provisioned since: its loose files
             listing = [(f"chunks/{a}/{n}", size, mtime, None) for a, n, size, mtime in _scan_chunk_files(chunks)]
-        return _build(vault, meta, chunks, report, tokenize, old, old_docs_meta, old_by_file, listing,
+        return _build(vault, meta, chunks, report, analysis, old, old_docs_meta, old_by_file, listing,
                       current_page_hash, reject, k1, b, analyzer, chunk_params, fields, walked, written or {},
-                      in_service and keep_unchanged, ahead)
+                      in_service and keep_unchanged, pre)
     finally:
         if chunks is not None:
             chunks.close()
 
 
-def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, tokenize, old, old_docs_meta,
+def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, analysis: Analyzer, old, old_docs_meta,
            old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params,
            fields: "FieldCollector | None" = None, walked: Container[str] = (),
            written: dict[str, tuple[int, int, dict]] | None = None, keep: bool = False,
-           ahead: "KoreanAhead | None" = None) -> BuildReport:
+           pre: Any = None) -> BuildReport:
     pause_point("build-started")
     docs: list[DocMeta] = []
     lengths: list[int] = []
@@ -292,21 +291,19 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     report.reused = len(reuse_pairs)
     doc_langs = [""] * len(docs)
     if old is not None and reuse_pairs and old.has_section(LANGS_SECTION):
-        old_langs = doc_languages(old)
+        old_langs = old.doc_languages()
         for prev, new in reuse_pairs:
             doc_langs[new] = old_langs[prev]
     own = None
-    if ahead is None and analyzer == "auto":  # index build: the Korean texts go to a helper as analysis starts
-        from vaulteval.index.langs.ahead import KoreanAhead
-
-        ahead = own = KoreanAhead()
+    if pre is None:  # index build: the analyzer's helper (if it has one) is offered the texts as analysis starts
+        pre = own = analysis.pre_analyze()
     try:
-        if ahead is not None:  # what this build analyzes that the caller has not offered: records read, field texts
+        if pre is not None:  # what this build analyzes that the caller has not offered: records read, field texts
             for text in (*(text for _, _, text in pending), *(fields.texts() if fields is not None else ())):
-                ahead.offer(text)
+                pre.offer(text)
             if fields is not None:
-                fields.ahead = ahead
-        analyzed = document_terms(analyzer, [(page, text) for _, page, text in pending], ahead)
+                fields.pre = pre
+        analyzed = analysis.documents([(page, text) for _, page, text in pending], pre)
     finally:
         if own is not None:  # the fields take its terms later: closed, it keeps what it gave back
             own.close()
@@ -322,9 +319,10 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
     # The segments this index reads, named from their records' distinct prefixes (not one parse per record).
     store = sorted({name for where in {d.chunk_file.partition("@")[0] + "@8" for d in docs}
                     if (name := segment_of(where)) is not None})
+    identity = analysis.identity(set(doc_langs))
     header = {
-        "analyzer": analyzer,
-        "analyzer_version": ANALYZER_VERSION,
+        "analyzer": identity["analyzer"],
+        "analyzer_version": identity["analyzer_version"],
         "k1": k1,
         "b": b,
         "n_docs": len(docs),
@@ -337,13 +335,12 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         # Records of the old layout (one file each under chunks/) this index reads: they stay while it is served.
         "loose_records": sum(1 for d in docs if d.chunk_file.startswith("chunks/")),
     }
-    libraries = analyzer_libraries(analyzer, set(doc_langs))
-    if libraries:  # an index of other library versions is rebuilt, never reused (see _previous)
-        header["analyzer_libraries"] = libraries
-    if analyzer == "auto":
+    if identity["analyzer_libraries"]:  # an index of other library versions is rebuilt, never reused (see _previous)
+        header["analyzer_libraries"] = identity["analyzer_libraries"]
+    if analysis.per_chunk:
         header["languages"] = dict(sorted(Counter(code for code in doc_langs).items()))
     if keep and not report.tokenized and same_as_previous(old, old_docs_meta, docs, reuse_pairs, lengths,
-                                                       analyzer == "auto", header):
+                                                       analysis.per_chunk, header):
         # Nothing to write: the index in service is what this build would write, but for its build time.
         report.docs, report.pages, report.terms = len(docs), header["n_pages"], old.n_terms
         report.size_bytes, report.path, report.doc_rows = old.verified["size_bytes"], str(old.path), docs
@@ -375,7 +372,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, to
         "docs": doc_rows,
         "doc_offsets": doc_off,
     }
-    if analyzer == "auto":  # each chunk's language code, one line per chunk
+    if analysis.per_chunk:  # each chunk's language code, one line per chunk
         sections[LANGS_SECTION] = "".join(code + "\n" for code in doc_langs).encode("ascii")
     with meta.sub(INDEX_DIR, create=True) as folder:
         report.size_bytes = write_sections(folder, INDEX_NAME, header, sections)

@@ -29,7 +29,7 @@ from vaulteval.index.fields import FIELDS, FIELDS_KIND, FieldTable, fields_path,
 from vaulteval.index.fieldtext import code_text, headings_text
 from vaulteval.index.file import IndexFileError, checked_open, read_sections, write_sections
 from vaulteval.index.postings import canonical
-from vaulteval.index.tokenize import get_analyzer
+from vaulteval.index.analysis import lookup
 from vaulteval.vault.paths import open_confined
 
 if TYPE_CHECKING:
@@ -61,13 +61,14 @@ class FieldCollector:
                  parsed: dict | None = None):
         self.vault = vault
         self.analyzer = analyzer
-        self.analyze = get_analyzer(analyzer)
+        self.analysis = lookup(analyzer)
+        self.analyze = self.analysis.terms
         self._page_bytes = page_bytes or {}
         self._parsed = parsed or {}
         self._pages: dict[str, tuple[Counter, Counter]] = {}
         self._texts: dict[str, tuple[str, str]] = {}
         self.rows: dict[tuple, tuple[Counter, Counter, Counter, Counter] | FieldTexts] = {}
-        self.ahead: Any = None  # auto: the build's KoreanAhead, whose terms the Korean chunks' fields take
+        self.pre: Any = None  # the build's ``pre_analyze`` helper (auto: Korean), whose terms the fields take
 
     def texts(self):
         """Every field text of the ``auto`` rows (to be analyzed once their chunks' languages are known)."""
@@ -93,7 +94,7 @@ class FieldCollector:
 
     def add(self, page_path: str, chunk_id: str, body_hash: str, page_hash: str, raw: str) -> None:
         key = (page_path, chunk_id, body_hash, page_hash)
-        if self.analyzer == "auto":
+        if self.analysis.per_chunk:
             self.rows[key] = FieldTexts(*self.page_texts(page_path), headings_text(raw), code_text(raw))
             return
         title, aliases = self.page_terms(page_path)
@@ -143,7 +144,7 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list
     file's terms (``doc_digests`` names each row by a digest of that key); the others take the terms ``collected`` while the index was
     built, and only a chunk missing from both reads its page and record.
     """
-    analyze = get_analyzer(index.analyzer_name)
+    analysis = lookup(index.analyzer_name)
     if docs is None or len(docs) != index.n_docs:
         docs = index.all_docs()
     keys = [row_digest(d.page_path, d.chunk_id, d.body_hash, d.page_body_hash) for d in docs]
@@ -154,8 +155,8 @@ def build_fields(vault: "Vault", index: "BM25Index", meta: "MetaDir", docs: list
         old_of[:] = [old_keys.get(k, -1) for k in keys]
     if collected is not None and collected.analyzer != index.analyzer_name:
         collected = None
-    ready = collected.ahead.terms() if collected is not None and collected.ahead is not None else {}
-    fresh = _fresh_counts(vault, _per_document(index, analyze, ready),
+    ready = collected.pre.terms() if collected is not None and collected.pre is not None else {}
+    fresh = _fresh_counts(vault, analysis.per_document(index.doc_languages(), ready),
                           [(i, docs[i]) for i in np.flatnonzero(old_of < 0).tolist()], collected)
     sections: dict[str, Any] = {}
     for name in FIELDS:
@@ -173,32 +174,6 @@ def row_digest(page_path: str, chunk_id: str, body_hash: str, page_hash: str) ->
     them in full; a 16-byte digest keeps the field file small)."""
     key = "\x00".join((page_path, chunk_id, body_hash, page_hash)).encode("utf-8", "surrogatepass")
     return hashlib.blake2b(key, digest_size=DIGEST_SIZE).digest()
-
-
-def _per_document(index: "BM25Index", analyze: Any, korean: dict[str, list[str]] | None = None) -> Any:
-    """Document number -> its analyzer: ``auto`` analyzes each chunk's fields in that chunk's language
-    (``korean``: texts whose Korean terms a helper has worked out, ``langs.ahead``)."""
-    if index.analyzer_name != "auto":
-        return lambda i: analyze
-    from vaulteval.index.docterms import doc_languages
-    from vaulteval.index.langs.registry import code_analyzer
-
-    codes = doc_languages(index)
-    if korean:
-        with_ready = _ReadyFirst(code_analyzer("ko"), korean)
-        return lambda i: with_ready if codes[i] == "ko" else code_analyzer(codes[i])
-    return lambda i: code_analyzer(codes[i])
-
-
-class _ReadyFirst:
-    """An analyzer that answers from ``ready`` (text -> terms) when it holds the text."""
-
-    def __init__(self, analyze: Any, ready: dict[str, list[str]]):
-        self.analyze, self.ready = analyze, ready
-
-    def __call__(self, text: str) -> list[str]:
-        found = self.ready.get(text)
-        return found if found is not None else self.analyze(text)
 
 
 def _fresh_counts(vault: "Vault", analyze_for: Any, docs: list[tuple[int, Any]],

@@ -20,10 +20,11 @@ from vaulteval.index.location import (  # noqa: F401 - the names build, provisio
     stale_index_present)
 from vaulteval.index.sanity import MeaningGuard, semantic_problem
 from vaulteval.index.search import Hit, Searcher, Vocabulary
-from vaulteval.index.docterms import query_analyzer
+from vaulteval.index.analysis import lookup
 from vaulteval.index.tokenize import ANALYZER_VERSION
 from vaulteval.vault.metadir import MetaDir
 
+LANGS_SECTION = "doc_langs"  # auto indexes: each chunk's language code, newline-terminated
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
@@ -63,12 +64,12 @@ class BM25Index(Vocabulary):
         self._doc_off = self._s.raw("doc_offsets")
         self._norm: "np.ndarray | None" = None
         try:
-            self._analyzer = query_analyzer(self.analyzer_name, self.header)
+            self._analyzer = lookup(self.analyzer_name).queries(self.header)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
         self._store_names = store_names(self.header)  # compact rows name their segment by its place in it
         self._doc_cache: dict[int, DocMeta] = {}
-        self.doc_langs: list[str] | None = None  # auto: each chunk's language, read on first use (docterms.doc_language)
+        self.doc_langs: list[str] | None = None  # auto: each chunk's language, read on first use (doc_language)
         self._term_cache: dict[str, int] = {}
         self._whole_vocabulary = False
         self._all_terms: list[str] | None = None
@@ -141,6 +142,22 @@ class BM25Index(Vocabulary):
 
     def has_section(self, name: str) -> bool:
         return name in self._s
+
+    def doc_language(self, i: int) -> str | None:
+        """Chunk ``i``'s language code (None when the index records none), the codes read once."""
+        codes = self.doc_langs
+        if codes is None:
+            codes = self.doc_langs = self.doc_languages()
+        return codes[i] if 0 <= i < len(codes) else None
+
+    def doc_languages(self) -> list[str]:
+        """Each chunk's language code (``[]`` when the index records none: its analyzer is not ``per_chunk``)."""
+        if not self.has_section(LANGS_SECTION):
+            return []
+        codes = bytes(self.section(LANGS_SECTION)).decode("ascii", "replace").split("\n")[:-1]
+        if len(codes) != self.n_docs:
+            raise self.malformed("doc_langs does not hold one code per chunk")
+        return codes
 
     def verify(self) -> dict[str, Any]:
         """Check every byte (IndexCorrupt names the first bad section and block), then what the numbers mean

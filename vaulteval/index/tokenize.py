@@ -1,7 +1,7 @@
-"""Analyzers that turn text into BM25 terms.
+"""The ``default`` and ``english`` analyzers' rules: text into BM25 terms (``vaulteval.index.analysis`` names them).
 
-Usage: ``terms = get_analyzer("default")(text)``; ``term_matcher("default")(text, wanted)`` is
-``wanted & set(terms)``, found without listing the terms (see ``TermMatcher``).
+Usage: ``terms = tokenize_default(text)``; ``TermMatcher(*term_rules("default"))(text, wanted)`` is
+``wanted & set(terms)``, found without listing the terms.
 
 ``default`` is exactly claude-obsidian's tokenizer (its retrieve):
 
@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 from vaulteval.errors import UsageError
-from vaulteval.index.langs.catalog import LANGUAGE_ANALYZERS
 
 MAX_INPUT_CHARS = 8_000
 # Recorded in the index header: an index built by another analyzer version is refused (exit 10).
@@ -64,11 +63,6 @@ SEED_CJK_RANGES = (
 )
 # 々 〆 〻: written inside Japanese words (佐々木, 時々); claude-obsidian's tokenizer leaves them out.
 ITERATION_MARKS = ((0x3005, 0x3006), (0x303B, 0x303B))
-
-# The analyzer registry: ``auto`` and the language analyzers live in vaulteval.index.langs (the
-# ``languages`` extra); their names are listed here so tune's grid and strategies know them.
-ANALYZERS = ("default", "english", "auto", *LANGUAGE_ANALYZERS)
-
 
 class TextTooLong(UsageError):
     """A text to analyze is longer than the tokenizer's limit (exit 2)."""
@@ -170,46 +164,6 @@ def tokenize_english(text: str, *, bounded: bool = True) -> list[str]:
     return _terms(text, True, _english_stemmer(), bounded)
 
 
-def get_analyzer(name: str) -> Callable[..., list[str]]:
-    """Usage: ``get_analyzer("english")(text)``; pass ``bounded=False`` to analyze an oversized document."""
-    if name == "default":
-        return tokenize_default
-    if name == "english":
-        return tokenize_english
-    if isinstance(name, str) and _is_language_name(name):
-        return _language_analyzer(name)
-    if term_rules(name) is not None:  # english's stemmer/stopword variants (a bad option: UsageError there)
-        return _option_analyzer(name)
-    raise UsageError(f"unknown analyzer {name!r}: choose one of {', '.join(ANALYZERS)}")
-
-
-def _is_language_name(name: str) -> bool:
-    from vaulteval.index.langs.registry import is_language_name
-
-    return is_language_name(name)
-
-
-@lru_cache(maxsize=16)
-def _language_analyzer(name: str) -> Callable[..., list[str]]:
-    """``auto`` (one text on its own: identified, then analyzed) or a language analyzer such as ``german``."""
-    from vaulteval.index.langs.registry import AUTO, LanguageNameError, language_analyzer
-
-    if name == AUTO:
-        from vaulteval.index.langs.auto import analyze_document as inner
-    else:
-        try:
-            inner = language_analyzer(name)
-        except LanguageNameError as exc:
-            raise UsageError(str(exc)) from None
-
-    def analyze(text: str, *, bounded: bool = True) -> list[str]:
-        if bounded:
-            check_length(text)
-        return inner(text)
-
-    return analyze
-
-
 @lru_cache(maxsize=8)
 def _option_rules(name: str) -> tuple[Callable[[str], str] | None, frozenset[str]]:
     """(stemmer, stopwords) of ``english:stemmer=S,stopwords=W`` (vaulteval.index.analyzers)."""
@@ -220,7 +174,7 @@ def _option_rules(name: str) -> tuple[Callable[[str], str] | None, frozenset[str
 
 
 @lru_cache(maxsize=8)
-def _option_analyzer(name: str) -> Callable[..., list[str]]:
+def option_analyzer(name: str) -> Callable[..., list[str]]:
     """``english:stemmer=S,stopwords=W``: english's split with another list/stemmer."""
     stem, stop = _option_rules(name)
 
@@ -232,12 +186,12 @@ def _option_analyzer(name: str) -> Callable[..., list[str]]:
 
 def term_rules(name: str) -> "tuple[bool, Callable[[str], str] | None, frozenset[str]] | None":
     """(iteration marks count as CJK, stemmer, stopwords) of an analyzer this module runs (``default``,
-    ``english``, ``english:...``), as ``get_analyzer`` chooses it; None for the others (languages, ``auto``)."""
+    ``english``, ``english:...``); None for the others (languages, ``auto``)."""
     if name == "default":
         return False, None, STOPWORDS
     if name == "english":
         return True, _english_stemmer(), STOPWORDS
-    if isinstance(name, str) and name.startswith("english:") and not _is_language_name(name):
+    if isinstance(name, str) and name.startswith("english:"):
         from vaulteval.index.analyzers import AnalyzerNameError
 
         try:
@@ -308,10 +262,3 @@ class TermMatcher:
         lowered, words = text.lower(), self._words
         for start, end in spans:
             yield words(_ASCII_TERM_RE.findall(lowered, start, end), wanted)
-
-
-@lru_cache(maxsize=16)
-def term_matcher(analyzer: str) -> TermMatcher | None:
-    """The matcher of ``analyzer`` when ``vaulteval.index.tokenize`` runs it, else None (analyze the text)."""
-    rules = term_rules(analyzer)
-    return None if rules is None else TermMatcher(*rules)

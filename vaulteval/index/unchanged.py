@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vaulteval.index.docterms import LANGS_SECTION
+from vaulteval.index.reader import LANGS_SECTION
 from vaulteval.index.postings import canonical
 
 if TYPE_CHECKING:

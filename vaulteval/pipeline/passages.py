@@ -23,8 +23,8 @@ import math
 import re
 import time
 
-from vaulteval.index.docterms import chunk_analysis, doc_language, passage_analyzer
-from vaulteval.index.tokenize import WORD_RE, term_matcher
+from vaulteval.index.analysis import lookup
+from vaulteval.index.tokenize import WORD_RE
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
@@ -113,17 +113,18 @@ class Passages:
                  layouts: "Callable[[], NoteLayouts] | None" = None, memo: TextMemo | None = None):
         self.query, self.index, self.vault = query, index, vault
         self._layouts = layouts  # gives a Retriever's notes worked out for earlier queries (opened on first use)
-        self._analyze = passage_analyzer(index.analyzer_name, index.header, query)  # the query's words
-        self._chunk = chunk_analysis(index.analyzer_name, index.header, query)  # a hit's text, by its language
+        analysis = lookup(index.analyzer_name)
+        self._analyze = analysis.passages(index.header, query)  # the query's words
+        self._chunk = analysis.chunk_analysis(index.header, query)  # a hit's text, by its language
         self._memo = memo if memo is not None else TextMemo()  # keyed by the analysis's name: shared across queries
         self._weights: dict[str, float] | None = None
         self._ranges: dict[str, tuple[int, int]] = {}  # each weighted term's postings
-        self._by_postings = index.analyzer_name == "auto"  # what matched a chunk: read from its postings
+        self._by_postings = analysis.per_chunk  # auto: what matched a chunk is read from its postings
         self._in_doc: dict[int, set[str]] = {}
         self._words: list[tuple[str, list[str], bool]] = []  # (as written, its terms, whether they are alternatives)
         # Every chunk analysed alike (not ``auto``): the query terms a text holds are found without listing the
         # text's terms, and what a chunk's sentences held is kept for its matched terms.
-        self._match = term_matcher(index.analyzer_name) if not self._by_postings else None
+        self._match = analysis.matcher if not self._by_postings else None
         self._wanted: frozenset[str] = frozenset()
         self._held: dict[str, frozenset[str]] = {}
         self.check: "QueryCheck | None" = None  # the query's integrity checks: the notes' signatures they saw
@@ -149,7 +150,7 @@ class Passages:
         """A query piece's words as ``matched_terms`` shows them. ``auto`` analyzes a word in several languages,
         so the terms of a word outside CJK text are alternatives (its stems in each), and the word is shown as
         written when any of them matched; a piece of several such words (``docker-exec``) is shown word by word."""
-        if self.index.analyzer_name != "auto":
+        if not self._by_postings:  # one language: a word's terms are its pieces
             return [(surface, terms, False)]
         from vaulteval.index.langs.words import has_cjk, words
 
@@ -162,7 +163,7 @@ class Passages:
 
     def _analysis(self, doc: int | None) -> tuple[str, "Callable[..., list[str]]"]:
         """(name, analyzer) of the text of chunk ``doc`` (None: a chunk whose number is not known)."""
-        return self._chunk(None if doc is None else doc_language(self.index, doc))
+        return self._chunk(None if doc is None else self.index.doc_language(doc))
 
     def _matched(self, doc: int | None):
         """The weighted query terms that can have matched chunk ``doc``: with ``auto``, those whose postings hold

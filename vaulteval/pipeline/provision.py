@@ -107,16 +107,6 @@ def build(vault: "Vault", *, analyzer: str = "default", k1: float = bm25.K1, b: 
     return report
 
 
-def _korean_ahead(analyzer: str) -> Any:
-    """``auto``: a ``KoreanAhead`` the prefix stage gives each record's Korean texts as it writes them, so Kiwi
-    runs on the second core while the notes are chunked (``vaulteval.index.langs.ahead``)."""
-    if analyzer != "auto":
-        return None
-    from vaulteval.index.langs.ahead import KoreanAhead
-
-    return KoreanAhead()
-
-
 def ensure_fields(vault: "Vault") -> bool:
     """Build the field index beside an index that lacks it (an older provision); True when one was built."""
     from vaulteval.index.fields import fields_path
@@ -174,6 +164,7 @@ def provision(
     """
     from dataclasses import asdict
 
+    from vaulteval.index.analysis import lookup
     from vaulteval.index.build import build_index
     from vaulteval.index.fieldbuild import FieldCollector
 
@@ -186,21 +177,22 @@ def provision(
         migration = migrate_old_layout(meta.shared) if meta.shared is not None else None
         signatures: dict[str, tuple[int, int, int]] = {}  # each note's stat, taken by the walk
         pages = list(vault.iter_pages(signatures))
-        ahead = _korean_ahead(analyzer)
+        # The analyzer's optional pre-analysis (auto: Kiwi on the second core) takes each record as it is written.
+        pre = lookup(analyzer).pre_analyze()
         try:
             prefix_report = run_prefix(vault, rebuild=rebuild, params=params, prefix_settings=prefix_settings,
                                        pages=pages, meta=meta, signatures=signatures,
-                                       on_record=ahead.offer_record if ahead is not None else None)
+                                       on_record=pre.offer_record if pre is not None else None)
             t1 = time.perf_counter()
             # The field index takes its terms in the build's pass, titles and aliases from the bytes just read.
             fields = FieldCollector(vault, analyzer, prefix_report.page_bytes, prefix_report.parsed)
             index_report = build_index(vault, analyzer=analyzer, k1=k1, b=b, page_hashes=prefix_report.page_hashes,
                                        chunk_params=asdict(params), listing=prefix_report.chunk_listing, meta=meta,
                                        fields=fields, written=prefix_report.written, keep_unchanged=True,
-                                       ahead=ahead)
+                                       pre=pre)
         finally:
-            if ahead is not None:  # the fields take its terms below: closed, it keeps what it gave back
-                ahead.close()
+            if pre is not None:  # the fields take its terms below: closed, it keeps what it gave back
+                pre.close()
         refused = {prefix_report.addresses.get(cid.partition(":")[0]) for cid in index_report.rejected_ids} - {None}
         # A page skipped on the catalog's word (its stat unchanged, not read) whose records turn out stale: the
         # catalog's hash was wrong, so read it.

@@ -127,14 +127,14 @@ def entry_index(vault: "Vault", entry: dict[str, Any] | None) -> dict[str, Any] 
 def check_index_settings(settings: Any) -> dict[str, Any]:
     """Usage: ``check_index_settings({"analyzer": "english", ...})`` -> the settings, or UsageError."""
     from vaulteval.index.params import check_bm25_params, check_chunk_params
-    from vaulteval.index.tokenize import get_analyzer
+    from vaulteval.index.analysis import lookup
 
     keys = ("analyzer", "k1", "b", "target", "overlap", "hard_max")
     if not isinstance(settings, dict) or set(settings) != set(keys):
         raise UsageError(f"index settings must name exactly {', '.join(keys)}")
     if not isinstance(settings["analyzer"], str):
         raise UsageError("index settings: analyzer must be a string")
-    get_analyzer(settings["analyzer"])
+    lookup(settings["analyzer"])
     k1, b = check_bm25_params(settings["k1"], settings["b"])
     target, overlap, hard_max = check_chunk_params(settings["target"], settings["overlap"], settings["hard_max"])
     return {"analyzer": settings["analyzer"], "k1": k1, "b": b, "target": target, "overlap": overlap,

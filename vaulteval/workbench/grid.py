@@ -8,7 +8,7 @@ Usage::
 The policy:
 
 - lexical: BM25 with every analyzer of the analyzer registry
-  (``vaulteval.index.tokenize.ANALYZERS``, so a new analyzer joins the grid by
+  (``vaulteval.index.analysis.NAMES``, so a new analyzer joins the grid by
   being registered) that fits the vault: ``auto`` always, a language analyzer
   (``german``, ``chinese``, ...) when at least 5% of the notes are in its
   language (``vault_languages``), the english stemmer and stopword options, and on each
@@ -45,14 +45,13 @@ SAMPLE_NOTES = 600     # notes read to find the vault's languages (evenly spread
 def available_analyzers(vault: "Vault | None" = None) -> list[str]:
     """The analyzer registry's names, ``default`` first; with ``vault``, a language analyzer only when
     the vault's notes are in that language (``vault_languages``), and ``auto`` always."""
-    from vaulteval.index.langs.catalog import BY_ANALYZER, LANGUAGE_ANALYZERS
-    from vaulteval.index.tokenize import ANALYZERS
+    from vaulteval.index import analysis
 
-    names = list(dict.fromkeys(["default", *ANALYZERS]))
+    names = list(dict.fromkeys(["default", *analysis.NAMES]))
     if vault is None:
         return names
     present = vault_languages(vault)
-    return [a for a in names if a not in LANGUAGE_ANALYZERS or BY_ANALYZER[a].code in present]
+    return [a for a in names if (language := analysis.language_of_head(a)) is None or language.code in present]
 
 
 def vault_languages(vault: "Vault") -> set[str]:
@@ -69,7 +68,7 @@ def vault_languages(vault: "Vault") -> set[str]:
         from vaulteval.pipeline.retrieve import Retriever
 
         index = Retriever(vault).index()
-        if index.analyzer_name == "auto" and isinstance(index.header.get("languages"), dict):
+        if isinstance(index.header.get("languages"), dict):  # an index that records each chunk's language
             counts.update({str(k): int(v) for k, v in index.header["languages"].items()})
     except (VaultevalError, OSError, ValueError, TypeError):  # no usable index: read the notes
         pass

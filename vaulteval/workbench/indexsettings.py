@@ -19,10 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from vaulteval.chunks import chunking
 from vaulteval.errors import UsageError
-from vaulteval.index import bm25
-from vaulteval.index.analyzers import OLD_STOPLIST_NAMES, STEMMERS, STOPLISTS, english_analyzer_name
-from vaulteval.index import tokenize
-from vaulteval.index.tokenize import ANALYZERS
+from vaulteval.index import analysis, bm25
+from vaulteval.index.analyzers import OLD_STOPLIST_NAMES, STEMMERS, STOPLISTS
 from vaulteval.index.params import MAX_K1, check_bm25_params, check_chunk_params, max_hard_max
 from vaulteval.pipeline.stages.params import Param
 
@@ -33,9 +31,9 @@ PREFIXES = ("provisioned", "synthetic")
 LANGUAGE_OPTION = ("default", "yes", "no")
 _CHUNKS = f"`0 ≤ overlap < target ≤ hard_max`, `50 ≤ target`, `hard_max ≤ {max_hard_max()}`"
 INDEX_PARAMS = (
-    # No fixed choices: any name of the analyzer registry (tokenize.ANALYZERS, read when checked) is valid.
+    # No fixed choices: any head of the analyzer registry (analysis.NAMES, read when checked) is valid.
     Param("analyzer", str, "default", "[analyzer](index-format.md#analyzers)",
-          note=f"the analyzer registry's names ({', '.join(f'`{a}`' for a in ANALYZERS)} today)"),
+          note=f"the analyzer registry's names ({', '.join(f'`{a}`' for a in analysis.NAMES)} today)"),
     Param("stemmer", str, "snowball", "the English stemmer (both from PyStemmer)", choices=STEMMERS,
           note="only with `analyzer=english`"),
     Param("stopwords", str, "short", "the default analyzer's short list, or the English stop set of Apache "
@@ -88,9 +86,10 @@ class IndexSettings:
             raise IndexSettingsError(str(exc)) from None
         for key, value in normal.items():
             object.__setattr__(self, key, value)  # normal types and names (stopwords=seed is short)
-        if self.analyzer not in tokenize.ANALYZERS:
-            raise IndexSettingsError(f"analyzer must be one of {', '.join(tokenize.ANALYZERS)}, got {self.analyzer!r}")
-        language_stopwords = self.stopwords == "none" and self.analyzer in tokenize.LANGUAGE_ANALYZERS
+        if self.analyzer not in analysis.NAMES:
+            raise IndexSettingsError(f"analyzer must be one of {', '.join(analysis.NAMES)}, got {self.analyzer!r}")
+        language = analysis.language_of_head(self.analyzer) is not None
+        language_stopwords = self.stopwords == "none" and language
         if (self.stemmer, "short" if language_stopwords else self.stopwords) != ("snowball", "short") \
                 and self.analyzer != "english":
             raise IndexSettingsError("stemmer= and stopwords= need analyzer=english (a language analyzer takes "
@@ -98,7 +97,7 @@ class IndexSettings:
         if (self.fold, self.compounds) != ("default", "default") or language_stopwords:
             from vaulteval.index.langs.registry import LanguageNameError, parse
 
-            if self.analyzer not in tokenize.LANGUAGE_ANALYZERS:
+            if not language:
                 raise IndexSettingsError("fold= and compounds= need a language analyzer (german, spanish, ...)")
             try:
                 parse(self.index_analyzer)
@@ -108,18 +107,8 @@ class IndexSettings:
     @property
     def index_analyzer(self) -> str:
         """The analyzer the index must be built with: ``english:stemmer=porter`` etc. for the english options."""
-        if self.analyzer == "english":
-            return english_analyzer_name(self.stemmer, self.stopwords)
-        if (self.fold, self.compounds, self.stopwords) == ("default", "default", "short"):
-            return self.analyzer
-        from vaulteval.index.langs.catalog import BY_ANALYZER
-        from vaulteval.index.langs.registry import normal_name
-
-        language = BY_ANALYZER[self.analyzer]
-        values = {"fold": language.fold if self.fold == "default" else self.fold == "yes",
-                  "compounds": language.compounds if self.compounds == "default" else self.compounds == "yes",
-                  "stopwords": self.stopwords != "none"}
-        return normal_name(language, values)
+        keys = analysis.option_keys(self.analyzer)
+        return analysis.compose(self.analyzer, {k: getattr(self, k) for k in keys}) if keys else self.analyzer
 
     @property
     def build_key(self) -> str:
@@ -140,23 +129,10 @@ class IndexSettings:
     @classmethod
     def from_settings(cls, built: dict[str, Any]) -> "IndexSettings":
         """The settings of a built index (``analyzer`` is an index analyzer name such as ``english:stemmer=porter``)."""
-        from vaulteval.index.analyzers import parse_analyzer_name
-
         values = {k: built[k] for k in ("k1", "b", "target", "overlap", "hard_max")
                   if isinstance(built.get(k), (int, float))}
         analyzer = str(built.get("analyzer") or "default")
-        if analyzer.startswith("english:"):
-            values["stemmer"], values["stopwords"] = parse_analyzer_name(analyzer)
-            analyzer = "english"
-        elif ":" in analyzer and analyzer.partition(":")[0] in tokenize.LANGUAGE_ANALYZERS:
-            from vaulteval.index.langs.registry import parse
-
-            language, options = parse(analyzer)
-            if options["fold"] != language.fold:
-                values["fold"] = "yes" if options["fold"] else "no"
-            if options["compounds"] != language.compounds:
-                values["compounds"] = "yes" if options["compounds"] else "no"
-            if not options["stopwords"]:
-                values["stopwords"] = "none"
-            analyzer = language.analyzer
+        if ":" in analyzer:  # a head with options: the registry reads them back as settings
+            values.update(analysis.lookup(analyzer).settings())
+            analyzer = analysis.head_of(analyzer)
         return cls(analyzer=analyzer, **values)

@@ -30,7 +30,7 @@ from vaulteval.vault.paths import home_path, is_inside
 from vaulteval.pipeline.provision import ensure_fields, provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.chunks.obsidian import CHUNKER_VERSION
-from vaulteval.index.docterms import built_with_installed_libraries
+from vaulteval.index.analysis import built_with_installed_libraries
 from vaulteval.embeddings.store import store_path
 from vaulteval.vault.vault import Vault
 

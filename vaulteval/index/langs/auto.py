@@ -76,6 +76,26 @@ def _with_ready(analyze: Callable, texts: list[str], ready: dict[str, list[str]]
     return [ready[text] if text in ready else done[text] for text in texts]
 
 
+def field_analyzers(codes: list[str], ready: dict[str, list[str]]) -> Callable[[int], Callable[[str], list[str]]]:
+    """Chunk number -> the analyzer of its fields: its recorded language's (``codes``), a Korean chunk's
+    answering first from ``ready`` (the build's ``KoreanAhead``)."""
+    if ready:
+        with_ready = _ReadyFirst(code_analyzer(KOREAN), ready)
+        return lambda i: with_ready if codes[i] == KOREAN else code_analyzer(codes[i])
+    return lambda i: code_analyzer(codes[i])
+
+
+class _ReadyFirst:
+    """An analyzer that answers from ``ready`` (text -> terms) when it holds the text."""
+
+    def __init__(self, analyze: Callable[[str], list[str]], ready: dict[str, list[str]]):
+        self.analyze, self.ready = analyze, ready
+
+    def __call__(self, text: str) -> list[str]:
+        found = self.ready.get(text)
+        return found if found is not None else self.analyze(text)
+
+
 def analyze_document(text: str) -> list[str]:
     """One text on its own (a field such as a title): identified, then analyzed in that language."""
     from vaulteval.index.langs.identify import identify

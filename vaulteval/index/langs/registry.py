@@ -1,11 +1,11 @@
-"""Language analyzer names to analyzers: ``german``, ``spanish:fold=no``, ``chinese``, ``auto``.
+"""Language analyzer names to analyzers: ``german``, ``spanish:fold=no``, ``chinese`` (``index.analysis`` is the registry of all names).
 
 Usage: ``language_analyzer("german:compounds=no")("Tresorverwaltung")`` -> ``["tresorverwalt"]``.
 
 A name is a language analyzer (catalog.LANGUAGE_ANALYZERS) with options after a colon, defaults
 left out, in this order: ``fold=yes|no`` (accent folding), ``compounds=yes|no`` (German, Dutch,
-Swedish only), ``stopwords=none`` (Snowball languages). ``auto`` picks one per chunk and per query
-(``vaulteval.index.langs.auto``). Any other spelling is refused with the normal form to write.
+Swedish only), ``stopwords=none`` (Snowball languages). Any other spelling is refused with the normal
+form to write.
 """
 
 from __future__ import annotations
@@ -15,17 +15,11 @@ from functools import lru_cache
 
 from vaulteval.index.langs.catalog import BY_ANALYZER, LANGUAGE_ANALYZERS, LANGUAGES, PLAIN, Language
 
-AUTO = "auto"
 OPTIONS = ("fold", "compounds", "stopwords")
 
 
 class LanguageNameError(ValueError):
     """Not a language analyzer name, or one not in normal form."""
-
-
-def is_language_name(name: object) -> bool:
-    """True for ``auto`` and names whose head is a language analyzer (the options may still be wrong)."""
-    return isinstance(name, str) and (name == AUTO or name.partition(":")[0] in LANGUAGE_ANALYZERS)
 
 
 def parse(name: str) -> tuple[Language, dict[str, bool]]:
@@ -70,21 +64,18 @@ def language_analyzer(name: str) -> Callable[[str], list[str]]:
     return analyzer_for(language, values["fold"], values["compounds"], values["stopwords"])
 
 
+# A catalog kind -> the segmenter class that analyzes it (``langs.segmenters``); the other kinds are Snowball's.
+SEGMENTERS = {"chinese": "ChineseAnalyzer", "japanese": "JapaneseAnalyzer", "korean": "KoreanAnalyzer"}
+
+
 @lru_cache(maxsize=128)
 def analyzer_for(language: Language, fold: bool, compounds: bool, stop: bool = True) -> Callable[[str], list[str]]:
     """Usage: ``analyzer_for(LANGUAGES["de"], False, True)``; built on first use, dictionaries loaded lazily."""
-    if language.kind == "chinese":
-        from vaulteval.index.langs.segmenters import ChineseAnalyzer
+    segmenter = SEGMENTERS.get(language.kind)
+    if segmenter is not None:
+        from vaulteval.index.langs import segmenters
 
-        return ChineseAnalyzer()
-    if language.kind == "japanese":
-        from vaulteval.index.langs.segmenters import JapaneseAnalyzer
-
-        return JapaneseAnalyzer()
-    if language.kind == "korean":
-        from vaulteval.index.langs.segmenters import KoreanAnalyzer
-
-        return KoreanAnalyzer()
+        return getattr(segmenters, segmenter)()
     from vaulteval.index.langs.snowball import SnowballAnalyzer
 
     return SnowballAnalyzer(language, fold_accents=fold, compounds=compounds, stop=stop)
