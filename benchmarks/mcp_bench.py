@@ -22,7 +22,21 @@ export). Then prints, with the issue's targets:
   same tldr pages (indexes built in ``--work``), beside vaulteval's cold CLI
   BM25 query and warm MCP call;
 - over HTTP: short searches from 3 clients while a 4th runs long ones
-  (``limit`` and ``bm25_top`` 1000), against the same short searches alone.
+  (``limit`` and ``bm25_top`` 1000), against the same short searches alone;
+- ``launch`` (on the provisioned vaults of ``--launch-vaults``, none of them
+  built here): a fresh stdio server with its default pipeline, milliseconds
+  from launch to ``initialize`` answered, to ``tools/list`` answered, and to
+  the first ``search`` answered (sent right after ``tools/list``), over
+  ``--launch-runs`` launches; with ``--baseline-src DIR`` (another checkout of
+  vaulteval, e.g. ``git archive main | tar -x -C DIR``) the same launches of
+  that code are interleaved with these;
+- ``cold`` (same vaults): a fresh ``vaulteval retrieve --vault V "query"``
+  with the vault's default pipeline and no flags, p50 wall time and peak RSS.
+
+Usage for the last two::
+
+    .venv/bin/python benchmarks/mcp_bench.py --work /tmp/mcp-bench --parts launch,cold \
+        --launch-vaults /tmp/help-en,/tmp/sample --launch-runs 7 --baseline-src /tmp/vaulteval-main
 
 Every measurement is a median over interleaved runs; the load average is printed.
 The help vault's queries each end with a word no note has, new in every run of
@@ -33,6 +47,7 @@ a repeated query would never open or run the ONNX session.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import subprocess
@@ -42,7 +57,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PARTS = ("stdio", "inprocess", "hybrid", "cli", "engines", "http")
+PARTS = ("stdio", "inprocess", "hybrid", "cli", "engines", "http", "launch", "cold")
+BUILT = {"stdio", "inprocess", "hybrid", "cli", "engines", "http"}  # the parts on the vaults built in --work
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(REPO))
 # Processes start as an installed copy would: from cached bytecode (kept outside the checkout), not recompiled.
 ENV.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -142,6 +158,112 @@ def timed_process(argv: list[str]) -> tuple[float, float, float]:
     return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
+def launch_times(root: Path, query: str, src: Path = REPO, *flags: str) -> tuple[float, float, float, str]:
+    """Milliseconds from spawning ``vaulteval mcp`` (the code in ``src``, the vault's default pipeline unless
+    ``flags`` name one) to ``initialize`` answered, to ``tools/list`` answered, and to the first ``search``
+    (sent right after) answered; and the search's pipeline."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def main() -> tuple[float, float, float, str]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "vaulteval", "mcp", "--vault", str(root), *flags],
+                                       env=dict(ENV, PYTHONPATH=str(src)), cwd=str(src))  # -m looks in cwd first
+        t0 = time.perf_counter()
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            t1 = time.perf_counter()
+            await client.list_tools()
+            t2 = time.perf_counter()
+            result = await client.call_tool("search", {"query": query, "limit": 5})
+            t3 = time.perf_counter()
+            assert not result.isError, result.content
+        return (t1 - t0) * 1000, (t2 - t0) * 1000, (t3 - t2) * 1000, result.structuredContent["pipeline"]["text"]
+
+    return anyio.run(main)
+
+
+def launches(roots: list[Path], runs: int, tag: str, baseline: Path | None) -> list[tuple[str, str, str]]:
+    """Rows of the ``launch`` part: medians per vault, code and pipeline (the vault's default, and BM25 alone,
+    which needs no embedder), launches interleaved."""
+    codes = {"this code": REPO, **({"baseline": baseline} if baseline else {})}
+    pipelines: dict[str, tuple[str, ...]] = {"default": (), "bm25": ("--strategy", "bm25")}
+    seen: dict[tuple[str, str, str], list[tuple[float, float, float, str]]] = {}
+    queries = {root: queries_for(root, runs * len(codes) * len(pipelines)) for root in roots}
+    for i in range(runs):
+        for root in roots:
+            for j, ((name, src), (pipe, flags)) in enumerate(itertools.product(codes.items(), pipelines.items())):
+                picked = queries[root][(i * len(codes) * len(pipelines) + j) % len(queries[root])]
+                query = f"{picked} {tag}{i}{j}"  # a new query vector every time
+                seen.setdefault((root.name, name, pipe), []).append(launch_times(root, query, src, *flags))
+    rows = []
+    for (vault, name, _pipe), times in seen.items():
+        init, listed, search = (statistics.median(t[k] for t in times) for k in range(3))
+        rows.append((f"launch -> initialize / tools/list answered; first search after tools/list; {vault}, "
+                     f"{name} ({times[0][3]}, {len(times)} launches)",
+                     f"p50 {init:.0f} / {listed:.0f} ms; {search:.0f} ms (max {max(t[2] for t in times):.0f})",
+                     "tools/list <= 1000 ms; search <= 100 ms"))
+    return rows
+
+
+# What a cold query's embedding costs, step by step, in one fresh process: CPU ms and resident MB after each.
+EMBED_STEPS = """
+import resource, sys, time
+from pathlib import Path
+def mark(step):
+    rss = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmRSS')) // 1024
+    print(f'{step} {time.process_time() * 1000:.0f} {rss}')
+mark('interpreter')
+import numpy; mark('numpy')
+import onnxruntime; mark('onnxruntime')
+import tokenizers; mark('tokenizers')
+from vaulteval.embeddings.onnxembed import MODEL_FILE, TOKENIZER_FILE, read_export, session_options
+folder = Path(sys.argv[1]); info = read_export(folder)
+session = onnxruntime.InferenceSession(str(folder / MODEL_FILE), session_options(onnxruntime, info),
+                                       providers=['CPUExecutionProvider']); mark('session')
+tokenizer = tokenizers.Tokenizer.from_file(str(folder / TOKENIZER_FILE)); mark('tokenizer')
+ids = tokenizer.encode('how do I sync my vault between devices')
+feed = {'input_ids': numpy.array([ids.ids]), 'attention_mask': numpy.array([ids.attention_mask]),
+        'token_type_ids': numpy.array([ids.type_ids])}
+names = {i.name for i in session.get_inputs()}
+session.run(None, {k: v for k, v in feed.items() if k in names}); mark('one query run')
+print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, 0)
+"""
+
+
+def embed_steps(root: Path) -> tuple[str, str, str]:
+    """The row of ``EMBED_STEPS`` on ``root``'s ONNX export: each step's CPU ms and the MB it adds."""
+    proc = subprocess.run([sys.executable, "-c", EMBED_STEPS, str(root / ".vault-meta" / "vaulteval" / "onnx")],
+                          env=ENV, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line.rsplit(maxsplit=2) for line in proc.stdout.splitlines()]
+    steps, parts = lines[:-1], []
+    for (_, cpu0, rss0), (name, cpu, rss) in zip(steps, steps[1:]):
+        parts.append(f"{name} {int(cpu) - int(cpu0)} ms +{int(rss) - int(rss0)} MB")
+    return (f"a cold query's embedding, step by step, {root.name}", "; ".join(parts) +
+            f" (interpreter {steps[0][2]} MB; peak {lines[-1][1]} MB)", "")
+
+
+def cold_retrieves(roots: list[Path], runs: int, tag: str) -> list[tuple[str, str, str]]:
+    """Rows of the ``cold`` part: fresh ``retrieve`` processes with the vault's default pipeline."""
+    rows = []
+    for root in roots:
+        queries = queries_for(root, runs)
+        cold = [timed_process([sys.executable, "-m", "vaulteval", "retrieve", "--vault", str(root),
+                               f"{q} {tag}c{i}"]) for i, q in enumerate(queries[:runs])]
+        # The same queries again: their vectors are in the vault's cache now, so no ONNX session opens.
+        cached = [timed_process([sys.executable, "-m", "vaulteval", "retrieve", "--vault", str(root),
+                                 f"{q} {tag}c{i}"]) for i, q in enumerate(queries[:runs])]
+        for name, times in (("new query vectors", cold), ("cached query vectors", cached)):
+            rows.append((f"CLI retrieve, default pipeline, {name}, {root.name} ({len(times)} runs)",
+                         f"p50 {statistics.median(t for t, _, _ in times) * 1000:.0f} ms "
+                         f"(CPU {statistics.median(c for _, _, c in times) * 1000:.0f} ms), "
+                         f"peak RSS {max(m for _, m, _ in times):.0f} MB", "p50 <= 150 ms, RSS <= 100 MB"))
+        if (root / ".vault-meta" / "vaulteval" / "onnx").is_dir():
+            rows.append(embed_steps(root))
+    return rows
+
+
 def build_engines(work: Path, tldr_root: Path) -> None:
     """A tantivy index and an SQLite FTS5 table of the tldr notes, outside the vault."""
     if (work / "fts5.sqlite").is_file() and (work / "tantivy").is_dir():
@@ -231,22 +353,30 @@ def concurrency(root: Path, short: list[str], long: list[str]) -> tuple[float, f
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--work", required=True, type=Path)
-    ap.add_argument("--tldr", required=True, type=Path, help="tldr-pages.tar.gz (docs/benchmarks.md#data)")
-    ap.add_argument("--help-vault", required=True, type=Path, help="obsidian-help.tar.gz")
+    ap.add_argument("--tldr", type=Path, help="tldr-pages.tar.gz (docs/benchmarks.md#data)")
+    ap.add_argument("--help-vault", type=Path, help="obsidian-help.tar.gz")
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--cli-runs", type=int, default=10)
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, from {','.join(PARTS)}")
+    ap.add_argument("--launch-vaults", default="", help="comma-separated provisioned vaults for launch and cold")
+    ap.add_argument("--launch-runs", type=int, default=7)
+    ap.add_argument("--baseline-src", type=Path, help="another vaulteval source tree, launched beside this one")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
+    if parts & BUILT and not (args.tldr and args.help_vault):
+        ap.error(f"the parts {','.join(sorted(parts & BUILT))} need --tldr and --help-vault")
+    launch_roots = [Path(p) for p in args.launch_vaults.split(",") if p]
+    if parts & {"launch", "cold"} and not launch_roots:
+        ap.error("the launch and cold parts need --launch-vaults")
     args.work.mkdir(parents=True, exist_ok=True)
-    tldr_root, help_root = build_vaults(args.work, args.tldr, args.help_vault, parts)
+    tldr_root, help_root = build_vaults(args.work, args.tldr, args.help_vault, parts & BUILT)
     from reused_vault import older_store
 
-    for root in (tldr_root, help_root):
+    for root in (tldr_root, help_root, *launch_roots):
         warning = older_store(root) if (root / ".vault-meta").is_dir() else None
         if warning:
             say(f"WARNING {warning}")
-    tldr_queries = queries_for(tldr_root, args.calls) if parts - {"hybrid", "cli"} else []
+    tldr_queries = queries_for(tldr_root, args.calls) if (parts & BUILT) - {"hybrid", "cli"} else []
     tag = f"zq{os.getpid():x}{int(time.time()) % 100000:x}"  # a word no note has, new in every run
     help_queries = ([f"{q} {tag}" for q in queries_for(help_root, max(50, args.cli_runs))]
                     if parts & {"hybrid", "cli"} else [])
@@ -301,6 +431,12 @@ def main() -> int:
         alone, busy = concurrency(tldr_root, tldr_queries[:60], tldr_queries[60:70])
         rows.append(("HTTP short search, 3 clients alone / beside a 4th running limit=1000 searches",
                      f"p50 {alone:.1f} ms / {busy:.1f} ms", "not blocked"))
+    if "launch" in parts:
+        say("fresh stdio servers: launch to the first answers")
+        rows.extend(launches(launch_roots, args.launch_runs, tag, args.baseline_src))
+    if "cold" in parts:
+        say("fresh CLI retrieves with the default pipeline")
+        rows.extend(cold_retrieves(launch_roots, args.launch_runs, tag))
     print(f"load average at start {load:.2f}, at end {os.getloadavg()[0]:.2f}")
     print("| measure | result | target |\n|---|---|---|")
     for name, result, target in rows:
