@@ -8,7 +8,7 @@ from vaulteval.errors import UsageError
 from vaulteval.index import analysis
 from vaulteval.index.analysis import Analyzer, compose, head_of, lookup
 from vaulteval.index.tokenize import ANALYZER_VERSION, tokenize_default, tokenize_english
-from vaulteval.workbench.indexsettings import IndexSettings
+from vaulteval.pipeline.indexsettings import IndexSettings
 
 WITH_OPTIONS = ("english:stemmer=porter", "english:stopwords=lucene", "english:stemmer=none,stopwords=none",
                 "german:compounds=no", "spanish:fold=no", "russian:stopwords=none", "french:fold=no,stopwords=none",

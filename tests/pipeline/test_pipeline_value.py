@@ -18,7 +18,9 @@ from vaulteval import Vault
 from vaulteval.errors import UsageError
 from vaulteval.pipeline.spec import WITH_VECTORS, default_pipeline, has_vectors
 from vaulteval.pipeline.provision import provision
+from vaulteval.pipeline.indexsettings import IndexSettings
 from vaulteval.pipeline.spec import DEFAULT_DEPTH, Pipeline
+from vaulteval.pipeline.tuned import built_index_settings
 from vaulteval.pipeline.stages import registry
 from vaulteval.embeddings.config import RerankConfig
 from vaulteval.workbench.strategy import Strategy
@@ -53,6 +55,32 @@ def test_every_registered_stage_round_trips_through_text_and_dict(text: str) -> 
     assert Strategy.parse(text).pipeline == pipeline
 
 
+INDEXED = ["bm25:analyzer=english,k1=1.2", "bm25:analyzer=default", "hybrid:cc,alpha=0.3,analyzer=german,fold=yes,rerank=st",
+           "rerank:st,w_title=2,analyzer=english,stemmer=porter,stopwords=lucene,bm25_top=20",
+           "dense:target=600,overlap=100,hard_max=1200", "bm25:analyzer=spanish,compounds=default,b=0.4,prefix=synthetic",
+           "bm25:analyzer=english,stopwords=seed"]
+
+
+@pytest.mark.parametrize("text", INDEXED)
+def test_index_settings_round_trip_with_the_stages(text: str) -> None:
+    pipeline = Pipeline.parse(text)
+    assert pipeline.index and Pipeline.parse(pipeline.text()) == pipeline
+    assert Pipeline.from_dict(json.loads(json.dumps(pipeline.to_dict()))) == pipeline
+    assert Pipeline.parse(pipeline.text()).text() == pipeline.text()
+    assert pipeline.replace(index=()) != pipeline  # the settings are part of the value
+    assert pipeline.index_settings.index_analyzer == Strategy.parse(text).index_analyzer
+    defaults = IndexSettings()
+    # a strategy (whose index settings all have a value) names those off their defaults
+    assert dict(Strategy.parse(text).pipeline.index) == {k: v for k, v in pipeline.index if getattr(defaults, k) != v}
+
+
+def test_a_pipeline_without_index_settings_saves_none() -> None:
+    assert "index" not in Pipeline.parse("hybrid:cc").to_dict() and Pipeline.parse("bm25").index == ()
+    assert Pipeline.parse("bm25:analyzer=english,stopwords=seed").text() == "bm25:analyzer=english,stopwords=short"
+    with pytest.raises(UsageError, match="unknown index setting"):
+        Pipeline.from_dict({**Pipeline.parse("bm25").to_dict(), "index": {"colour": "red"}})
+
+
 def test_every_registered_stage_is_covered_by_the_round_trip() -> None:
     covered = {Pipeline.parse(t).first.name for t in _examples()} | {
         Pipeline.parse(t).reranker.name for t in _examples() if Pipeline.parse(t).reranker is not None}
@@ -67,7 +95,10 @@ def test_depth_has_one_default_and_is_written_only_when_it_differs() -> None:
 
 
 @pytest.mark.parametrize("text, why", [
-    ("bm25:analyzer=english", "unknown key 'analyzer'"),
+    ("bm25:colour=red", "unknown key 'colour'"),
+    ("bm25:analyzer=klingon", "analyzer must be one of"),
+    ("bm25:stemmer=porter", "need analyzer=english"),
+    ("hybrid:cc,k1=-1", "k1"),
     ("bm25:rerank=st", "rerank= reranks"),
     ("dense:bm25_top=0", "bm25_top must be"),
     ("hybrid:xx", "fusion"),
@@ -101,6 +132,27 @@ def test_a_vault_without_vectors_gets_plain_bm25_and_a_damaged_store_warns_and_k
     assert [c["page_path"] for c in out["candidates"]] == [c["page_path"] for c in plain["candidates"]]
     code, _, stderr = run_main("retrieve", "--vault", fresh_vault, "espresso", "--strategy", "hybrid:cc")
     assert code == 10  # named by the user: the store's problem is the answer, not a silent BM25
+
+
+def test_the_served_path_refuses_index_settings_the_vaults_index_was_not_built_with(fresh_vault: Path) -> None:
+    from vaulteval.server import warm
+
+    built = built_index_settings(Vault(fresh_vault))
+    own, other = built["analyzer"], "english" if built["analyzer"] != "english" else "default"
+    assert ":" not in own  # the sample's index: a plain analyzer name
+    for strategy, key in ((f"bm25:analyzer={other}", "analyzer"), (f"hybrid:cc,analyzer={other}", "analyzer"),
+                          (f"bm25:analyzer={own},k1={built['k1'] + 0.5}", "k1"), ("bm25:target=600", "target")):
+        code, stdout, stderr = run_main("retrieve", "--vault", fresh_vault, "espresso", "--strategy", strategy)
+        assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1, stderr
+        assert f"names {key}=" in stderr and "drop" in stderr
+        server = warm.WarmVault(Vault(fresh_vault), warm.Pipeline())
+        with pytest.raises(UsageError, match=f"names {key}="):
+            server._stages(strategy)  # an MCP search naming the strategy
+    same = run_json("retrieve", "--vault", fresh_vault, "espresso", "--strategy",
+                    f"bm25:analyzer={own},k1={built['k1']},b={built['b']}")
+    plain = run_json("retrieve", "--vault", fresh_vault, "espresso", "--strategy", "bm25")
+    assert same["candidates"] and [c["page_path"] for c in same["candidates"]] == \
+        [c["page_path"] for c in plain["candidates"]]  # its own settings, named: run exactly as without them
 
 
 @pytest.fixture(scope="module")

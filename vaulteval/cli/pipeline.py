@@ -195,6 +195,7 @@ def chosen_pipeline(args: argparse.Namespace, vault) -> "tuple[Pipeline, str, di
         from vaulteval.pipeline.spec import Pipeline
 
         pipeline, source, tuned = Pipeline.parse(args.strategy), "strategy", None
+        pipeline.check_served(vault)  # index settings it names must be the vault's index's own
     else:
         pipeline, source, tuned, warning = vault_pipeline(vault)
         if warning is not None:

@@ -101,7 +101,7 @@ class Analyzer:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
-    # -- the name's options as index settings (``workbench.indexsettings``: ``analyzer=german,fold=no``) --
+    # -- the name's options as index settings (``pipeline.indexsettings``: ``analyzer=german,fold=no``) --
     option_keys: "tuple[str, ...]" = ()  # the index settings this head's names are written with
 
     @classmethod

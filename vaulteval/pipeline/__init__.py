@@ -1,9 +1,10 @@
 """The stages composed: the ``Pipeline`` value, retrieval, provisioning and the checks of what
 they wrote; what the CLI's pipeline commands, the MCP server and the workbench call.
 
-- ``spec``: the ``Pipeline`` value (first stage, reranker, depth): its one grammar, text and saved
-  form, taken by retrieve, the MCP server, eval run, tune and pooling; and the pipeline a vault runs
-  when nobody names one (the tuned one, else the default built from what the vault has).
+- ``spec``: the ``Pipeline`` value (first stage, reranker, depth and the index settings it names,
+  whose schema is ``indexsettings``): its one grammar, text and saved form, taken by retrieve, the MCP
+  server, eval run, tune and pooling; and the pipeline a vault runs when nobody names one (the tuned
+  one, else the default built from what the vault has).
 - ``retrieve``: ``Retriever`` (an opened index + integrity checker) and ``retrieve()``;
   ``firststage``: running a first stage with the fallbacks they share; ``loadonce``: each part a
   Retriever opens is loaded once for the threads that ask at once.

@@ -1,9 +1,10 @@
-"""The pipeline value: the first stage, the reranker and the candidate depth of one retrieval.
+"""The pipeline value: the first stage, the reranker, the candidate depth and the index settings of one retrieval.
 
 Usage::
 
-    p = Pipeline.parse("hybrid:cc,alpha=0.7")     # or "rerank:st,bm25_top=20", "dense", "bm25"
+    p = Pipeline.parse("hybrid:cc,alpha=0.7")     # or "rerank:st,bm25_top=20", "dense", "bm25:analyzer=english"
     p.text()                                        # "hybrid:cc,alpha=0.7": parse(text(p)) == p
+    p.index                                         # the index settings it names: (("analyzer", "english"),)
     Pipeline.from_dict(p.to_dict()) == p            # the saved form (.vaulteval.json, run manifests)
     retriever.retrieve("query", top=5, pipeline=p)  # what retrieve, the MCP server, eval run and pooling run
 
@@ -12,7 +13,13 @@ One grammar, the strategy grammar's stage part (docs/strategies.md):
 registry; a reranker's string also takes the keys of the first stage it
 reranks by default (``rerank:st,w_title=2``), and any other first stage it may
 rerank takes it as the key ``rerank=`` (``hybrid:cc,rerank=st``); ``bm25_top=N``
-is the depth. The workbench's strategy adds index settings, ``top`` and a name.
+is the depth; the index settings (``analyzer=``, ``k1=``, ``b=``, chunk sizes, ...:
+``pipeline.indexsettings.INDEX_PARAMS``) name the index it runs on. Only the keys
+named are kept (``index``): a pipeline that names none runs on the vault's own
+index as it is, and the served path (``retrieve``, the MCP server) refuses one
+that names a setting the vault's index was not built with (``check_served``),
+never ranking on another analyzer. The workbench's strategy adds ``top`` and a
+name, and builds an index of its settings in its cache.
 
 A plain BM25 first stage is kept as ``None`` until asked for: a plain
 ``retrieve`` never imports the stage registry.
@@ -42,6 +49,7 @@ if TYPE_CHECKING:
 DEFAULT_DEPTH = 100
 MAX_DEPTH = 1000
 DEPTH_KEY = "bm25_top"
+INDEX_KEY = "index"  # the saved form's object of named index settings
 
 
 def _registry():
@@ -57,11 +65,12 @@ def check_depth(depth: Any, name: str = DEPTH_KEY) -> int:
 
 
 class Pipeline:
-    """First stage (``None``: plain BM25), reranker (``None``: none) and depth; frozen, equal by its text."""
+    """First stage (``None``: plain BM25), reranker (``None``: none), depth and the index settings it names
+    (``index``: ``(key, value)`` pairs in ``INDEX_PARAMS`` order, ``()`` for none); frozen, equal by its text."""
 
-    __slots__ = ("_first", "reranker", "depth")
+    __slots__ = ("_first", "reranker", "depth", "index")
 
-    def __init__(self, first: Any = None, reranker: Any = None, depth: int = DEFAULT_DEPTH):
+    def __init__(self, first: Any = None, reranker: Any = None, depth: int = DEFAULT_DEPTH, index: Any = ()):
         if first is not None and reranker is None and first.plain and first.embed is None:
             first = None  # plain BM25 stays on the lean path
         if first is not None and getattr(first, "role", None) != "first":
@@ -73,6 +82,7 @@ class Pipeline:
         object.__setattr__(self, "_first", first)
         object.__setattr__(self, "reranker", reranker)
         object.__setattr__(self, "depth", check_depth(depth))
+        object.__setattr__(self, "index", _named_index(index))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a Pipeline is frozen; use replace()")
@@ -100,7 +110,8 @@ class Pipeline:
         return out | (self.reranker.needs if self.reranker is not None else frozenset())
 
     def replace(self, **changes: Any) -> "Pipeline":
-        values = {"first": self._first, "reranker": self.reranker, "depth": self.depth, **changes}
+        values = {"first": self._first, "reranker": self.reranker, "depth": self.depth, "index": self.index,
+                  **changes}
         return Pipeline(**values)
 
     @property
@@ -114,23 +125,44 @@ class Pipeline:
             return self
         return self.replace(first=self._first.with_embed(config))
 
+    @property
+    def index_settings(self) -> Any:
+        """The ``IndexSettings`` these keys name, the others at their defaults (``pipeline.indexsettings``)."""
+        from vaulteval.pipeline.indexsettings import IndexSettings
+
+        return IndexSettings(**dict(self.index))
+
+    def check_served(self, vault: "Vault") -> None:
+        """The served path (retrieve, the MCP server) runs on the vault's own index: a named index setting that
+        index was not built with (its header says, ``tuned.built_index_settings``) is one UsageError."""
+        if self.index:
+            from vaulteval.pipeline.indexsettings import refuse_other_index
+            from vaulteval.pipeline.tuned import built_index_settings
+
+            refuse_other_index(self.index, built_index_settings(vault), self.text())
+
     # -- text and saved form -------------------------------------------------
     def text(self) -> str:
-        first = self._first
-        if first is None:
-            head, items = "bm25", []
-        else:
-            head, items = first.text(), []
+        first, index = self._first, self.index_items()
+        head, items = ("bm25" if first is None else first.text()), index
         if self.reranker is not None:
             if (first.name if first is not None else "bm25") == self.reranker.over:
-                head, items = self.reranker.text(), (first.items() if first is not None else [])
+                head, items = self.reranker.text(), (first.items() if first is not None else []) + index
             else:
-                items = self.reranker.as_key_items()
+                items = index + self.reranker.as_key_items()  # hybrid:cc,analyzer=english,rerank=st
         if self.depth != DEFAULT_DEPTH:
             items = [*items, f"{DEPTH_KEY}={self.depth}"]
         return join(head, items)
 
     __str__ = text
+
+    def index_items(self) -> list[str]:
+        """The named index settings as ``key=value`` items."""
+        if not self.index:
+            return []  # nothing imported: the lean path
+        from vaulteval.pipeline.indexsettings import items_of
+
+        return items_of(self.index)
 
     @classmethod
     def parse(cls, text: str) -> "Pipeline":
@@ -139,22 +171,26 @@ class Pipeline:
             raise UsageError("a pipeline string is empty; e.g. bm25, dense, hybrid:cc,alpha=0.7 or rerank:st")
         first, reranker, left = parse_stages(text)
         depth = left.pop(DEPTH_KEY, None)
-        if left:
-            raise UsageError(f"pipeline {text!r}: unknown key {next(iter(left))!r} (analyzer and index settings "
-                             "belong to the index: vaulteval provision --analyzer, or eval run's strategies)")
+        index = _read_index(left, text) if left else ()
         value = DEFAULT_DEPTH if depth is None else _read_int(depth, text)
-        return cls(first, reranker, value)
+        return cls(first, reranker, value, index)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"first": self.first.to_dict(), "rerank": None if self.reranker is None else self.reranker.to_dict(),
-                DEPTH_KEY: self.depth}
+        """``first``, ``rerank``, ``bm25_top``, and ``index`` (the named settings) when it names any."""
+        out = {"first": self.first.to_dict(), "rerank": None if self.reranker is None else self.reranker.to_dict(),
+               DEPTH_KEY: self.depth}
+        if self.index:
+            out[INDEX_KEY] = dict(self.index)
+        return out
 
     @classmethod
     def from_dict(cls, data: Any) -> "Pipeline":
-        if not isinstance(data, dict) or set(data) - {"first", "rerank", DEPTH_KEY}:
-            raise UsageError(f"a pipeline must be an object with first, rerank and {DEPTH_KEY}, got {data!r}")
+        if not isinstance(data, dict) or set(data) - {"first", "rerank", DEPTH_KEY, INDEX_KEY}:
+            raise UsageError(f"a pipeline must be an object with first, rerank, {DEPTH_KEY} and {INDEX_KEY}, "
+                             f"got {data!r}")
         reranker = None if data.get("rerank") is None else stage_from_dict(data["rerank"])
-        return cls(stage_from_dict(data.get("first")), reranker, data.get(DEPTH_KEY, DEFAULT_DEPTH))
+        return cls(stage_from_dict(data.get("first")), reranker, data.get(DEPTH_KEY, DEFAULT_DEPTH),
+                   data.get(INDEX_KEY) or ())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Pipeline) and self._key() == other._key()
@@ -163,10 +199,25 @@ class Pipeline:
         return hash(self._key())
 
     def _key(self) -> tuple:
-        return (self._first, self.reranker, self.depth)
+        return (self._first, self.reranker, self.depth, self.index)
 
     def __repr__(self) -> str:
         return f"Pipeline({self.text()!r})"
+
+
+def _read_index(left: "dict[str, str]", text: str) -> "dict[str, Any]":
+    from vaulteval.pipeline.indexsettings import read_named
+
+    return read_named(left, f"pipeline {text!r}: ", f"its stages' keys, {DEPTH_KEY} and")
+
+
+def _named_index(index: Any) -> "tuple[tuple[str, Any], ...]":
+    """``()`` for none (nothing imported: the lean path), else ``indexsettings.named``."""
+    if not index:
+        return ()
+    from vaulteval.pipeline.indexsettings import named
+
+    return named(index)
 
 
 def join(head: str, items: list[str]) -> str:

@@ -228,6 +228,7 @@ class WarmVault:
         from vaulteval.pipeline.spec import Pipeline
 
         named = Pipeline.parse(strategy)
+        named.check_served(self.vault)  # index settings it names must be the vault's index's own
         if pipe.embed is not None:
             named = named.with_embed(pipe.embed)
         return named._first, named.reranker, None, named.depth

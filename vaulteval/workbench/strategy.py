@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from vaulteval.errors import UsageError
 from vaulteval.pipeline.stages import registry
 from vaulteval.pipeline.stages.params import Param
-from vaulteval.workbench.indexsettings import INDEX_PARAMS, PREFIXES, IndexSettings  # noqa: F401  (re-exported)
+from vaulteval.pipeline.indexsettings import INDEX_PARAMS, PREFIXES, IndexSettings  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from vaulteval.chunks.store import ChunkParams
@@ -112,10 +112,13 @@ class Strategy:
 
     @property
     def pipeline(self) -> "Pipeline":
-        """The pipeline this strategy runs (first stage, reranker, depth), as retrieve and the MCP server take it."""
+        """The pipeline this strategy runs (first stage, reranker, depth, and the index settings off their
+        defaults, which the workbench builds its index with), as retrieve and the MCP server take it."""
         from vaulteval.pipeline.spec import Pipeline
 
-        return Pipeline(self.first, self.reranker, self.bm25_top)
+        index = tuple((p.name, getattr(self.index, p.name)) for p in INDEX_PARAMS
+                      if getattr(self.index, p.name) != p.default)
+        return Pipeline(self.first, self.reranker, self.bm25_top, index)
 
     @property
     def semantic(self) -> bool:

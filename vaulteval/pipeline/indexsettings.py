@@ -1,4 +1,4 @@
-"""The index settings of a strategy: analyzer, BM25 parameters, chunking and prefixes, with their schema.
+"""The index settings of a pipeline and a strategy: analyzer, BM25 parameters, chunking and prefixes, with their schema.
 
 Usage::
 
@@ -136,3 +136,58 @@ class IndexSettings:
             values.update(analysis.lookup(analyzer).settings())
             analyzer = analysis.head_of(analyzer)
         return cls(analyzer=analyzer, **values)
+
+
+# -- The index settings a pipeline names (``pipeline.spec.Pipeline.index``) ------------------------------------
+ANALYZER_KEYS = frozenset({"analyzer", "stemmer", "stopwords", "fold", "compounds"})  # together: the index analyzer
+_SCHEMA = {p.name: p for p in INDEX_PARAMS}
+
+
+def read_named(left: dict[str, str], context: str, others: str) -> dict[str, Any]:
+    """The index settings among a pipeline string's leftover keys, read by their schema; any other key is refused
+    (``others``: what else the string takes, for the message)."""
+    unknown = [k for k in left if k not in _SCHEMA]
+    if unknown:
+        raise UsageError(f"{context}unknown key {unknown[0]!r} (a pipeline takes {others} the index settings "
+                         f"{', '.join(_SCHEMA)})")
+    return {k: _SCHEMA[k].read(v, context) for k, v in left.items()}
+
+
+def named(index: Any) -> tuple[tuple[str, Any], ...]:
+    """The named settings (a mapping, or ``(key, value)`` pairs) checked together (``IndexSettings``) and
+    normalized, in ``INDEX_PARAMS`` order."""
+    if isinstance(index, tuple):
+        index = dict(index)
+    if not isinstance(index, dict):
+        raise UsageError(f"a pipeline's index must be an object of index settings, got {type(index).__name__}")
+    unknown = sorted(set(index) - set(_SCHEMA))
+    if unknown:
+        raise UsageError(f"unknown index setting {unknown[0]!r}: one of {', '.join(_SCHEMA)}")
+    try:
+        settings = IndexSettings(**index)
+    except TypeError as exc:
+        raise UsageError(f"index settings are malformed: {exc}") from None
+    return tuple((p.name, getattr(settings, p.name)) for p in INDEX_PARAMS if p.name in index)
+
+
+def items_of(pairs: tuple[tuple[str, Any], ...]) -> list[str]:
+    """``key=value`` items of named settings, as the strategy grammar writes them."""
+    return [f"{key}={_SCHEMA[key].text(value)}" for key, value in pairs]
+
+
+def refuse_other_index(pairs: tuple[tuple[str, Any], ...], built: dict[str, Any], text: str) -> None:
+    """One UsageError when the named settings are not those the vault's index was built with (``built``: its
+    header's, compared, never trusted); nothing to compare without an index (retrieval then says so itself)."""
+    if not built.get("analyzer"):
+        return
+    names = dict(pairs)
+    own = {"analyzer": built.get("analyzer"), "prefix": "provisioned",
+           **{k: built.get(k) for k in ("k1", "b", "target", "overlap", "hard_max")}}
+    wanted = [("analyzer", IndexSettings(**names).index_analyzer)] if names.keys() & ANALYZER_KEYS else []
+    wanted += [(k, v) for k, v in pairs if k not in ANALYZER_KEYS]
+    for key, value in wanted:
+        if own[key] != value:
+            fix = (f"or rebuild it with vaulteval provision --analyzer {value}" if key == "analyzer" else
+                   "eval run compares such settings on indexes of their own")
+            raise UsageError(f"pipeline {text!r} names {key}={value}, but the vault's index is built with "
+                             f"{key}={own[key]}: drop {key}= to run on the vault's index ({fix})")
