@@ -1,6 +1,6 @@
 """The CI gate (`eval compare BASE NEW --fail-on worse`) on runs built to be better, worse and indistinguishable;
-a baseline kept beside its query set verifies after the repository moves; a run of the older report format
-still verifies and says which version wrote it.
+a baseline kept beside its query set verifies after the repository moves; a run of another report format
+is refused in one line.
 
 Usage: ``.venv/bin/python -m pytest tests/workbench/test_gate.py -q``
 """
@@ -88,40 +88,15 @@ def test_a_baseline_kept_beside_its_query_set_verifies_after_the_repository_move
         hidden.rename(original)
 
 
-def _as_report_format_1(run_dir: Path) -> None:
-    """report.json and report.md as vaulteval 0.1.0 wrote them: Holm-adjusted randomization p values beside
-    bootstrap intervals, no report_format, no verdicts."""
-    path = run_dir / "report.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    summary = data["tables"]["summary"]
-    old = ["run", "measure", "value", "ci_low", "ci_high", "baseline_value", "delta", "delta_ci_low", "delta_ci_high",
-           "mde", "wins", "ties", "losses", "p_randomization", "p_ttest", "p_holm", "significant", "status"]
-    for row in summary["rows"]:
-        tested = row.get("p") is not None
-        row.update(p_randomization=row["p"], p_ttest=row["p"], p_holm=row["p"],
-                   significant=(row["p"] < 0.05) if tested else None, mde=row.get("mde") or (0.1 if tested else None))
-        for key in [k for k in row if k not in old]:
-            del row[key]
-    summary["columns"] = old
-    summary["dtypes"] = {c: summary["dtypes"].get(c, "float64") for c in old}
-    summary["dtypes"]["significant"] = "object"
-    for key in ("report_format", "procedure", "questions"):
-        data["params"].pop(key, None)
-    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    (run_dir / "report.md").write_text(Report.from_data(data).to_markdown() + "\n", encoding="utf-8")
-
-
-def test_a_run_of_the_older_report_format_verifies_and_says_which_version_wrote_it(
+def test_a_run_of_another_report_format_is_refused_in_one_line(
         runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     run_dir = tmp_path / "old"
     shutil.copytree(runs["same"], run_dir)
-    _as_report_format_1(run_dir)
-    result = verify_run(run_dir, cache_dir=runs["cache"])
-    assert result.ok, result.diffs
-    assert len(result.notes) == 1 and "written by vaulteval" in result.notes[0] and "format 1" in result.notes[0]
-    assert main(["eval", "verify", str(run_dir), "--cache", str(runs["cache"])]) == 0
-    assert "note: report.json was written by vaulteval" in capsys.readouterr().out
-    data = json.loads((run_dir / "report.json").read_text())
-    data["tables"]["summary"]["rows"][1]["delta"] = 0.5  # the numbers both formats hold are still checked
-    (run_dir / "report.json").write_text(json.dumps(data))
-    assert any("delta" in d for d in verify_run(run_dir, cache_dir=runs["cache"]).diffs)
+    path = run_dir / "report.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["params"].pop("report_format") == 2  # as a report written before the format was recorded
+    path.write_text(json.dumps(data), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["eval", "verify", str(run_dir), "--cache", str(runs["cache"])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "report format None" in err and "vaulteval eval run" in err

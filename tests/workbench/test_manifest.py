@@ -15,7 +15,7 @@ import pytest
 
 from vaulteval.cli.main import main
 from vaulteval.workbench.evaluate import evaluate
-from vaulteval.workbench.manifest import load_run_dir
+from vaulteval.workbench.manifest import NotARunDir, load_run_dir
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.embeddings.rerank import RerankConfig
 from vaulteval.cli.sample import copy_sample
@@ -82,46 +82,24 @@ def test_verify_passes_untouched_and_fails_after_a_note_edit(run_dir: Path, caps
     assert out.startswith(f"NOT reproduced: {run_dir}") and "changed: wiki/howto/Descaling.md" in out
 
 
-def _as_schema_1(run_dir: Path, **strategy_changes: object) -> None:
-    """Make the directory look written before schema 2: schema 1, queries.csv without reranked/fallback."""
+def test_a_directory_of_another_run_schema_is_refused_in_one_line(
+        run_dir: Path, capsys: pytest.CaptureFixture) -> None:
     manifest = json.loads((run_dir / "manifest.json").read_text())
     manifest["schema"] = 1
-    for entry in manifest["strategies"]:
-        entry["strategy"] = _format_1(entry["strategy"])
-    manifest["strategies"][-1]["strategy"].update(strategy_changes)
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
-    queries = pd.read_csv(run_dir / "queries.csv", dtype={"query_id": str})
-    assert {"reranked", "fallback"} <= set(queries.columns)
-    queries.drop(columns=["reranked", "fallback"]).to_csv(run_dir / "queries.csv", index=False)
-    pool = pd.read_csv(run_dir / "pool.csv", dtype={"query_id": str})
-    pool.drop(columns=["score", "dense_score", "fused_score"]).to_csv(run_dir / "pool.csv", index=False)
-
-
-def _format_1(record: dict) -> dict:
-    """A plain-BM25 strategy record as vaulteval 0.1 stored it beside schema 1: flat, the first stage a string."""
-    assert record["first"] == {"stage": "bm25", **{f"w_{n}": 0.0 for n in ("title", "aliases", "headings", "code")},
-                               "w_body": 1.0} and record["rerank"] is None
-    return {"name": record["name"], **record["index"], "bm25_top": record["bm25_top"], "top": record["top"],
-            "rerank": None, "first": "bm25"}
-
-
-def test_a_schema_1_directory_of_bm25_runs_still_verifies_and_loads(run_dir: Path) -> None:
-    _as_schema_1(run_dir)
-    assert verify_run(run_dir).ok
-    loaded = load_run_dir(run_dir)
-    assert all(not r.reranked_queries and r.fallback is None for r in loaded.runs)
-    assert all(not r.queries.reranked.any() and r.queries.fallback.isna().all() for r in loaded.runs)
-
-
-def test_a_schema_1_directory_with_a_hybrid_run_is_refused_naming_the_version(
-        run_dir: Path, capsys: pytest.CaptureFixture) -> None:
-    version = json.loads((run_dir / "manifest.json").read_text())["packages"]["vaulteval"]
-    _as_schema_1(run_dir, first="hybrid:rrf")
     capsys.readouterr()
-    assert main(["eval", "verify", str(run_dir)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1
-    assert f"vaulteval {version} (run schema 1)" in err and "1/rank" in err and "eval run" in err
+    for argv in (["eval", "verify", str(run_dir)], ["eval", "compare", str(run_dir), str(run_dir)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "run schema 1" in err and "vaulteval eval run" in err, err
+
+
+def test_a_queries_table_without_its_columns_is_refused_in_one_line(
+        run_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    queries = pd.read_csv(run_dir / "queries.csv", dtype={"query_id": str})
+    queries.drop(columns=["reranked", "fallback"]).to_csv(run_dir / "queries.csv", index=False)
+    with pytest.raises(NotARunDir, match="lacks the column.s. reranked, fallback"):
+        load_run_dir(run_dir)
 
 
 def test_a_run_made_with_other_analyzer_library_versions_is_refused_in_one_line(

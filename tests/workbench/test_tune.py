@@ -89,6 +89,10 @@ def test_tune_without_write_changes_nothing_with_write_stores_the_choice_and_ver
     (run_dir / "tune.json").write_text(json.dumps(tampered))
     code, stdout, _ = run_main("eval", "verify", run_dir)
     assert code == 1 and "tune.json: search" in stdout
+    del tampered["decision"]["procedure"]  # a decision that does not name this procedure is not compared
+    (run_dir / "tune.json").write_text(json.dumps(tampered))
+    code, _, err = run_main("eval", "verify", run_dir)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "procedure None" in err and "vaulteval tune" in err
 
     code, stdout, err = run_main("tune", "--vault", fresh_vault, "--queryset", QUERYSET, "--grid", GRID,
                                  "--out", tmp_path / "runs2", "--write")

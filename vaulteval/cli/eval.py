@@ -170,8 +170,6 @@ def cmd_eval_verify(args: argparse.Namespace) -> int:
 
     result = verify_run(args.run, vault=args.vault, notes_dir=args.notes_dir, cache_dir=args.cache,
                         allow_remote_ollama=args.allow_remote_ollama)
-    for note in result.notes:
-        print(f"note: {note}")
     if result.ok:
         print(f"verified: {args.run} reproduces exactly")
         return EXIT_OK

@@ -41,10 +41,8 @@ if TYPE_CHECKING:
 # module to save itself, so the type is not imported back here.
 EvalRun = Any
 
-# 2: every result records the score it was ranked by (TREC scores of hybrid runs are fused scores, not
-# 1/rank) and queries.csv has the columns reranked and fallback. Schema 1 directories are still read.
+# Every result records the score it was ranked by, and queries.csv has the columns reranked and fallback.
 SCHEMA = 2
-READABLE = (1, 2)
 MANIFEST = "manifest.json"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]{0,127}$")
 PAGES_FILE = "vault-pages.txt"
@@ -217,10 +215,10 @@ def read_run_table(file: Path, dtype: dict[str, Any]) -> "pd.DataFrame":
 def read_manifest(path: str | Path) -> dict[str, Any]:
     file = Path(path) / MANIFEST
     data = read_run_json(file)
-    if not isinstance(data, dict) or data.get("schema") not in READABLE:
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         schema = data.get("schema") if isinstance(data, dict) else None
-        raise NotARunDir(f"{file} has schema {str(schema)[:40]!r}; this vaulteval reads schema "
-                         f"{' or '.join(map(str, READABLE))}")
+        raise NotARunDir(f"{file} has run schema {str(schema)[:40]}; this vaulteval reads schema {SCHEMA} "
+                         "only: run `vaulteval eval run` again")
     problem = _manifest_problem(data)
     if problem:
         raise NotARunDir(f"{file} is malformed: {problem}")
@@ -280,8 +278,6 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
 
 def load_run_dir(path: str | Path) -> RunDir:
     """Usage: ``load_run_dir("runs/<id>").runs`` -> Runs with strategy, pool and per-query labels."""
-    import pandas as pd
-
     from vaulteval.workbench.runs import Run
     from vaulteval.workbench.strategy import Strategy
 
@@ -289,8 +285,10 @@ def load_run_dir(path: str | Path) -> RunDir:
     manifest = read_manifest(folder)
     pool = read_run_table(folder / "pool.csv", {"query_id": str})
     queries = read_run_table(folder / "queries.csv", {"query_id": str})
-    if "reranked" not in queries.columns:
-        queries = _schema_1_queries(queries)
+    missing = [c for c in ("reranked", "fallback") if c not in queries.columns]
+    if missing:
+        raise NotARunDir(f"{folder / 'queries.csv'} lacks the column(s) {', '.join(missing)}; run `vaulteval eval run` "
+                         "again")
     runs = []
     for entry in manifest["strategies"]:
         run = Run.from_trec(folder / entry["trec"], name=entry["name"])
@@ -300,14 +298,6 @@ def load_run_dir(path: str | Path) -> RunDir:
         run.queries = queries[queries.run == entry["name"]].drop(columns="run").reset_index(drop=True)
         runs.append(run)
     return RunDir(folder, manifest, runs)
-
-
-def _schema_1_queries(queries: "pd.DataFrame") -> "pd.DataFrame":
-    """Schema 1 stored only the label's text: derive ``reranked`` and ``fallback`` from it (old files only)."""
-    text = queries.label.astype(str)
-    reason = text.str.extract(r"\+noop-[a-z]+:([a-z-]+)$", expand=False)
-    return queries.assign(reranked=text.str.contains("+rerank:", regex=False),
-                          fallback=reason.where(reason != "no-candidates"))
 
 
 def queryset_path(folder: str | Path, info: dict[str, Any]) -> str:

@@ -32,8 +32,7 @@ ALPHA = 0.05
 POWER = 0.8
 BETTER, WORSE, UNDECIDED = "better", "worse", "no detectable difference"
 VERDICTS = (BETTER, WORSE, UNDECIDED)
-# 2: one procedure per comparison; 1 (a report.json without ``report_format``, a tune.json decision without
-# ``procedure``): Holm-adjusted randomization p values beside unadjusted bootstrap intervals of the delta.
+# One procedure per comparison; a report.json or tune.json decision of another format is refused.
 REPORT_FORMAT = 2
 LIMIT = 100_000
 SPREAD_EPS = 1e-12  # differences that vary less than this are rounding, not spread  # beyond this many queries "needs more" is said as "over LIMIT"

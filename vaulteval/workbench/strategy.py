@@ -210,19 +210,12 @@ class Strategy:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Strategy":
-        """A strategy from ``to_dict()``, of this format or of format 1 (the flat record of vaulteval 0.1)."""
-        from vaulteval.workbench.strategy_v1 import to_current
-
+        """A strategy from ``to_dict()`` (this format only; a record of another one is refused)."""
         if not isinstance(data, dict):
             raise StrategyError(f"a strategy must be a JSON object, got {type(data).__name__}")
-        if "format" not in data:
-            try:
-                data = to_current(data)
-            except UsageError as exc:
-                raise StrategyError(str(exc)) from None
-        if data["format"] != FORMAT:
-            raise StrategyError(f"strategy format {data['format']!r} is not one this vaulteval reads "
-                                f"(format {FORMAT}, and 1 of vaulteval 0.1)")
+        if data.get("format") != FORMAT:
+            raise StrategyError(f"strategy format {str(data.get('format'))[:40]} is not one this vaulteval reads "
+                                f"(format {FORMAT} only): run `vaulteval eval run` again")
         unknown = sorted(set(data) - {"format", "name", "first", "rerank", "index", "bm25_top", "top"})
         if unknown:
             raise StrategyError(f"unknown strategy field(s) {', '.join(unknown)}")

@@ -335,8 +335,10 @@ def decisive_sets(queryset: "QuerySet", test_queryset: "QuerySet | None"
 
 
 def read_tune(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The ``tune.json`` of a run directory, or None for a plain ``eval run``."""
+    """The ``tune.json`` of a run directory, or None for a plain ``eval run``; a decision of another
+    procedure (``decision.procedure``) is refused in one line."""
     from vaulteval.workbench.manifest import NotARunDir, read_run_json
+    from vaulteval.workbench.procedure import REPORT_FORMAT
 
     path = Path(run_dir) / TUNE_FILE
     if not path.is_file():
@@ -344,6 +346,11 @@ def read_tune(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     data = read_run_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("params", {}), dict):
         raise NotARunDir(f"{path} is malformed: expected the mapping tune writes")
+    decision = data.get("decision")
+    procedure = decision.get("procedure") if isinstance(decision, dict) else None
+    if procedure != REPORT_FORMAT:
+        raise NotARunDir(f"{path} holds a decision of procedure {str(procedure)[:40]}; this vaulteval reads "
+                         f"procedure {REPORT_FORMAT} only: run `vaulteval tune` again")
     return data
 
 
@@ -378,12 +385,10 @@ def verify_tune(tune_info: dict[str, Any], per_query: Any, vault_root: str, cach
                       slices=params.get("test_slices"), high_overlap=set(high) if high is not None else None,
                       semantic=params.get("semantic"))
     old = tune_info["decision"]
-    # A decision made by an older procedure (verify's note on report.json names it) is checked on its numbers.
-    same = old.get("procedure") == decision.get("procedure")
-    for key in ("verdict", "adopt", "significant", "n_test") if same else ("n_test",):
+    for key in ("verdict", "adopt", "significant", "n_test"):
         if decision.get(key) != old.get(key):
             diffs.append(f"tune.json: decision {key}: {old.get(key)} -> {decision.get(key)}")
-    for key in ("delta", "p", "default_mean", "best_mean") if same else ("delta", "default_mean", "best_mean"):
+    for key in ("delta", "p", "default_mean", "best_mean"):
         a, b = old.get(key), decision.get(key)
         if a is None or b is None or abs(a - b) > tolerance * max(1.0, abs(a)):
             diffs.append(f"tune.json: decision {key}: {a} -> {b}")

@@ -51,7 +51,6 @@ class VerifyResult:
     run_dir: Path
     diffs: list[str] = field(default_factory=list)
     recomputed: "EvalRun | None" = None
-    notes: list[str] = field(default_factory=list)  # said, not differences: e.g. an older report format
 
     @property
     def ok(self) -> bool:
@@ -95,7 +94,6 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
         strategies = [Strategy.from_dict(s["strategy"]) for s in manifest["strategies"]]
     except (TypeError, ValueError) as exc:  # StrategyError (a UsageError) passes through with its own message
         raise NotARunDir(f"{folder}/manifest.json has an unusable strategy: {exc}") from None
-    _refuse_rescored(folder, manifest, strategies)
     _refuse_other_libraries(folder, manifest)
     ev = evaluate(v, qs, strategies,
                   measures=params["measures"], k=params["k"], baseline=params.get("baseline"),
@@ -115,7 +113,7 @@ def verify_run(run_dir: str | Path, *, vault: str | Path | None = None, notes_di
             diffs += _diff_csv(name, folder / name, fresh / name, keys)
         for entry in manifest["strategies"]:
             diffs += _diff_trec(entry["trec"], folder / entry["trec"], fresh / entry["trec"])
-        diffs += _diff_report(folder, fresh, manifest, result.notes)
+        diffs += _diff_report(folder, fresh, manifest)
     if tune_info is not None:
         diffs += verify_tune(tune_info, ev.per_query, str(v.root), str(cache_dir) if cache_dir else None,
                              notes_dir=v.notes_rel)
@@ -158,21 +156,6 @@ def _diff_pages(folder: Path, recorded: str, fp: Any) -> list[str]:
     return out
 
 
-def _refuse_rescored(folder: Path, manifest: dict[str, Any], strategies: list[Any]) -> None:
-    """Schema 1 recorded another score for hybrid runs (1/rank) and for reranks over field-weighted BM25
-    (the BM25 score): their TREC files and abstention thresholds cannot be reproduced, so say so."""
-    if manifest.get("schema") != 1:
-        return
-    for entry, strategy in zip(manifest["strategies"], strategies):
-        hybrid = strategy.first.ranked_by == "fused"
-        if hybrid or (strategy.reranker is not None and strategy.first_stage().fields):
-            version = (manifest.get("packages") or {}).get("vaulteval") or "an unknown version"
-            was = "1/rank" if hybrid else "the BM25 score"
-            raise NotARunDir(f"{folder} was written by vaulteval {version} (run schema 1), which scored run "
-                             f"{entry['name']} by {was}; this vaulteval (schema 2) records the score each result "
-                             "was ranked by, so it cannot verify it: run `vaulteval eval run` again")
-
-
 def _refuse_other_libraries(folder: Path, manifest: dict[str, Any]) -> None:
     """A run analyzed with other analyzer library versions (jieba, PyStemmer, ...) cannot give the same
     terms here: refuse in one line rather than list every score that moved."""
@@ -191,16 +174,12 @@ def _refuse_other_libraries(folder: Path, manifest: dict[str, Any]) -> None:
 
 # Report tables compared row by row; latency is measured, not reproducible, and only rendered.
 REPORT_KEYS = {"summary": ["run", "measure"], "rerank": ["run"], "pool": ["run"], "negatives": ["run"]}
-# What every report format holds alike: a report of another format is checked on these summary columns.
-SHARED_SUMMARY = ["run", "measure", "value", "ci_low", "ci_high", "baseline_value", "delta", "wins", "ties",
-                  "losses", "status"]
 
 
-def _diff_report(folder: Path, fresh: Path, manifest: dict[str, Any], notes: list[str]) -> list[str]:
+def _diff_report(folder: Path, fresh: Path, manifest: dict[str, Any]) -> list[str]:
     """report.json against the recomputed comparison, and report.md against what report.json renders.
 
-    A report of an older format (its p values, delta intervals and verdicts came from another procedure)
-    is checked on what both formats hold, and ``notes`` says which vaulteval wrote it."""
+    A report of another format (its verdicts came from another procedure) is refused in one line."""
     import json
 
     from vaulteval.workbench.procedure import REPORT_FORMAT
@@ -213,26 +192,18 @@ def _diff_report(folder: Path, fresh: Path, manifest: dict[str, Any], notes: lis
         old = render_report(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError, RecursionError) as exc:
         return [f"{REPORT_DATA}: unreadable or malformed ({exc})"]
+    stored = old.params.get("report_format") if isinstance(old.params, dict) else None
+    if stored != REPORT_FORMAT:
+        version = (manifest.get("packages") or {}).get("vaulteval") or "an unknown version"
+        raise NotARunDir(f"{path} was written by vaulteval {version} in report format {str(stored)[:40]}; this "
+                         f"vaulteval reads format {REPORT_FORMAT} only: run `vaulteval eval run` again")
     new = render_report(json.loads((fresh / REPORT_DATA).read_text(encoding="utf-8")))
     rendered = old.to_markdown() + "\n"
     lines = []
-    stored = old.params.get("report_format", 1) if isinstance(old.params, dict) else 1
-    if stored != REPORT_FORMAT:
-        version = (manifest.get("packages") or {}).get("vaulteval") or "an unknown version"
-        notes.append(f"{REPORT_DATA} was written by vaulteval {version} in report format {stored}; this vaulteval "
-                     f"writes format {REPORT_FORMAT} (one test per comparison), so the comparison was checked on "
-                     f"what both hold ({', '.join(SHARED_SUMMARY[2:])}): run `vaulteval eval run` again for "
-                     "the current verdicts")
-        old.tables["summary"] = old.tables["summary"].reindex(columns=SHARED_SUMMARY)
-        new.tables["summary"] = new.tables["summary"].reindex(columns=SHARED_SUMMARY)
-        old_notes = [n for n in old.notes if not n.startswith("with ")]  # the noise notes follow the procedure
-        new_notes = [n for n in new.notes if not n.startswith("with ")]
-    else:
-        old_notes, new_notes = old.notes, new.notes
     if old.baseline != new.baseline:
         lines.append(f"{REPORT_DATA}: baseline {old.baseline} -> {new.baseline}")
-    if old_notes != new_notes:
-        lines.append(f"{REPORT_DATA}: notes differ: {old_notes} -> {new_notes}")
+    if old.notes != new.notes:
+        lines.append(f"{REPORT_DATA}: notes differ: {old.notes} -> {new.notes}")
     for name, keys in REPORT_KEYS.items():
         a, b = old.tables.get(name), new.tables.get(name)
         if a is None or b is None or a.empty or b.empty:
@@ -336,7 +307,9 @@ def _diff_csv(name: str, old_path: Path, new_path: Path, keys: list[str]) -> lis
     except NotARunDir as exc:  # a table that cannot be compared is a difference, like a missing one
         return [f"{name}: {exc}"]
     new = pd.read_csv(new_path, dtype=dtypes)
-    keys = [k for k in keys if k in old.columns and k in new.columns]  # run dirs written before a key existed
+    missing = [k for k in keys if k not in old.columns]
+    if missing:
+        return [f"{name}: lacks the key column(s) {', '.join(missing)}"]
     return _diff_frames(name, old, new, keys)
 
 
