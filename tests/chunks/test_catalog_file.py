@@ -28,7 +28,7 @@ entries = st.lists(st.tuples(
     st.text(min_size=1, max_size=12).filter(lambda t: "\0" not in t),
     st.one_of(st.just(""), st.binary(min_size=32, max_size=32).map(lambda b: "sha256:" + b.hex())),
     st.one_of(st.none(), st.tuples(st.integers(0, 2**62), st.integers(0, 2**62), st.integers(-2**62, 2**62))),
-    st.lists(st.tuples(st.sampled_from(SEG), st.integers(8, 2**40), st.one_of(st.none(), st.integers(0, 4095)),
+    st.lists(st.tuples(st.sampled_from(SEG), st.integers(8, 2**40), st.integers(0, 4095),
                        st.integers(0, 1 << 20), st.integers(0, 2**32 - 1)), max_size=4)),
     max_size=8, unique_by=lambda e: e[0])
 
@@ -36,9 +36,7 @@ entries = st.lists(st.tuples(
 @settings(max_examples=150, deadline=None, database=None)
 @given(entries)
 def test_a_catalog_reads_back_as_written(items) -> None:
-    # Records of segment format 2 (``@<block>#<n>``) and of format 1 (``@<frame>``, a vault being converted).
-    rows = [(rel, f"a{n:03d}", h, sig, len(recs),
-             [[f"store/{s}@{o}" + (f"#{k}" if k is not None else ""), z, c] for s, o, k, z, c in recs])
+    rows = [(rel, f"a{n:03d}", h, sig, len(recs), [[f"store/{s}@{o}#{k}", z, c] for s, o, k, z, c in recs])
             for n, (rel, h, sig, recs) in enumerate(items)]
     data, table = catalogfile.encode(SETTINGS, rows)
     got_settings, got = catalogfile.decode(data)
@@ -69,33 +67,6 @@ def _old_notes(root: Path) -> None:
     past = time.time() - 3600
     for page in (root / "wiki").rglob("*.md"):
         os.utime(page, (past, past))
-
-
-def test_a_json_catalog_of_the_previous_version_migrates_without_reading_a_note(fresh_vault: Path,
-                                                                                monkeypatch) -> None:
-    from vaulteval import Vault
-    from vaulteval.chunks import packing
-    from vaulteval.chunks.catalog import read_entries
-    from vaulteval.pipeline.provision import provision
-    from vaulteval.vault.metadir import MetaDir
-
-    _old_notes(fresh_vault)
-    provision(Vault(fresh_vault))
-    meta = fresh_vault / META_REL
-    with MetaDir.open(Vault(fresh_vault)) as folder:
-        settings, pages = read_entries(folder)
-    (meta / "chunk-catalog.json").write_text(json.dumps({**settings, "schema": 3, "pages": pages}))
-    (meta / "chunk-catalog.vcc").unlink()
-    records, notes = chunk_records(fresh_vault), snapshot(fresh_vault / "wiki")
-    read: list[str] = []
-    real = packing.read_note
-    monkeypatch.setattr(packing, "read_note", lambda page, sig=None: read.append(page.rel) or real(page, sig))
-    report = provision(Vault(fresh_vault))
-    assert read == [] and report["prefix"]["chunks_written"] == 0 and report["index"]["tokenized"] == 0
-    assert not (meta / "chunk-catalog.json").exists() and (meta / "chunk-catalog.vcc").is_file()
-    assert chunk_records(fresh_vault) == records and snapshot(fresh_vault / "wiki") == notes
-    with MetaDir.open(Vault(fresh_vault)) as folder:
-        assert read_entries(folder) == (settings, pages)
 
 
 def _index_bytes(meta: Path) -> dict:

@@ -258,17 +258,23 @@ def test_index_built_from_foreign_records(tmp_path: Path) -> None:
     root = tmp_path / "v"
     write_note(root, "wiki/Kettle.md", "---\naddress: c-000001\n---\nThe kettle whistles at the boil.\n\nDescale with citric acid.\n")
     write_note(root, "wiki/Legacy.md", "---\naddress: c-000002\n---\nAn old note about the gramophone.\n")
-    chunks = root / META_REL / "chunks"
-    (chunks / "c-000001").mkdir(parents=True)
-    (chunks / "c-000002").mkdir(parents=True)
+    from vaulteval import Vault
+    from vaulteval.chunks.catalog import ChunkParams, settings_of, write_entries
+    from vaulteval.chunks.segments import SegmentWriter
+    from vaulteval.vault.metadir import MetaDir
+
     r0 = _seed_record(root, "wiki/Kettle.md", "c-000001", 0, "The kettle whistles at the boil.", "Kettle. Notes.")
     r1 = _seed_record(root, "wiki/Kettle.md", "c-000001", 1, "Descale with citric acid.", "Kettle. Notes.")
-    for rec in (r0, r1):
-        assert "chunk_id" not in rec and "schema_version" not in rec
-        (chunks / "c-000001" / f"chunk-{rec['chunk_index']:03d}.json").write_text(json.dumps(rec, indent=2))
-    legacy = _seed_record(root, "wiki/Legacy.md", "c-000002", 0, "An old note about the gramophone.", "Legacy.")
-    del legacy["body_hash"], legacy["page_body_hash"]  # a hashless legacy record
-    (chunks / "c-000002" / "chunk-000.json").write_text(json.dumps(legacy))
+    assert all("chunk_id" not in rec and "schema_version" not in rec for rec in (r0, r1))
+    hashless = _seed_record(root, "wiki/Legacy.md", "c-000002", 0, "An old note about the gramophone.", "Legacy.")
+    del hashless["body_hash"], hashless["page_body_hash"]
+    pages = {"wiki/Kettle.md": ("c-000001", [r0, r1]), "wiki/Legacy.md": ("c-000002", [hashless])}
+    with MetaDir.open(Vault(root), create=True) as meta:  # records another tool wrote into the packed store
+        with SegmentWriter(meta) as seg:
+            entries = {rel: {"address": address, "hash": "", "stat": None, "chunks": len(recs),
+                             "records": [list(seg.append(rec)) for rec in recs]}
+                       for rel, (address, recs) in pages.items()}
+        write_entries(meta, settings_of(ChunkParams(), None), entries)
 
     report = run_json("index", "build", "--vault", root)
     assert report["docs"] == 2 and report["pages"] == 1

@@ -1,4 +1,4 @@
-"""The packed chunk store: migration from one file per record, compaction, stat signatures, kills mid-write.
+"""The packed chunk store: a segment of another format, compaction, stat signatures, kills mid-write.
 
 Usage: ``.venv/bin/python -m pytest tests/chunks/test_packed_store.py -q``
 """
@@ -32,8 +32,6 @@ from pipeline_fixtures import (  # noqa: F401
     run_cli,
     run_json,
     snapshot,
-    to_loose_layout,
-    to_segment_format_1,
 )
 
 STORE = Path(META_REL) / "store"
@@ -44,68 +42,44 @@ def _segments(root: Path) -> set[str]:
     return {p.name for p in (root / STORE).iterdir()}
 
 
-def test_the_one_file_per_record_layout_migrates_with_one_provision(fresh_vault: Path) -> None:
-    root = fresh_vault
-    assert to_loose_layout(root) == 54
-    served = retrieve_json(root, "descaling citric acid")  # the old layout is served until the migration
-    assert served["candidates"][0]["page_path"] == DESCALING_NOTE
-    # A record whose prefix came from elsewhere (an LLM, say) must be carried over, not written again.
-    path = root / META_REL / "chunks" / "c-000103" / "chunk-000.json"
-    rec = json.loads(path.read_text())
-    rec["prefix"] = "Carried over prefix."
-    rec["contextualized_text"] = f"{rec['prefix']}\n\n{rec['raw_text']}"
-    path.write_text(json.dumps(rec), encoding="utf-8")
-    theirs = root / ".vault-meta" / "chunks" / "c-000103" / "chunk-000.json"  # claude-obsidian's own record
-    theirs.parent.mkdir(parents=True)
-    theirs.write_text('{"page_path": "wiki/howto/Descaling.md", "raw_text": "theirs"}')
-    notes, shared = snapshot(root / "wiki"), snapshot(root / ".vault-meta" / "chunks")
-
-    proc = run_cli("provision", "--vault", root)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.splitlines() == [
-        "vaulteval: migrated the chunk records to the packed store (.vault-meta/vaulteval/store/): carried over "
-        "54, removed 54 loose record file(s) of the old layout"]
-    assert json.loads(proc.stdout)["migrated_store"] == {"records": 54, "removed": 54}
-    assert not (root / META_REL / "chunks").exists() and len(_segments(root)) == 1
-    assert records_for(root, DESCALING_NOTE)[0]["prefix"] == "Carried over prefix."
-    assert snapshot(root / "wiki") == notes and snapshot(root / ".vault-meta" / "chunks") == shared
-    after = retrieve_json(root, "descaling citric acid")["candidates"]
-    assert [c["chunk_id"] for c in after][1:] == [c["chunk_id"] for c in served["candidates"]][1:]
-    assert after[0]["page_path"] == DESCALING_NOTE
-    again = run_cli("provision", "--vault", root)
-    assert again.returncode == 0 and again.stderr == ""
-
-
-def test_a_store_of_segment_format_1_is_converted_with_one_provision(fresh_vault: Path) -> None:
-    """The uncompressed store of the previous format is served until the next provision, which copies every
-    record into compressed blocks, says so in one line and leaves the notes and the rankings as they were."""
+def test_a_segment_of_another_format_is_refused_in_one_line_and_provision_rebuilds_it(fresh_vault: Path) -> None:
+    """A segment whose magic names another format is not read: retrieve says to provision (exit 10), and the
+    next provision writes its records again and leaves the notes as they were."""
     root = fresh_vault
     before = chunk_records(root)
-    assert to_segment_format_1(root) == 54
-    (old,) = _segments(root)
-    assert chunk_records(root) == before
-    query = "descaling citric acid"
-    served = retrieve_json(root, query)["candidates"]  # format 1 is still read
-    assert served[0]["page_path"] == DESCALING_NOTE
+    for segment in _segments(root):
+        path = root / STORE / segment
+        data = bytearray(path.read_bytes())
+        assert data[7] == 2
+        data[7] = 1
+        path.write_bytes(bytes(data))
     notes = snapshot(root / "wiki")
-
+    line = assert_one_line_error(run_cli("retrieve", "--vault", root, "descaling citric acid", "--no-rerank"), 10)
+    assert "vaulteval provision" in line
     proc = run_cli("provision", "--vault", root)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.splitlines() == [
-        "vaulteval: converted the packed chunk store to compressed blocks (segment format 2): carried over 54 "
-        "record(s)"]
-    assert json.loads(proc.stdout)["converted_store"] == {"records": 54}
-    assert all("#" in loc[0] and old not in loc[0] for loc in chunk_locations(root))
-    assert chunk_records(root) == before  # every record carried over as it was (LLM prefixes included)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert json.loads(proc.stdout)["prefix"]["chunks_written"] == 54
+    def unstamped(records: list[dict]) -> list[dict]:
+        return [{k: v for k, v in rec.items() if k != "created_at"} for rec in records]
+    assert unstamped(chunk_records(root)) == unstamped(before)  # written again, the same but for the time
+    assert retrieve_json(root, "descaling citric acid")["candidates"][0]["page_path"] == DESCALING_NOTE
     assert snapshot(root / "wiki") == notes
-    # The same provision migrated the JSON catalog of that time (schema 3) to the binary one.
-    assert not (root / META_REL / "chunk-catalog.json").exists() and (root / META_REL / "chunk-catalog.vcc").is_file()
-    after = retrieve_json(root, query)["candidates"]
-    assert [(c["chunk_id"], c["score"]) for c in after] == [(c["chunk_id"], c["score"]) for c in served]
-    again = run_cli("provision", "--vault", root)
-    assert again.returncode == 0 and again.stderr == ""
-    assert old not in _segments(root)  # removed once no generation reads it
-    assert (root / STORE / next(iter(_segments(root)))).read_bytes()[:8] == b"VEVCHS\x00\x02"
+
+
+def test_files_of_earlier_store_layouts_are_not_read(fresh_vault: Path) -> None:
+    """A JSON catalog and loose record files (layouts vaulteval no longer reads) are not trusted: without the
+    binary catalog provision reads every note again and indexes only the packed store."""
+    root, meta = fresh_vault, fresh_vault / META_REL
+    (meta / "chunk-catalog.vcc").unlink()
+    (meta / "chunk-catalog.json").write_text(json.dumps({"schema": 3, "pages": {}}), encoding="utf-8")
+    loose = meta / "chunks" / "c-000103" / "chunk-000.json"
+    loose.parent.mkdir(parents=True)
+    loose.write_text(json.dumps({"page_path": DESCALING_NOTE, "raw_text": "a loose record"}), encoding="utf-8")
+    report = run_json("provision", "--vault", root)
+    assert report["prefix"]["pages_skipped"] == 0 and report["prefix"]["pages_seen"] == 53
+    assert report["index"]["rejected"] == {} and report["index"]["docs"] == 54
+    assert all(loc[0].startswith("store/") for loc in chunk_locations(root))
+    assert retrieve_json(root, "descaling citric acid")["candidates"][0]["page_path"] == DESCALING_NOTE
 
 
 def test_compaction_when_most_of_the_store_is_dead(fresh_vault: Path) -> None:

@@ -66,7 +66,7 @@ DEPTH_TOP = {"quick": 3, "standard": 5, "deep": 10}
 
 RETRIEVE_KEYS = {"schema", "query", "strategy", "label", "pipeline", "top_k", "candidates"}
 CANDIDATE_KEYS = {"chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "score", "scores",
-                  "bm25_score", "rerank_score", "rerank_source", "snippet", "matched_terms", "heading_path",
+                  "rerank_source", "snippet", "matched_terms", "heading_path",
                   "first_line", "last_line", "modified", "snippet_line", "snippet_heading_path"}
 EXPLAIN_KEYS = {"bm25_candidate_count", "post_rerank_count", "deduped_count", "bm25_top_param", "rerank_model",
                 "stale_candidates_skipped"}
@@ -401,11 +401,11 @@ def check_retrieve(data: object, vault: Path, args: list[str], where: str) -> No
         assert isinstance(c["chunk_index"], int) and c["chunk_index"] >= 0, where
         assert c["chunk_id"] == f"{c['page_address']}:{c['chunk_index']}", where
         assert isinstance(c["snippet"], str) and len(c["snippet"]) <= 200, where
-        assert isinstance(c["bm25_score"], (int, float)), where
+        assert isinstance(c["score"], (int, float)), where
         if data["label"]["reranker"] is None:  # BM25 order: scores never mixed with cosines
-            assert c["score"] == c["bm25_score"] and c["rerank_score"] is None and set(c["scores"]) == {"bm25"}, where
+            assert c["score"] == c["scores"]["bm25"] and set(c["scores"]) == {"bm25"}, where
         else:
-            assert c["score"] == c["scores"]["rerank"] == c["rerank_score"], where
+            assert c["score"] == c["scores"]["rerank"], where
         pages.add(c["page_path"])
     assert len(pages) == len(cands), f"{where}: candidates are not deduplicated by page"
     scores = [c["score"] for c in cands]

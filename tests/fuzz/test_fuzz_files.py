@@ -103,20 +103,12 @@ def test_chunk_records_through_index_build_and_retrieve(tmp_path: Path, records:
         assert snapshot(root / "wiki") == notes
 
 
-json_catalogs = st.one_of(  # the JSON catalog of an earlier version, read to migrate when no binary one exists
-    st.builds(lambda pages: json.dumps({"schema": 3, "params": {"target": 2000, "overlap": 200, "hard_max": 4000},
-                                        "pages": pages}).encode(),
-              st.one_of(json_values, st.dictionaries(st.sampled_from(["wiki/espresso.md", "wiki/bread.md", "x"]),
-                                                     json_values, max_size=2))),
-    json_values.map(lambda v: json.dumps(v).encode()),
-)
 # The binary catalog: any bytes, or the real file cut short, with a flipped bit or a byte overwritten.
 catalog_damage = st.one_of(
     st.tuples(st.just("bytes"), st.binary(max_size=200)),
     st.tuples(st.just("cut"), st.integers(min_value=0, max_value=4000)),
     st.tuples(st.just("flip"), st.integers(min_value=0, max_value=4000), st.integers(min_value=0, max_value=7)),
     st.tuples(st.just("poke"), st.integers(min_value=0, max_value=4000), st.integers(min_value=0, max_value=255)),
-    st.tuples(st.just("json"), json_catalogs),
 )
 
 
@@ -138,11 +130,7 @@ def test_catalog_through_provision(tmp_path: Path, damage: tuple) -> None:
         root = _small_vault(scratch / "v")
         cli_ok("provision", "--vault", root, codes={0})
         binary = root / META_REL / "chunk-catalog.vcc"
-        if damage[0] == "json":
-            binary.unlink()
-            (root / META_REL / "chunk-catalog.json").write_bytes(damage[1])
-        else:
-            binary.write_bytes(_damaged(binary.read_bytes(), damage))
+        binary.write_bytes(_damaged(binary.read_bytes(), damage))
         count("catalog")
         notes = snapshot(root / "wiki")
         _, _, err = cli_ok("provision", "--vault", root, codes={0})
@@ -150,4 +138,3 @@ def test_catalog_through_provision(tmp_path: Path, damage: tuple) -> None:
         cli_ok("retrieve", "--vault", root, "--no-rerank", "descale espresso", codes={0})
         cli_ok("prefix", "--vault", root, "wiki/espresso.md", codes={0})
         assert snapshot(root / "wiki") == notes
-        assert not (root / META_REL / "chunk-catalog.json").exists()

@@ -39,15 +39,15 @@ def test_a_compact_row_round_trips_and_is_smaller() -> None:
 
 
 @pytest.mark.parametrize("changes", [
-    {"chunk_file": "chunks/c-000103/chunk-002.json"},          # the one-file-per-record layout
-    {"chunk_file": f"store/{SEG}@4096"},                         # segment format 1
+    {"chunk_file": "chunks/c-000103/chunk-002.json"},          # not a packed-store location
+    {"chunk_file": f"store/{SEG}@4096"},                         # no record number
     {"chunk_file": "store/seg-ffffffffffffffff.vcs@8#0"},        # a segment the header does not list
     {"chunk_file": f"store/{SEG}@04096#17"},                     # not the canonical spelling
     {"body_hash": "sha256:" + "AB" * 32},                        # upper-case hex
     {"page_body_hash": "sha256:"},                               # what a catalog without hash holds
     {"context_hash": "md5:x"},
     {"chunk_id": "c-000103:3"},                                  # an id the address and index do not give
-    {"mtime_ns": 1796120283519482271},                           # an mtime of the old layout
+    {"mtime_ns": 1796120283519482271},                           # past a CRC-32
     {"page_address": "a" * 300},
 ])
 def test_a_row_that_does_not_fit_the_compact_shape_is_json(changes: dict) -> None:

@@ -85,7 +85,7 @@ def test_dense_and_hybrid_find_the_descaling_note_and_say_so(embedded: Path, str
     out = _dense(embedded, "how do I remove limescale from the coffee maker", strategy, "--top", "3")
     assert out["strategy"] == label
     assert DESCALING_NOTE in [c["page_path"] for c in out["candidates"]]
-    assert all(-1 <= c["dense_score"] <= 1 for c in out["candidates"] if c.get("dense_score") is not None)
+    assert all(-1 <= c["scores"]["dense"] <= 1 for c in out["candidates"] if "dense" in c["scores"])
     assert out["explain"]["first_stage"] == label and out["explain"]["first_stage_fallback"] is None
 
 
@@ -115,8 +115,8 @@ def test_a_dense_hit_bm25_did_not_match_has_no_bm25_score(embedded: Path) -> Non
     assert out["candidates"] and any(c["chunk_id"] not in matched for c in out["candidates"])
     for c in out["candidates"]:
         assert ("bm25" in c["scores"]) == (c["chunk_id"] in matched), c
-        assert c["bm25_score"] == c["scores"].get("bm25", 0.0)  # the deprecated field keeps its v1 value
-        assert c["score"] == c["scores"]["dense"] == c["dense_score"]
+        assert not {"bm25_score", "dense_score"} & set(c)  # each component once, under scores
+        assert c["score"] == c["scores"]["dense"]
     timings = out["explain"]["timings_ms"]
     assert timings["dense"] > 0 and timings["fusion"] == 0.0 and timings["rerank"] == 0.0
 

@@ -203,7 +203,7 @@ def test_dense_is_dense_in_retrieve_and_eval(embedded: Path) -> None:
     out = run_json("retrieve", "--vault", embedded, QUERIES[0], "--strategy", "dense")
     assert out["label"] == {"first_stage": "dense", "reranker": None, "fallbacks": []}
     assert out["pipeline"] == {"text": "dense", "source": "strategy"}
-    assert all(c["rerank_score"] is None for c in out["candidates"])
+    assert all("rerank" not in c["scores"] for c in out["candidates"])
     reranked = run_json("retrieve", "--vault", embedded, QUERIES[0], "--strategy", "dense:rerank=st")
     assert reranked["label"]["reranker"] == "sentence-transformers"
 

@@ -26,13 +26,13 @@ def test_score_is_the_component_the_stage_ranked_by_and_then_the_rerank(scores: 
     assert cand.score == cand.scores["rerank"] == 0.123457 and cand.rerank_score == 0.123457
 
 
-def test_deprecated_fields_keep_their_v1_values() -> None:
-    dense_only = _cand("a", dense=0.5).to_dict()
-    assert "bm25" not in dense_only["scores"] and dense_only["bm25_score"] == 0.0
-    assert dense_only["rerank_score"] is None and dense_only["dense_score"] == 0.5  # never a copy of another score
+def test_the_json_holds_each_component_once_under_scores() -> None:
+    dense_only = _cand("a", dense=0.5)
+    assert dense_only.to_dict()["scores"] == {"dense": 0.5} and dense_only.bm25_score == 0.0
+    assert dense_only.rerank_score is None  # never a copy of another score
     plain = _cand("b", bm25=2.0).to_dict()
-    assert plain["bm25_score"] == plain["score"] == 2.0 and "dense_score" not in plain
-    assert plain["rerank_score"] is None
+    assert plain["scores"] == {"bm25": 2.0} and plain["score"] == 2.0
+    assert not {"bm25_score", "rerank_score", "dense_score"} & set(plain)
 
 
 @pytest.mark.parametrize("label, text", [

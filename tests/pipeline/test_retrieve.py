@@ -33,8 +33,8 @@ from pipeline_fixtures import (  # noqa: F401
 )
 
 CANDIDATE_KEYS = {
-    "chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "score", "scores", "bm25_score",
-    "rerank_score", "rerank_source", "snippet", "matched_terms", "heading_path", "first_line", "last_line",
+    "chunk_id", "page_address", "page_path", "absolute_path", "chunk_index", "score", "scores",
+    "rerank_source", "snippet", "matched_terms", "heading_path", "first_line", "last_line",
     "modified", "snippet_line", "snippet_heading_path",
 }
 TIMED_STAGES = {"index_open", "bm25", "dense", "fusion", "integrity", "rerank", "dedupe", "total"}
@@ -72,7 +72,7 @@ def test_cjk_fullwidth_and_halfwidth_forms_match(provisioned_sample: Path) -> No
     full = retrieve_json(provisioned_sample, "ジャパンレールパス")
     half = retrieve_json(provisioned_sample, "ｼﾞｬﾊﾟﾝﾚｰﾙﾊﾟｽ")
     assert [c["chunk_id"] for c in half["candidates"]] == [c["chunk_id"] for c in full["candidates"]]
-    assert [c["bm25_score"] for c in half["candidates"]] == [c["bm25_score"] for c in full["candidates"]]
+    assert [c["scores"]["bm25"] for c in half["candidates"]] == [c["scores"]["bm25"] for c in full["candidates"]]
 
 
 # -- 11. JSON schema and dedupe ------------------------------------------------------
@@ -95,16 +95,15 @@ def test_explain_json_schema(provisioned_sample: Path) -> None:
         assert c["page_path"].startswith("wiki/") and c["page_path"].endswith(".md")
         assert c["absolute_path"] == str(provisioned_sample / c["page_path"])
         assert Path(c["absolute_path"]).is_file()
-        assert isinstance(c["bm25_score"], float) and c["bm25_score"] > 0
-        assert c["scores"] == {"bm25": c["bm25_score"]} and c["score"] == c["bm25_score"]
-        assert c["rerank_score"] is None  # deprecated (schema v1): null when nothing was reranked, never a copy
+        assert isinstance(c["score"], float) and c["score"] > 0
+        assert c["scores"] == {"bm25": c["score"]}  # nothing reranked: no rerank component
         assert c["rerank_source"] == "skipped"
         assert isinstance(c["snippet"], str) and 0 < len(c["snippet"]) <= 200
         rec = records_for(provisioned_sample, c["page_path"])[c["chunk_index"]]
         assert c["snippet"] in rec["raw_text"]  # a passage of the chunk, never text from elsewhere
         assert c["matched_terms"] and set(c["matched_terms"]) <= {"espresso", "grinder", "coffee", "beans"}
         assert 1 <= c["first_line"] <= c["snippet_line"] <= c["last_line"]
-    scores = [c["bm25_score"] for c in cands]
+    scores = [c["scores"]["bm25"] for c in cands]
     assert scores == sorted(scores, reverse=True)
     assert len({c["page_path"] for c in cands}) == len(cands), "two candidates share a page"
 
@@ -134,7 +133,7 @@ def test_dedupe_keeps_the_best_chunk_of_a_page(provisioned_sample: Path) -> None
     assert ex["deduped_count"] < ex["post_rerank_count"]
     (cand,) = [c for c in data["candidates"] if c["page_path"] == LONG_NOTE]
     assert cand["chunk_id"] == long_hits[0]["chunk_id"]
-    assert cand["bm25_score"] == max(h["score"] for h in long_hits)
+    assert cand["scores"]["bm25"] == max(h["score"] for h in long_hits)
     assert len({c["page_path"] for c in data["candidates"]}) == len(data["candidates"])
 
 

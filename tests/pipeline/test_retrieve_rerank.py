@@ -53,7 +53,7 @@ def test_every_fault_keeps_bm25_order_and_says_why(reranking, ollama_server: Any
     assert [c["chunk_id"] for c in result["candidates"]] == [c["chunk_id"] for c in bm25["candidates"]]
     for cand in result["candidates"]:
         assert cand["rerank_source"] == f"noop:{reason}"
-        assert cand["rerank_score"] is None  # never a cosine mixed into a BM25 ranking, nor a copy of BM25's
+        assert "rerank" not in cand["scores"]  # never a cosine mixed into a BM25 ranking, nor a copy of BM25's
     assert snapshot(vault) == before  # a fallback writes nothing at all, not even the cache
 
 
@@ -63,7 +63,7 @@ def test_success_reranks_by_cosine_and_writes_only_the_cache(reranking, ollama_s
     code, result, err = _retrieve(vault, "--model", "all-minilm", "--explain")
     assert code == 0, err
     assert result["strategy"] == "bm25+rerank:ollama"
-    scores = [c["rerank_score"] for c in result["candidates"]]
+    scores = [c["scores"]["rerank"] for c in result["candidates"]]
     assert scores == sorted(scores, reverse=True) and all(-1.0 <= s <= 1.0 for s in scores)
     assert {c["rerank_source"] for c in result["candidates"]} == {"ollama"}
     after = snapshot(vault)
@@ -128,7 +128,7 @@ def test_rerank_orders_pages_by_their_best_cosine_chunk(reranking) -> None:
     assert all(cosine[c] >= cosine[best[hit_page[c]]] - 1e-6 for c in got)  # each page's best chunk
     assert all(cosine[a] >= cosine[b] - 1e-6 for a, b in zip(got, got[1:]))  # best first
     for cand in result["candidates"]:
-        assert cand["rerank_score"] == pytest.approx(cosine[cand["chunk_id"]], abs=1e-4)
+        assert cand["scores"]["rerank"] == pytest.approx(cosine[cand["chunk_id"]], abs=1e-4)
 
     # The case is one that can tell: the rerank changes the page order, and one page's best-cosine
     # chunk is not its best-BM25 chunk (a dedupe before the rerank would keep the other one).

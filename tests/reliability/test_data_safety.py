@@ -88,8 +88,7 @@ def test_a_symlinked_meta_folder_is_refused_before_anything_changes(fresh_vault:
         assert snapshot(fresh_vault / META) == before_meta, ".vault-meta changed before the refusal"
 
 
-@pytest.mark.parametrize("name", [".lock", "chunk-catalog.vcc", "chunk-catalog.json", "bm25/index.vti",
-                                  "embeddings.sqlite"])
+@pytest.mark.parametrize("name", [".lock", "chunk-catalog.vcc", "bm25/index.vti", "embeddings.sqlite"])
 def test_a_symlinked_meta_file_is_refused(fresh_vault: Path, outside: Path, name: str) -> None:
     _swap_for_link(fresh_vault / META / name, outside / "notes.txt")
     before = snapshot(outside)

@@ -330,6 +330,22 @@ def test_a_forged_index_is_refused_with_exit_10_or_rebuilt(fresh_vault: Path, sh
     assert _retrieve(fresh_vault)[0] == 0
 
 
+@pytest.mark.parametrize("row_format", [1, None])
+def test_an_index_of_another_row_format_is_refused_in_one_line_until_provision(fresh_vault: Path,
+                                                                                row_format) -> None:
+    path = index_file(fresh_vault)
+    magic, header, body = _split(path)
+    assert header["row_format"] == 2
+    header = {k: v for k, v in header.items() if k != "row_format"} if row_format is None else \
+        dict(header, row_format=row_format)
+    _forge(path, magic, header, body)
+    code, _, err = _retrieve(fresh_vault)
+    assert code == 10 and len(err.strip().splitlines()) == 1 and "vaulteval provision" in err, err
+    code, out, err = run_main("provision", "--vault", fresh_vault)
+    _clean(code, err, (0,))
+    assert json.loads(out)["index"]["tokenized"] == 54 and _retrieve(fresh_vault)[0] == 0
+
+
 # -- the index file: right checksums from the real writer, numbers that mean something else --------
 
 _WRITER_KEYS = ("schema_version", "block_size", "n_blocks", "blocks_crc32", "sections", "body_size")

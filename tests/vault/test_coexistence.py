@@ -25,7 +25,6 @@ from pipeline_fixtures import (
     index_file,
     run_cli,
     snapshot,
-    to_loose_layout,
 )
 from vaulteval.vault.metadir import META_REL
 
@@ -219,40 +218,20 @@ def test_doctor_names_the_other_tools_state(fresh_vault: Path) -> None:
     assert [line for line in text.splitlines() if "claude-obsidian" in line] == [f"  note: {report['coexistence']}"]
 
 
-def _old_layout(root: Path) -> None:
-    """vaulteval's files moved to where the old version kept them, directly in .vault-meta/ (one file per record)."""
-    meta = root / ".vault-meta"
-    to_loose_layout(root)
+def test_files_of_another_layout_are_not_read_and_provision_builds_the_namespace(fresh_vault: Path) -> None:
+    """vaulteval's files directly in .vault-meta/ (not its namespace) are not vaulteval's state: retrieve says to
+    provision in one line, and provision builds .vault-meta/vaulteval/ without touching them."""
+    root, meta = fresh_vault, fresh_vault / ".vault-meta"
     for entry in sorted((root / META_REL).iterdir()):
         shutil.move(str(entry), str(meta / entry.name))
     (root / META_REL).rmdir()
-
-
-def test_the_old_layout_migrates_with_one_provision(fresh_vault: Path) -> None:
-    root, meta = fresh_vault, fresh_vault / ".vault-meta"
-    _old_layout(root)
-    (meta / "embeddings.sqlite").write_text("not a database, so not provably vaulteval's\n")
-    (meta / "bm25" / "index.json").write_text('{"docs": {}}')  # the other tool's index
-    records = {p: p.read_bytes() for p in meta.glob("chunks/*/chunk-*.json")}
-    assert len(records) == 54
-    doctor = json.loads(run_cli("doctor", "--vault", root, "--json", timeout=TIMEOUT).stdout)
-    assert any("old layout" in p for p in doctor["problems"])
+    before = snapshot(meta)
     line = assert_one_line_error(run_cli("retrieve", "--vault", root, "descaling", "--no-rerank", timeout=TIMEOUT), 10)
-    assert "old layout" in line and "vaulteval provision" in line
-
+    assert "index file is missing" in line and "vaulteval provision" in line
     proc = provision(root)
-    assert proc.returncode == 0
-    assert [line for line in proc.stderr.splitlines()] == [
-        "vaulteval: migrated to .vault-meta/vaulteval/: removed 4 file(s) of vaulteval's old layout from "
-        ".vault-meta/; 54 chunk record(s) in .vault-meta/chunks/ were left (they may be claude-obsidian's)"]
-    for gone in (".lock", "chunk-catalog.json", "bm25/index.vti", "bm25/fields.vti"):
-        assert not (meta / gone).exists(), gone
-    assert {p: p.read_bytes() for p in meta.glob("chunks/*/chunk-*.json")} == records
-    assert (meta / "bm25" / "index.json").read_text() == '{"docs": {}}'
-    assert (meta / "embeddings.sqlite").read_text().startswith("not a database")
-    assert DESCALING_NOTE in vaulteval_finds(root) and len(chunk_records(root)) == 54
-    again = provision(root)
-    assert again.returncode == 0 and "migrated" not in again.stderr
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert {k: v for k, v in snapshot(meta).items() if k.partition("/")[0] != "vaulteval"} == before
+    assert DESCALING_NOTE in vaulteval_finds(root)
 
 
 def test_the_other_tools_lock_left_by_a_dead_writer_is_removed(unprovisioned_vault: Path) -> None:

@@ -46,12 +46,12 @@ def test_retrieve_min_score_drops_and_counts(provisioned_sample: Path, capsys) -
     base = ["retrieve", "--vault", str(provisioned_sample), "espresso machine descaling", "--no-rerank", "--top", "5"]
     assert main(base) == 0
     plain = json.loads(capsys.readouterr().out)
-    scores = [c["bm25_score"] for c in plain["candidates"]]
+    scores = [c["scores"]["bm25"] for c in plain["candidates"]]
     assert "min_score" not in plain and len(scores) >= 2
     cut = (scores[0] + scores[1]) / 2
     assert main(base + ["--min-score", str(cut)]) == 0
     kept = json.loads(capsys.readouterr().out)
-    assert [c["bm25_score"] for c in kept["candidates"]] == [s for s in scores if s >= cut]
+    assert [c["scores"]["bm25"] for c in kept["candidates"]] == [s for s in scores if s >= cut]
     assert kept["min_score"] == cut and kept["dropped_below_min_score"] == len(scores) - len(kept["candidates"])
     with pytest.raises(SystemExit) as bad:
         main(base + ["--min-score", "nan"])

@@ -26,9 +26,9 @@ from array import array
 from itertools import accumulate, chain
 
 from vaulteval.chunks.blocks import MAX_BLOCK_RECORDS
-from vaulteval.chunks.segments import FRAME, MAGIC as SEGMENT_MAGIC, MAX_RECORD_BYTES, SEGMENT_RE, STORE_DIR
+from vaulteval.chunks.segments import MAGIC as SEGMENT_MAGIC, MAX_RECORD_BYTES, SEGMENT_RE, STORE_DIR
 
-MAGIC = b"VEVCAT\x00\x02"  # format 2: records of segment format 2 (a record-number column), segments by name
+MAGIC = b"VEVCAT\x00\x02"  # records by segment, block offset and record number; segments by name
 SCHEMA = 4
 _PREFIX = struct.Struct("<8sII")  # magic, header length, CRC-32 of everything after these 16 bytes
 _HASH_HEAD = "sha256:"
@@ -37,18 +37,17 @@ _ADDRESSES_RE = re.compile(rb"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,63}\x00)*")
 _MAX_COUNT = 1 << 26
 _MAX_CHUNKS = 100_000
 _SWAP = sys.byteorder != "little"
-FRAME_1 = 0xFFFF  # the record-number column of a format-1 record (``store/<segment>@<frame offset>``, no ``#``)
 
 
 def _split(where: str) -> tuple[str, int, int]:
-    """(segment, offset, record number or FRAME_1) of a location ``store/<segment>@<offset>[#<n>]``."""
+    """(segment, block offset, record number) of a location ``store/<segment>@<offset>#<n>``."""
     name, _, at = where[6:].partition("@")
     at, _, nth = at.partition("#")
-    return name, int(at), int(nth) if nth else FRAME_1
+    return name, int(at), int(nth)
 
 
 def _where(lead: str, off: int, nth: int) -> str:
-    return f"{lead}{off}" if nth == FRAME_1 else f"{lead}{off}#{nth}"
+    return f"{lead}{off}#{nth}"
 
 
 class CatalogFileError(ValueError):
@@ -77,9 +76,8 @@ class Table:
                 for j in range(k, k + self.chunks[i])]
 
     def keys(self) -> list:
-        """Each record's place in its segment as ``parse_location`` gives it: (block offset, number), or the
-        frame's offset for format 1."""
-        return [o if n == FRAME_1 else (o, n) for o, n in zip(self.off, self.nth)]
+        """Each record's place in its segment as ``parse_location`` gives it: (block offset, number)."""
+        return list(zip(self.off, self.nth))
 
     def entry(self, i: int) -> dict:
         return {"hash": self.hashes[i], "address": self.addresses[i], "chunks": self.chunks[i],
@@ -90,12 +88,12 @@ class Table:
         lead = [f"{STORE_DIR}/{name}@" for name in self.segments]
         ids = [f"{address}:{n}" for address, count in zip(self.addresses, self.chunks) for n in range(count)]
         # _where inline: one f-string per record, no call (a provision lists every record).
-        return list(zip([f"{lead[s]}{o}#{n}" if n != FRAME_1 else f"{lead[s]}{o}"
-                         for s, o, n in zip(self.seg, self.off, self.nth)], self.size, self.crc, ids))
+        return list(zip([f"{lead[s]}{o}#{n}" for s, o, n in zip(self.seg, self.off, self.nth)], self.size,
+                        self.crc, ids))
 
     @classmethod
     def from_entries(cls, entries: dict[str, dict]) -> "Table":
-        """A table of entries in the dict form (a JSON catalog being migrated, a test's forgery), by address."""
+        """A table of entries in the dict form (a test's forgery), by address."""
         order = sorted(entries, key=lambda rel: entries[rel]["address"])
         names = sorted({where[6:where.index("@")] for info in entries.values() for where, _, _ in info["records"]})
         number = {name: i for i, name in enumerate(names)}
@@ -289,8 +287,7 @@ def decode(data: bytes) -> tuple[dict, Table]:
     paths, addresses = bytes(body[at:at + n_paths]), bytes(body[at + n_paths:])
     if sum(chunks) != r or (n and max(chunks) > _MAX_CHUNKS) or (r and (
             max(seg) >= len(segments) or min(off) < len(SEGMENT_MAGIC) or max(off) >= 1 << 50
-            or max(size) > MAX_RECORD_BYTES + FRAME.size
-            or any(k >= MAX_BLOCK_RECORDS and k != FRAME_1 for k in set(nth)))):
+            or max(size) > MAX_RECORD_BYTES or max(nth) >= MAX_BLOCK_RECORDS)):
         raise CatalogFileError("its record table is out of range")
     addr_list = addresses.decode("ascii").split("\0") if _ADDRESSES_RE.fullmatch(addresses) else []
     if len(addr_list) != n + 1 or addr_list.pop() != "" or any(a >= b for a, b in zip(addr_list, addr_list[1:])):

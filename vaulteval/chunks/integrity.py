@@ -3,13 +3,11 @@
 Usage: ``record = checker.current_record(doc)``; None means stale and must not be served.
 
 Records are read through ``vaulteval.chunks.segments.StoreReader.record`` (the packed
-store; ``store/<segment>@<offset>``), or as one JSON file each (``chunks/...``) for an
-index built before the packed store.
+store; ``store/<segment>@<block>#<n>``); a row naming anything else is never current.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -70,7 +68,6 @@ class IntegrityChecker:
 
             prefer_openssl()
         self._page_hash: dict[str, tuple[tuple, str]] = {}
-        self._records: dict[tuple, tuple[tuple, dict]] = {}
         self._packed: dict[tuple, dict] = {}
         self._derived: dict[tuple[str, str], bool] = {}
         self._store = None
@@ -232,10 +229,7 @@ class QueryCheck:
                     return None
                 packed[key] = hit
             return hit
-        if not doc.chunk_file.startswith("chunks/"):
-            return None
-        return self._read(self.checker._records, _doc_key(doc), self.checker.vault.meta_dir, doc.chunk_file, None,
-                          json.loads, lambda rec: IntegrityChecker._matches(doc, rec))
+        return None
 
     def current_record(self, doc: "DocMeta") -> dict | None:
         rec = self.record(doc)

@@ -21,16 +21,14 @@ Usage::
 from __future__ import annotations
 
 import logging
-import zlib
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from vaulteval.chunks import chunking, obsidian
-from vaulteval.chunks.catalog import LEGACY_SCHEMA, ChunkParams, chunk_file_name, load_catalog, load_table, \
-    prefix_key, settings_of, write_catalog, written_ns
+from vaulteval.chunks.catalog import ChunkParams, load_table, prefix_key, settings_of, write_catalog, written_ns
 from vaulteval.chunks.catalogfile import Table
 from vaulteval.chunks.segcheck import Segments
-from vaulteval.chunks.segments import STORE_DIR, SegmentWriter, decode_payload, encode, parse_location
+from vaulteval.chunks.segments import STORE_DIR, SegmentWriter, decode_payload, parse_location
 from vaulteval.chunks.store import PrefixReport, _duplicate, _record_intact, build_records, note_signature, \
     progress_bar, read_note
 from vaulteval.errors import PageMissing
@@ -47,30 +45,6 @@ log = logging.getLogger(__name__)
 RACY_NS = 2_000_000_000  # a note modified this close to the catalog's writing is re-hashed even when its stat agrees
 COMPACT_DEAD_SHARE = 0.3
 MAX_SEGMENTS = 8
-LEGACY_DIR = "chunks"
-
-
-def _legacy_records(meta: "MetaDir", rel: str, info: dict, page_hash: str) -> list[dict] | None:
-    """A page's records from the one-file-per-record layout, when every one is intact and belongs to this page."""
-    if info.get("hash") != page_hash:
-        return None
-    out = []
-    try:
-        with meta.sub(f"{LEGACY_DIR}/{info['address']}") as folder:
-            for idx in range(info["chunks"]):
-                import json
-
-                rec = json.loads(folder.read_bytes(chunk_file_name(idx)))
-                if not (isinstance(rec, dict) and rec.get("chunk_index") == idx and rec.get("page_path") == rel
-                        and rec.get("page_address") == info["address"] and rec.get("page_body_hash") == page_hash
-                        and _record_intact(rec)):
-                    return None
-                out.append(rec)
-    except (OSError, ValueError, RecursionError):
-        return None
-    return out
-
-
 def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek, params: ChunkParams,
                  prefix_settings, page_bytes, pages, distrust: frozenset[str] = frozenset(),
                  signatures: dict | None = None, on_record=None) -> PrefixReport:
@@ -89,9 +63,6 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
     selected = _select(vault, all_pages, page)
     key = prefix_key(report.tier, prefix_settings)
     stored = load_table(meta, params, key)
-    legacy = {}
-    if meta is not None and not len(stored) and meta.is_dir(LEGACY_DIR) and not rebuild:
-        legacy = load_catalog(meta, params, key, schema=LEGACY_SCHEMA)
     maps = Segments(meta, stored.segments)
     since = written_ns(meta)
     index = {} if rebuild else stored.index
@@ -120,11 +91,8 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
                 continue  # not a regular file, or unreadable: skipped with a warning
             report.page_bytes[entry.rel] = raw
             page_hash = chunking.sha256_bytes(raw)  # of every byte, so doctor's check of the whole note holds
-            old = legacy.get(entry.rel)
             if i is not None and stored.hashes[i] == page_hash:
                 plan = (entry.rel, None, stored.addresses[i], page_hash, sig, i)
-            elif old is not None and (moved := _legacy_records(meta, entry.rel, old, page_hash)) is not None:
-                plan = (entry.rel, moved, old["address"], page_hash, sig, None)
             else:
                 parsed = chunking.parse_page(chunking.indexable_bytes(raw, entry.rel, note_limit), entry.rel)
                 if len(raw) <= note_limit:  # the whole note: what the field index would parse again
@@ -158,7 +126,7 @@ def prefix_pages(vault: "Vault", meta: "MetaDir | None", *, page, rebuild, peek,
         rows.sort(key=itemgetter(1))  # by address: the catalog's order, and the index's document order
         if peek:
             return report
-        rows, report.chunks_compacted, report.store_converted = _maybe_compact(rows, writer, maps)
+        rows, report.chunks_compacted = _maybe_compact(rows, writer, maps)
         if writer.publish() is not None:
             report.written = writer.written
     except BaseException:
@@ -242,34 +210,29 @@ def _write_pages(plans, stored: Table, report, writer, maps, params, prefixer, r
     rows = [(rel, address, page_hash, sig, stored.chunks[i], (stored, i))
             for rel, parsed, address, page_hash, sig, i in plans if parsed is None]
     for rel, parsed, address, page_hash, sig, _ in progress_bar(work, len(work), "prefix"):
-        if isinstance(parsed, list):  # records carried over from the one-file-per-record layout
-            records = parsed
-            report.migrated_records += len(records)
-            locations = [writer.append(rec) if writer is not None else None for rec in records]
-        else:
-            records = build_records(parsed, address, page_hash, params, prefixer)
-            old = stored.index.get(rel) if not rebuild else None
-            existing = _stored_records(stored, old, maps) if old is not None else {}
-            locations = []
-            changed = 0
-            for rec in records:
-                prev = existing.get(rec["chunk_index"])
-                # Every field but the timestamp: an address, index or prefix edited by hand is rewritten too.
-                if prev is not None and _same(prev[0], rec):
-                    locations.append(prev[1])
-                    continue
-                changed += 1
-                locations.append(writer.append(rec) if writer is not None else None)
-                if on_record is not None:
-                    on_record(rec)
-                pause_point("chunk-written")
-            extra = len(set(existing) - {r["chunk_index"] for r in records})
-            report.chunks_written += changed
-            report.chunks_removed += extra + (
-                len(existing) if old is not None and stored.addresses[old] != address else 0)
-            if changed or extra:
-                report.pages_changed += 1
-                report.changed_pages.append(rel)
+        records = build_records(parsed, address, page_hash, params, prefixer)
+        old = stored.index.get(rel) if not rebuild else None
+        existing = _stored_records(stored, old, maps) if old is not None else {}
+        locations = []
+        changed = 0
+        for rec in records:
+            prev = existing.get(rec["chunk_index"])
+            # Every field but the timestamp: an address, index or prefix edited by hand is rewritten too.
+            if prev is not None and _same(prev[0], rec):
+                locations.append(prev[1])
+                continue
+            changed += 1
+            locations.append(writer.append(rec) if writer is not None else None)
+            if on_record is not None:
+                on_record(rec)
+            pause_point("chunk-written")
+        extra = len(set(existing) - {r["chunk_index"] for r in records})
+        report.chunks_written += changed
+        report.chunks_removed += extra + (
+            len(existing) if old is not None and stored.addresses[old] != address else 0)
+        if changed or extra:
+            report.pages_changed += 1
+            report.changed_pages.append(rel)
         if not records:
             report.pages_empty += 1
         for rec in records:
@@ -325,10 +288,9 @@ def _live_bytes(table: Table, pages: list[int]) -> dict[str, int]:
     return {table.segments[s]: int(total[s]) for s in np.flatnonzero(present).tolist()}
 
 
-def _maybe_compact(rows: list[tuple], writer: SegmentWriter, maps: Segments) -> tuple[list[tuple], int, int]:
-    """Copy every live record out of old segments when too much of them is dead (or they are of format 1);
-    returns the rows (their records moved when copied), the records copied and, of those, the ones converted
-    from format 1."""
+def _maybe_compact(rows: list[tuple], writer: SegmentWriter, maps: Segments) -> tuple[list[tuple], int]:
+    """Copy every live record out of old segments when too much of them is dead; returns the rows (their
+    records moved when copied) and the records copied."""
     own = f"{STORE_DIR}/{writer.name}@"
     live: dict[str, int] = {}
     copied_pages: dict[int, tuple[Table, list[int]]] = {}  # pages copied from a loaded catalog, per table
@@ -345,16 +307,15 @@ def _maybe_compact(rows: list[tuple], writer: SegmentWriter, maps: Segments) -> 
         for name, size in _live_bytes(table, pages).items():
             live[name] = live.get(name, 0) + size
     if not live:
-        return rows, 0, 0
-    # Record bytes (format 2: before compression), as the scan found them: live and dead are counted alike.
+        return rows, 0
+    # Record bytes (before compression), as the scan found them: live and dead are counted alike.
     total = sum(size for name in live for _, size, _ in maps.frames.get(name, ()))
     dead_share = 1 - sum(live.values()) / total if total else 0.0
-    # A segment damaged outside the live records (a cut tail, a flipped bit in a dead one) is copied out too,
-    # and so is one of format 1 (the migration to compressed blocks).
-    damaged = bool((maps.damaged | maps.old_format) & set(live))
+    # A segment damaged outside the live records (a cut tail, a flipped bit in a dead one) is copied out too.
+    damaged = bool(maps.damaged & set(live))
     if dead_share <= COMPACT_DEAD_SHARE and len(live) + 1 <= MAX_SEGMENTS and not damaged:
-        return rows, 0, 0
-    copied = converted = 0
+        return rows, 0
+    copied = 0
     out = []
     copies = []  # (segment, place in it, row, record) of every record to copy
     for r, (rel, address, page_hash, sig, count, records) in enumerate(rows):
@@ -364,8 +325,7 @@ def _maybe_compact(rows: list[tuple], writer: SegmentWriter, maps: Segments) -> 
         for k, (where, _, _) in enumerate(moved):
             if not where.startswith(own):
                 parsed = parse_location(where)
-                name, key = parsed if parsed is not None else ("", 0)
-                copies.append((name, key if isinstance(key, tuple) else (key, 0), r, k))
+                copies.append((*(parsed if parsed is not None else ("", (0, 0))), r, k))
         out.append((rel, address, page_hash, sig, count, moved))
     # Copied in the order they sit in the old segments, so each block is inflated once (the rows' order,
     # by address, visits the blocks at random).
@@ -375,13 +335,7 @@ def _maybe_compact(rows: list[tuple], writer: SegmentWriter, maps: Segments) -> 
         payload = maps.payload(where, size, crc)
         if payload is None:  # checked when planned; a segment changed under the lock is not copied
             raise OSError(f"chunk record {where} changed while compacting")
-        payload = bytes(payload)
-        if parse_location(where)[0] in maps.old_format:  # format 1: stored again without derived fields
-            rec = decode_payload(payload)
-            payload = encode(rec) if rec is not None else payload
-            crc = zlib.crc32(payload)
-            converted += 1
-        out[r][5][k] = list(writer.append_payload(payload, crc))
+        out[r][5][k] = list(writer.append_payload(bytes(payload), crc))
         copied += 1
         pause_point("record-compacted")
-    return out, copied, converted
+    return out, copied

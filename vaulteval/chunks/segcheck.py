@@ -22,8 +22,8 @@ import os
 import zlib
 from typing import TYPE_CHECKING
 
-from vaulteval.chunks.blocks import MAX_RECORD_BYTES, block_payloads, scan_blocks
-from vaulteval.chunks.segments import FRAME, MAGIC, MAGIC_V1, STORE_DIR, parse_location
+from vaulteval.chunks.blocks import block_payloads, scan_blocks
+from vaulteval.chunks.segments import MAGIC, STORE_DIR, parse_location
 
 if TYPE_CHECKING:
     from vaulteval.chunks.catalogfile import Table
@@ -33,37 +33,22 @@ if TYPE_CHECKING:
 def scan_segment(data: bytes, *, deep: bool = True) -> tuple[list, str | None]:
     """Every record of a whole segment as (key, size, crc) (the key as ``parse_location`` gives it), and what is
     wrong with the rest (None when sound). ``deep`` (``index verify`` / ``doctor --deep``) also inflates every
-    block of format 2 and checks each record's CRC; a truncated tail or a flipped bit is named here.
+    block and checks each record's CRC; a truncated tail or a flipped bit is named here. A segment of another
+    format is not read (``provision`` writes its pages' records again).
     """
-    if data[: len(MAGIC)] == MAGIC:
-        return scan_blocks(data, len(MAGIC), deep=deep)
-    if data[: len(MAGIC)] != MAGIC_V1:
-        return [], "not a vaulteval chunk segment (bad magic)"
-    out, pos = [], len(MAGIC)
-    while pos < len(data):
-        if pos + FRAME.size > len(data):
-            return out, f"truncated frame header at byte {pos}"
-        length, crc = FRAME.unpack_from(data, pos)
-        end = pos + FRAME.size + length
-        if length > MAX_RECORD_BYTES or end > len(data):
-            return out, f"truncated record at byte {pos}"
-        if zlib.crc32(data[pos + FRAME.size:end]) != crc:
-            return out, f"record at byte {pos} fails its checksum"
-        out.append((pos, end - pos, crc))
-        pos = end
-    return out, None
+    if data[: len(MAGIC)] != MAGIC:
+        return [], "not a chunk segment of this vaulteval's format (bad magic)"
+    return scan_blocks(data, len(MAGIC), deep=deep)
 
 
 class Segments:
     """The segments a catalog names, mapped read-only and scanned once: which records are whole and check.
-    ``damaged`` holds the segments with a problem anywhere, ``old_format`` those of format 1 (compaction copies
-    out of both)."""
+    ``damaged`` holds the segments with a problem anywhere (compaction copies out of them)."""
 
     def __init__(self, meta: "MetaDir | None", names):
         self.maps: dict[str, mmap.mmap | None] = {name: None for name in names}
         self.frames: dict[str, set[tuple]] = {}
         self.damaged: set[str] = set(self.maps)
-        self.old_format: set[str] = set()  # segments of format 1, converted by the next compaction
         self._block: tuple[tuple[str, int], list[bytes] | None] | None = None
         if meta is None or not meta.is_dir(STORE_DIR):
             return
@@ -79,8 +64,6 @@ class Segments:
                     continue
                 found, problem = scan_segment(mm)
                 self.maps[name], self.frames[name] = mm, set(found)
-                if mm[:len(MAGIC)] != MAGIC:
-                    self.old_format.add(name)
                 if problem is None:
                     self.damaged.discard(name)
 
@@ -102,8 +85,6 @@ class Segments:
         if parsed is None or (parsed[1], size, crc) not in self.frames.get(parsed[0], ()):
             return None
         name, key = parsed
-        if not isinstance(key, tuple):  # format 1: the frame's bytes after its header
-            return self.maps[name][key + FRAME.size: key + size]
         if self._block is None or self._block[0] != (name, key[0]):  # records of one block are asked in a row
             self._block = ((name, key[0]), block_payloads(self.maps[name], key[0]))
         payloads = self._block[1]

@@ -20,9 +20,8 @@ CRC-32, so a truncated, bit-flipped or moved record is refused before it is
 parsed. A segment is written to a hidden temporary sibling and renamed into
 place once complete; a published segment is never changed again (new records
 go to a new segment), which is what lets a reader keep the generation it opened
-while a writer publishes the next one. Segments of format 1 (one uncompressed
-frame per record, ``store/<segment>@<offset>``) are still read, until the next
-``provision`` copies their records into a segment of format 2.
+while a writer publishes the next one. A segment of another format is not read:
+its records count as missing, and ``provision`` writes its pages' records again.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ import errno
 import os
 import re
 import stat
-import struct
 import zlib
 
 from vaulteval.chunks.blocks import BLOCK_TARGET, MAX_BLOCK_RECORDS, MAX_RECORD_BYTES, held_record, \
@@ -44,8 +42,6 @@ if TYPE_CHECKING:
 
 STORE_DIR = "store"
 MAGIC = b"VEVCHS\x00\x02"
-MAGIC_V1 = b"VEVCHS\x00\x01"  # one uncompressed frame per record: read until the next provision converts it
-FRAME = struct.Struct("<II")  # format 1: payload length, CRC-32
 SEGMENT_RE = re.compile(r"^seg-[0-9a-f]{16}\.vcs$")
 # A reader kept open for many queries holds its store's blocks inflated, up to this many bytes (the tldr
 # vault's 38k pages: 34 MB); past it, records are read and inflated when served.
@@ -55,14 +51,13 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os
 
 # Every location seen, parsed: a provision asks about each record's location several times (catalog check,
 # segment scan, segment lists, index header). Bounded: emptied when it grows past this many.
-_LOCATIONS: dict[str, "tuple[str, int | tuple[int, int]] | None"] = {}
+_LOCATIONS: dict[str, "tuple[str, tuple[int, int]] | None"] = {}
 _LOCATIONS_MAX = 1 << 19
 
 
-def parse_location(location: str) -> "tuple[str, int | tuple[int, int]] | None":
-    """(segment file name, key) of a record's location; None for anything else. The key is (block offset,
-    record number) for ``store/seg-<16 hex>.vcs@OFFSET#N`` (format 2), the frame offset for ``...@OFFSET``
-    (format 1)."""
+def parse_location(location: str) -> "tuple[str, tuple[int, int]] | None":
+    """(segment file name, (block offset, record number)) of a location ``store/seg-<16 hex>.vcs@OFFSET#N``;
+    None for anything else."""
     try:
         return _LOCATIONS[location]
     except KeyError:
@@ -75,15 +70,13 @@ def parse_location(location: str) -> "tuple[str, int | tuple[int, int]] | None":
     return parsed
 
 
-_ANY_LOCATION = re.compile(r"store/(seg-[0-9a-f]{16}\.vcs)@([0-9]{1,15})(?:#([0-9]{1,4}))?")
+_LOCATION = re.compile(r"store/(seg-[0-9a-f]{16}\.vcs)@([0-9]{1,15})#([0-9]{1,4})")
 
 
-def _parse_location(location: str) -> "tuple[str, int | tuple[int, int]] | None":
-    match = _ANY_LOCATION.fullmatch(location)
+def _parse_location(location: str) -> "tuple[str, tuple[int, int]] | None":
+    match = _LOCATION.fullmatch(location)
     if match is None or int(match[2]) < len(MAGIC):
         return None
-    if match[3] is None:
-        return match[1], int(match[2])
     return (match[1], (int(match[2]), int(match[3]))) if int(match[3]) < MAX_BLOCK_RECORDS else None
 
 
@@ -168,17 +161,6 @@ def _rebuilt(record: dict) -> dict | None:
             return None
         record["body_hash"] = _body_hash(raw)
     return record
-
-
-def decode_frame(frame: bytes, size: int, crc: int) -> dict | None:
-    """The record in one format-1 frame read at its location, when its length and CRC are the ones expected."""
-    if len(frame) != size or size < FRAME.size or size - FRAME.size > MAX_RECORD_BYTES:
-        return None
-    length, stored = FRAME.unpack_from(frame)
-    payload = frame[FRAME.size:]
-    if length != len(payload) or stored != crc or zlib.crc32(payload) != crc:
-        return None
-    return decode_payload(payload)
 
 
 def decode_payload(payload: bytes) -> dict | None:
@@ -304,7 +286,6 @@ class StoreReader:
         self.meta_dir = str(meta_dir)
         self._fds: dict[str, int] = {}
         self._keys: dict[str, tuple] = {}
-        self._formats: dict[str, int] = {}
         self._held: dict[tuple[str, int], tuple] = {}  # (segment, block offset) -> the block inflated
         self._held_segments: set[str] = set()
         self.held_bytes = 0
@@ -321,12 +302,11 @@ class StoreReader:
             os.close(dir_fd)
         st = os.fstat(fd)
         magic = os.pread(fd, len(MAGIC), 0) if stat.S_ISREG(st.st_mode) else b""
-        if magic not in (MAGIC, MAGIC_V1):
+        if magic != MAGIC:  # not a segment, or one of another format: its records count as missing
             os.close(fd)
-            raise NotRegularFile(errno.EINVAL, "not a chunk segment", name)
+            raise NotRegularFile(errno.EINVAL, "not a chunk segment of this format", name)
         self._fds[name] = fd
         self._keys[name] = (st.st_dev, st.st_ino)
-        self._formats[name] = magic[-1]
         return fd
 
     def pin(self, names: list[str]) -> None:
@@ -342,7 +322,7 @@ class StoreReader:
         for name, fd in list(self._fds.items()):  # another thread's query may open a segment meanwhile
             try:
                 size = os.fstat(fd).st_size
-                if self._formats[name] != 2 or name in self._held_segments or size > budget - self.held_bytes:
+                if name in self._held_segments or size > budget - self.held_bytes:
                     continue
                 held, used = inflate_blocks(os.pread(fd, size, 0), len(MAGIC), budget - self.held_bytes)
             except OSError:
@@ -358,22 +338,15 @@ class StoreReader:
         if parsed is None:
             return None
         name, key = parsed
+        if not 0 <= size <= MAX_RECORD_BYTES:
+            return None
         try:
             fd = self.open_segment(name)
-            if isinstance(key, tuple):
-                if self._formats[name] != 2 or not 0 <= size <= MAX_RECORD_BYTES:
-                    return None
-                block = self._held.get((name, key[0]))
-                return read_record(fd, key[0], key[1], size, crc) if block is None else \
-                    held_record(block, key[1], size, crc)
-            if self._formats[name] != 1 or not FRAME.size <= size <= MAX_RECORD_BYTES + FRAME.size:
-                return None
-            frame = os.pread(fd, size, key)
+            block = self._held.get((name, key[0]))
+            return read_record(fd, key[0], key[1], size, crc) if block is None else \
+                held_record(block, key[1], size, crc)
         except OSError:
             return None
-        length, stored = FRAME.unpack_from(frame) if len(frame) == size else (-1, -1)
-        payload = frame[FRAME.size:]
-        return payload if length == len(payload) and stored == crc and zlib.crc32(payload) == crc else None
 
     def record(self, location: str, size: int, crc: int) -> dict | None:
         """The record stored at ``location`` when its payload has the expected length and CRC, else None."""

@@ -50,10 +50,7 @@ class PrefixReport:
     prefix_sources: dict[str, int] = field(default_factory=dict)
     peek: bool = False
     changed_pages: list[str] = field(default_factory=list)
-    index_invalidated: bool = False
     chunks_compacted: int = 0
-    migrated_records: int = 0
-    store_converted: int = 0  # records copied from segments of format 1 into compressed blocks
     # Every record the new catalog names, (location, size, crc, chunk id): what the index build reads.
     chunk_listing: list[tuple[str, int, int, str]] | None = field(default=None, repr=False)
     # Each page's hash as this run saw it (the build's staleness check needs no second read).

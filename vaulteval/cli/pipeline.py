@@ -139,18 +139,6 @@ def cmd_provision(args: argparse.Namespace) -> int:
     bar = embed is not None and not args.quiet and sys.stderr is not None and sys.stderr.isatty()
     report = provision(vault, rebuild=args.rebuild, prefix_settings=_prefix_settings(args), embed=embed,
                        embed_required=args.embed, progress=sys.stderr if bar else None, **settings)
-    if "migrated" in report:
-        from vaulteval.pipeline.migrate import Migration
-
-        sys.stderr.write(f"vaulteval: {Migration(**report['migrated']).line()}\n")
-    if "migrated_store" in report:
-        moved = report["migrated_store"]
-        sys.stderr.write(f"vaulteval: migrated the chunk records to the packed store (.vault-meta/vaulteval/store/): "
-                         f"carried over {moved['records']}, removed {moved['removed']} loose record file(s) of "
-                         "the old layout\n")
-    if "converted_store" in report:
-        sys.stderr.write(f"vaulteval: converted the packed chunk store to compressed blocks (segment format 2): "
-                         f"carried over {report['converted_store']['records']} record(s)\n")
     failure = report.pop("embeddings_not_refreshed", None) or why_not
     if failure is not None:
         from vaulteval.pipeline.provision import embed_refresh_command

@@ -10,7 +10,6 @@ so a rebuild re-tokenizes only the chunks that changed.
 from __future__ import annotations
 
 import copy
-import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field, fields
@@ -25,8 +24,7 @@ from vaulteval.chunks.store import progress_bar
 from vaulteval.errors import NotProvisioned, PathEscape
 from vaulteval.index.params import check_bm25_params, check_chunk_dict
 from vaulteval.index.docmeta import ROW_FORMAT
-from vaulteval.index.reader import (INDEX_DIR, INDEX_NAME, LANGS_SECTION, STALE_SUFFIX, BM25Index, DocMeta,
-                                    open_index_file)
+from vaulteval.index.reader import INDEX_DIR, INDEX_NAME, LANGS_SECTION, BM25Index, DocMeta, open_index_file
 from vaulteval.index.file import IndexFileError, write_sections
 from vaulteval.index.notecap import cap_note_terms
 from vaulteval.index.postings import Postings
@@ -76,35 +74,17 @@ class BuildReport:
 
 
 def _previous(meta: MetaDir, analyzer: str) -> tuple[BM25Index | None, list[DocMeta], bool]:
-    """The last index (current or invalidated) with the same analyzer, to reuse its postings; True when it is
-    the one in service (not ``index.vti.stale``)."""
-    for name in (INDEX_NAME, INDEX_NAME + STALE_SUFFIX):
-        try:
-            old = BM25Index(meta.path / INDEX_DIR / name, open_index_file(meta, name))
-            if old.analyzer_name == analyzer and built_with_installed_libraries(old.header, analyzer):
-                old.verify()  # reuse copies postings wholesale, so every byte must be sound
-                docs = old.all_docs()
-                if len(docs) == old.n_docs and len(old.all_terms()) == old.n_terms:
-                    return old, docs, name == INDEX_NAME
-        except (IndexFileError, NotProvisioned, KeyError, ValueError, TypeError, IndexError, OverflowError, RecursionError):
-            continue
+    """The index in service when it has the same analyzer, to reuse its postings; True when there is one."""
+    try:
+        old = BM25Index(meta.path / INDEX_DIR / INDEX_NAME, open_index_file(meta))
+        if old.analyzer_name == analyzer and built_with_installed_libraries(old.header, analyzer):
+            old.verify()  # reuse copies postings wholesale, so every byte must be sound
+            docs = old.all_docs()
+            if len(docs) == old.n_docs and len(old.all_terms()) == old.n_terms:
+                return old, docs, True
+    except (IndexFileError, NotProvisioned, KeyError, ValueError, TypeError, IndexError, OverflowError, RecursionError):
+        pass
     return None, [], False
-
-
-def _scan_chunk_files(chunks: MetaDir | None) -> list[tuple[str, str, int, int]]:
-    """(address, file name, size, mtime_ns) for every regular chunk-*.json, sorted; symlinks are not followed."""
-    found: list[tuple[str, str, int, int]] = []
-    if chunks is None:
-        return found
-    for address in [e.name for e in chunks.scandir() if e.is_dir(follow_symlinks=False)]:
-        with chunks.sub(address) as folder:
-            for entry in folder.scandir():
-                name = entry.name
-                if name.startswith("chunk-") and name.endswith(".json") and entry.is_file(follow_symlinks=False):
-                    st = entry.stat(follow_symlinks=False)
-                    found.append((address, name, st.st_size, st.st_mtime_ns))
-    found.sort(key=lambda item: (item[0], item[1]))
-    return found
 
 
 class RecordRejected(Exception):
@@ -198,21 +178,14 @@ def build_index(
         report.rejected[reason] = report.rejected.get(reason, 0) + 1
         log.warning("skipping chunk %s: %s", where, reason)
 
-    chunks = meta.sub("chunks") if meta.is_dir("chunks") else None
-    try:
-        if listing is None:
-            listing = catalog_listing(meta)
-        if listing is None:  # the old layout, not provisioned since: its loose files
-            listing = [(f"chunks/{a}/{n}", size, mtime, None) for a, n, size, mtime in _scan_chunk_files(chunks)]
-        return _build(vault, meta, chunks, report, analysis, old, old_docs_meta, old_by_file, listing,
-                      current_page_hash, reject, k1, b, analyzer, chunk_params, fields, walked, written or {},
-                      in_service and keep_unchanged, pre)
-    finally:
-        if chunks is not None:
-            chunks.close()
+    if listing is None:
+        listing = catalog_listing(meta) or []  # no catalog: nothing provisioned to index
+    return _build(vault, meta, report, analysis, old, old_docs_meta, old_by_file, listing,
+                  current_page_hash, reject, k1, b, analyzer, chunk_params, fields, walked, written or {},
+                  in_service and keep_unchanged, pre)
 
 
-def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, analysis: Analyzer, old, old_docs_meta,
+def _build(vault, meta: MetaDir, report: BuildReport, analysis: Analyzer, old, old_docs_meta,
            old_by_file, listing, current_page_hash, reject, k1, b, analyzer, chunk_params,
            fields: "FieldCollector | None" = None, walked: Container[str] = (),
            written: dict[str, tuple[int, int, dict]] | None = None, keep: bool = False,
@@ -228,9 +201,9 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, an
     store = StoreReader(meta.fd_path())
     for rel_file, size, mtime_ns, chunk_id in progress_bar(listing, len(listing), "index", "chunk"):
         prev = old_by_file.get(rel_file)
-        if prev is not None and chunk_id is not None and old_docs_meta[prev].chunk_id != chunk_id:
+        if prev is not None and old_docs_meta[prev].chunk_id != chunk_id:
             prev = None  # the catalog names this record under another chunk: read it (its address must agree)
-        if prev is None and chunk_id is not None:
+        if prev is None:
             prev = old_by_id.get(chunk_id)  # the same record moved to another segment by compaction
         if prev is not None:
             pm = old_docs_meta[prev]
@@ -243,29 +216,23 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, an
                 docs.append(pm if pm.chunk_file == rel_file else pm._replace(chunk_file=rel_file))
                 lengths.append(old_lengths[prev])
                 continue
-        address = chunk_id.partition(":")[0] if chunk_id is not None else rel_file.split("/")[1]
+        address = chunk_id.partition(":")[0]
         try:
-            fresh = written.get(rel_file) if chunk_id is not None and written else None
+            fresh = written.get(rel_file) if written else None
             if fresh is not None and fresh[0] == size and fresh[1] == mtime_ns:
                 rec = fresh[2]  # appended by this run's prefix stage: the bytes read back would be these
-            elif chunk_id is not None:
+            else:
                 rec = store.record(rel_file, size, mtime_ns)
                 if rec is None:
                     raise RecordRejected("bad-frame")
-            elif chunks is None:
-                raise FileNotFoundError(rel_file)
-            else:
-                rec = json.loads(chunks.read_bytes(rel_file.split("/", 1)[1]))
             page_path, idx, text, page_hash = validate_record(vault, address, rel_file, rec, walked)
         except (OSError, ValueError, RecursionError):
             reject("unreadable", rel_file)
-            if chunk_id is not None:
-                report.rejected_ids.append(chunk_id)
+            report.rejected_ids.append(chunk_id)
             continue
         except RecordRejected as exc:
             reject(str(exc), rel_file)
-            if chunk_id is not None:
-                report.rejected_ids.append(chunk_id)
+            report.rejected_ids.append(chunk_id)
             continue
         if current_page_hash(page_path) != page_hash:
             report.stale_skipped += 1
@@ -317,7 +284,7 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, an
     del pending, analyzed
 
     # The segments this index reads, named from their records' distinct prefixes (not one parse per record).
-    store = sorted({name for where in {d.chunk_file.partition("@")[0] + "@8" for d in docs}
+    store = sorted({name for where in {d.chunk_file.partition("@")[0] + "@8#0" for d in docs}
                     if (name := segment_of(where)) is not None})
     identity = analysis.identity(set(doc_langs))
     header = {
@@ -332,8 +299,6 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, an
         # The segments this index reads: a writer keeps them while this index (or the one before it) is served.
         "store": store,
         "row_format": ROW_FORMAT,
-        # Records of the old layout (one file each under chunks/) this index reads: they stay while it is served.
-        "loose_records": sum(1 for d in docs if d.chunk_file.startswith("chunks/")),
     }
     if identity["analyzer_libraries"]:  # an index of other library versions is rebuilt, never reused (see _previous)
         header["analyzer_libraries"] = identity["analyzer_libraries"]
@@ -345,8 +310,6 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, an
         report.docs, report.pages, report.terms = len(docs), header["n_pages"], old.n_terms
         report.size_bytes, report.path, report.doc_rows = old.verified["size_bytes"], str(old.path), docs
         report.unchanged = True
-        with meta.sub(INDEX_DIR) as folder:
-            folder.unlink(INDEX_NAME + STALE_SUFFIX)  # as after a publish: the index in service is current
         return report
     if old is not None:
         lists.reuse(old, reuse_pairs)
@@ -376,7 +339,6 @@ def _build(vault, meta: MetaDir, chunks: MetaDir | None, report: BuildReport, an
         sections[LANGS_SECTION] = "".join(code + "\n" for code in doc_langs).encode("ascii")
     with meta.sub(INDEX_DIR, create=True) as folder:
         report.size_bytes = write_sections(folder, INDEX_NAME, header, sections)
-        folder.unlink(INDEX_NAME + STALE_SUFFIX)
     path = meta.path / INDEX_DIR / INDEX_NAME
     report.docs, report.pages, report.terms, report.path = len(docs), n_pages, len(words), str(path)
     report.doc_rows = docs

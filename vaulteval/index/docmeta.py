@@ -5,9 +5,8 @@ is the index header's list of segments and ``positions`` maps each to its place 
 
 A row is compact (``ROW_COMPACT`` first): numbers and the three hashes as raw bytes, the location as the
 segment's place in ``store``, its block offset and record number, then the address and the page path; the
-chunk id is the address, ``:`` and the chunk index. A chunk whose fields do not fit that shape (a location of
-the old layouts, a hash that is not ``sha256:`` and 64 lower-case hex digits, ...) gets a row of compact JSON
-instead, which begins with ``{``.
+chunk id is the address, ``:`` and the chunk index. A chunk whose fields do not fit that shape (a hash that
+is not ``sha256:`` and 64 lower-case hex digits, ...) gets a row of compact JSON instead, which begins with ``{``.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keep
 if TYPE_CHECKING:
     from typing import Any
 
-# chunk_file is relative to the meta dir: chunks/<address>/chunk-NNN.json
+# chunk_file is relative to the meta dir: store/<segment>@<block>#<n>
 _Fields = namedtuple("_Fields", "chunk_id chunk_file page_path page_address chunk_index body_hash page_body_hash "
                      "context_hash size mtime_ns")
 
@@ -93,8 +92,7 @@ class DocMeta(_Fields):
         return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
-ROW_FORMATS = (1, 2)  # the index header's ``row_format``: 1 JSON lines (absent: 1), 2 compact rows or JSON
-ROW_FORMAT = 2
+ROW_FORMAT = 2  # the index header's ``row_format``: compact rows (or JSON ones); an index of another is rebuilt
 ROW_COMPACT = b"\x01"
 # kind, segment's place in the header's store list, record number in its block, block offset, chunk index,
 # payload length, payload CRC-32, body hash, page hash, indexed text's hash, address length
@@ -122,8 +120,6 @@ def parse_rows(blob: bytes, offsets: list[int], header: dict) -> list[DocMeta]:
     """Every row of a ``docs`` section cut at ``offsets`` (n_docs + 1 of them), checked (else ValueError)."""
     if not blob:
         return []
-    if header.get("row_format", 1) == 1:  # JSON lines: parsed in one call
-        return [DocMeta.from_dict(d) for d in json.loads(b"[" + blob[:-1].replace(b"\n", b",") + b"]")]
     if offsets[0] != 0 or offsets[-1] != len(blob) or any(a > b for a, b in zip(offsets, offsets[1:])):
         raise ValueError("index document offsets are out of order")
     store, parse = store_names(header), DocMeta.from_row

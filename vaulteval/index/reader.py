@@ -13,11 +13,10 @@ import math
 from pathlib import Path
 
 from vaulteval.errors import NotProvisioned, UsageError
-from vaulteval.index.docmeta import ROW_FORMATS, DocMeta, parse_rows, store_names
+from vaulteval.index.docmeta import ROW_FORMAT, DocMeta, parse_rows, store_names
 from vaulteval.index.file import BLOCK_SIZE, SMALL_SECTION, IndexCorrupt, IndexFileError, read_sections
 from vaulteval.index.location import (  # noqa: F401 - the names build, provision and doctor import from here
-    INDEX_DIR, INDEX_NAME, STALE_SUFFIX, index_path, invalidate_index, open_index_file, peek_header, restore_index,
-    stale_index_present)
+    INDEX_DIR, INDEX_NAME, index_path, open_index_file, peek_header)
 from vaulteval.index.sanity import MeaningGuard, semantic_problem
 from vaulteval.index.search import Hit, Searcher, Vocabulary
 from vaulteval.index.analysis import lookup
@@ -101,7 +100,7 @@ class BM25Index(Vocabulary):
             len(self._post_off) != t + 1, len(raw("doc_len")) != n, len(self._doc_off) != n + 1,
             len(raw("post_docs")) != len(raw("post_tfs")), n < 0,
             not math.isfinite(self.avgdl) or self.avgdl < 0,
-            self.header.get("row_format", 1) not in ROW_FORMATS,
+            self.header.get("row_format") != ROW_FORMAT,
         ]
         if not any(problems):
             ends = [(name, arr) for name, arr in (("term_offsets", self._term_off), ("post_offsets", self._post_off),
@@ -329,15 +328,9 @@ def open_index(vault: "Vault") -> BM25Index:
         with MetaDir.open(vault) as meta:
             fh = open_index_file(meta)
     except FileNotFoundError:
-        old = Path(vault.root) / ".vault-meta" / INDEX_DIR / INDEX_NAME
-        if not vault.meta_is_external and old.is_file():  # an index written before vaulteval had its namespace
-            raise NotProvisioned(f"index file is missing ({path}); vaulteval's files are still in the old layout "
-                                 "directly in .vault-meta/, which provision migrates", rebuild=vault.rebuild_command()
-                                 ) from None
         raise NotProvisioned(f"index file is missing ({path})", rebuild=vault.rebuild_command()) from None
     except IndexFileError as exc:
-        reason = "index is being rebuilt or was invalidated" if "missing" in str(exc) and stale_index_present(vault) else str(exc)
-        raise NotProvisioned(f"{reason} ({path})", rebuild=vault.rebuild_command()) from None
+        raise NotProvisioned(f"{exc} ({path})", rebuild=vault.rebuild_command()) from None
     try:
         index = BM25Index(path, fh)
     except NotProvisioned as exc:  # a block checked while opening failed, or offsets were forged

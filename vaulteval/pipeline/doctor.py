@@ -20,7 +20,7 @@ from vaulteval.errors import NotProvisioned
 from vaulteval.index.file import IndexCorrupt, IndexFileError, verify_file
 from vaulteval.index.reader import index_path
 from vaulteval.pipeline.embed import embed_command
-from vaulteval.pipeline.migrate import coexistence_line, shared_state
+from vaulteval.pipeline.coexistence import coexistence_line, shared_state
 from vaulteval.pipeline.storecheck import check_store
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.embeddings.store import store_path
@@ -120,9 +120,6 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
     report.pages_in_vault = len(pages)
     shared = shared_state(vault)
     report.coexistence = coexistence_line(shared)
-    if shared["old_layout_files"]:
-        report.problems.append(f"{len(shared['old_layout_files'])} vaulteval file(s) of the old layout are in "
-                               ".vault-meta/; provision moves vaulteval to .vault-meta/vaulteval/ and removes them")
     report.skipped_notes = [{"page_path": rel, "reason": why} for rel, why in unreadable_notes(vault)]
     report.exclusions = {"configured": list(vault.ignore.filters), "indexed_with": None,
                          "settings_ignored": vault.ignore_obsidian_settings}

@@ -22,9 +22,7 @@ from vaulteval.index import bm25
 from vaulteval.chunks.catalog import ChunkParams, segments_named
 from vaulteval.chunks.packing import run_prefix
 from vaulteval.index.params import check_bm25_params, check_chunk_params
-from vaulteval.index.reader import restore_index
-from vaulteval.pipeline.migrate import migrate_old_layout
-from vaulteval.pipeline.storegc import LEGACY, collect, segments_in_service
+from vaulteval.pipeline.storegc import collect, segments_in_service
 from vaulteval.errors import UsageError, WriteFailed
 from vaulteval.vault.locking import vault_lock
 from vaulteval.vault.notesrecord import write_notes_record
@@ -39,18 +37,11 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def _writing(vault: "Vault") -> Iterator[Any]:
     """The vault lock, with a write failure turned into one line; the previous generation stays in service.
-
-    An index moved aside by an older vaulteval (``index.vti.stale``) is put back
-    when the run fails: every candidate it serves is still checked against its
-    chunk record and page. Garbage is collected less often meanwhile (``bulk_work``).
+    Garbage is collected less often meanwhile (``bulk_work``).
     """
     try:
         with vault_lock(vault) as meta, bulk_work():
-            try:
-                yield meta
-            except OSError:
-                restore_index(meta)
-                raise
+            yield meta
     except OSError as exc:
         raise WriteFailed(f"cannot write derived state in {vault.meta_dir}: {exc.strerror or exc}; "
                           "nothing in your notes changed and the previous index, if any, is still served") from None
@@ -78,11 +69,10 @@ def prefix(vault: "Vault", *, page: str | None = None, rebuild: bool = False, pe
 
 def _collect(meta: Any, before: set[str], cataloged: set[str] | None = None) -> dict[str, int]:
     """Remove what neither the index in service, the one served when the run started, nor the catalog needs
-    (``cataloged``: the segments the catalog just written names). Loose records of the old layout stay only
-    while the index in service reads them."""
+    (``cataloged``: the segments the catalog just written names)."""
     if cataloged is None:
         cataloged = segments_named(meta)
-    keep = (before - {LEGACY}) | segments_in_service(meta) | cataloged
+    keep = before | segments_in_service(meta) | cataloged
     return collect(meta, keep)
 
 
@@ -152,9 +142,6 @@ def provision(
     A notes folder named by ``--notes-dir`` (``vault.notes_origin == "flag"``) is recorded in
     ``.vault-meta/vaulteval/notes-folder.json``, so every later command finds it without the flag.
 
-    A vault in the old layout (vaulteval's files directly in ``.vault-meta/``) is migrated first
-    (``vaulteval.pipeline.migrate``); the report then says what was removed under ``migrated``.
-
     With ``embed`` (a rerank config naming backend and model), the chunk vectors
     are then stored in ``.vault-meta/vaulteval/embeddings/`` under the same lock; only
     chunks whose text changed are embedded. With ``embed_required=False`` an
@@ -174,7 +161,6 @@ def provision(
     with _writing(vault) as meta:
         t0 = time.perf_counter()
         before = segments_in_service(meta)
-        migration = migrate_old_layout(meta.shared) if meta.shared is not None else None
         signatures: dict[str, tuple[int, int, int]] = {}  # each note's stat, taken by the walk
         pages = list(vault.iter_pages(signatures))
         # The analyzer's optional pre-analysis (auto: Kiwi on the second core) takes each record as it is written.
@@ -237,12 +223,6 @@ def provision(
         out["seconds"]["embed"] = round(t3 - t2, 3)
     if embed_failure is not None:
         out["embeddings_not_refreshed"] = embed_failure
-    if migration is not None:
-        out["migrated"] = migration.to_dict()
-    if collected["loose_records"]:
-        out["migrated_store"] = {"records": prefix_report.migrated_records, "removed": collected["loose_records"]}
-    elif prefix_report.store_converted:
-        out["converted_store"] = {"records": prefix_report.store_converted}
     out["store"] = collected
     return out
 

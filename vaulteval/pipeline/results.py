@@ -84,9 +84,8 @@ class Label:
 class Candidate:
     """One served chunk, with ``score`` (what it was ranked by) and ``scores`` (every component it has).
 
-    ``bm25_score``, ``rerank_score`` and ``dense_score`` are the fields of
-    schema v1, kept for one version: ``bm25_score`` is 0.0 for a chunk BM25 did
-    not match, ``rerank_score`` is None when nothing was reranked (no field copies another).
+    ``bm25_score`` (0.0 for a chunk BM25 did not match), ``rerank_score`` and ``dense_score`` (None when
+    absent) are the pool table's columns (docs/run-manifest.md); the JSON carries ``scores`` only.
 
     ``text`` is the chunk's raw text. With ``passages`` (the query's
     ``vaulteval.pipeline.passages.Passages``) the snippet, the matched terms and
@@ -160,12 +159,9 @@ class Candidate:
         out: dict[str, Any] = {
             "chunk_id": self.chunk_id, "page_address": self.page_address, "page_path": self.page_path,
             "absolute_path": self.absolute_path, "chunk_index": self.chunk_index,
-            "score": self.score, "scores": dict(self.scores),
-            "bm25_score": self.bm25_score, "rerank_score": self.rerank_score, "rerank_source": self.rerank_source,
+            "score": self.score, "scores": dict(self.scores), "rerank_source": self.rerank_source,
             "snippet": self.snippet, "matched_terms": self.matched_terms, **self.location,
         }
-        if "dense" in self.scores:
-            out["dense_score"] = self.scores["dense"]
         return out
 
     def __eq__(self, other: object) -> bool:

@@ -1,4 +1,4 @@
-"""Removing what no generation needs: old segments, a writer's leftover temporary files, the old loose records.
+"""Removing what no generation needs: old segments and a writer's leftover temporary files.
 
 Usage (a writer, under the vault lock, after it published)::
 
@@ -24,12 +24,11 @@ if TYPE_CHECKING:
     from vaulteval.vault.metadir import MetaDir
 
 # Temporary names of vaulteval's writers: segments, index, field index, stored vectors, catalog.
-_TMP_RE = re.compile(r"^\.(seg-[0-9a-f]{16}\.vcs|index\.vti|fields\.vti|vectors\.vtv|chunk-catalog\.(?:json|vcc))\.\d+\.tmp$")
-LEGACY = "legacy"  # marker: the index in service still names loose records under chunks/
+_TMP_RE = re.compile(r"^\.(seg-[0-9a-f]{16}\.vcs|index\.vti|fields\.vti|vectors\.vtv|chunk-catalog\.vcc)\.\d+\.tmp$")
 
 
 def segments_in_service(meta: "MetaDir") -> set[str]:
-    """The segments the published index reads (``LEGACY`` among them when it reads loose ``chunks/`` files)."""
+    """The segments the published index reads."""
     from vaulteval.index.file import IndexFileError, _read_header
     from vaulteval.index.location import open_index_file
 
@@ -39,15 +38,12 @@ def segments_in_service(meta: "MetaDir") -> set[str]:
     except (IndexFileError, OSError, ValueError):
         return set()
     store = header.get("store")
-    if not isinstance(store, list):  # built before the packed store: every record is a loose file
-        return {LEGACY} if header.get("n_docs") else set()
-    names = {s for s in store if isinstance(s, str) and SEGMENT_RE.match(s)}
-    return names | {LEGACY} if header.get("loose_records") else names
+    return {s for s in store if isinstance(s, str) and SEGMENT_RE.match(s)} if isinstance(store, list) else set()
 
 
 def collect(meta: "MetaDir", keep: set[str]) -> dict[str, int]:
-    """Remove unneeded segments, leftover temporary files and (once nothing reads them) the loose records."""
-    out = {"segments": 0, "temporary": 0, "loose_records": 0}
+    """Remove unneeded segments and leftover temporary files."""
+    out = {"segments": 0, "temporary": 0}
     for sub in ("", STORE_DIR, "bm25", "embeddings"):
         if sub and not meta.is_dir(sub):
             continue
@@ -63,17 +59,4 @@ def collect(meta: "MetaDir", keep: set[str]) -> dict[str, int]:
         finally:
             if sub:
                 folder.close()
-    if LEGACY not in keep and meta.is_dir("chunks"):
-        out["loose_records"] = _count_loose(meta)
-        meta.rmtree("chunks")
     return out
-
-
-def _count_loose(meta: "MetaDir") -> int:
-    n = 0
-    with meta.sub("chunks") as chunks:
-        for entry in chunks.scandir():
-            if entry.is_dir(follow_symlinks=False):
-                with chunks.sub(entry.name) as folder:
-                    n += sum(1 for e in folder.scandir() if e.name.startswith("chunk-") and e.name.endswith(".json"))
-    return n

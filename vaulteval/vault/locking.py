@@ -51,7 +51,7 @@ def vault_lock(vault: Any) -> Iterator[MetaDir]:
                 if not same_object(OWN_NAME, held.meta.fd, meta.fd):
                     raise replaced(vault.root)
 
-            meta.guard, meta.shared = guard, held.meta
+            meta.guard = guard
             with _own_lock(meta):
                 yield meta
 

@@ -6,11 +6,10 @@ Usage::
         meta.check_tree()                                # refuse symlinked folders before any change
         with meta.sub("bm25", create=True) as bm25:
             bm25.write_bytes("index.vti", data, durable=True)
-        meta.rmtree("chunks/c-1")                        # only ever inside the opened folder
 
 Every folder is opened relative to its parent's descriptor with
 ``O_NOFOLLOW | O_DIRECTORY``, one level at a time, so a symlink planted at
-``.vault-meta``, ``chunks``, ``chunks/<address>`` or ``bm25`` cannot send a
+``.vault-meta``, ``store`` or ``bm25`` cannot send a
 write, rename or delete anywhere else: it is refused with exit 2 before
 anything changes. Files are opened with ``O_NOFOLLOW | O_NONBLOCK`` and only
 regular files are read, so a FIFO can neither hang nor be followed.
@@ -38,10 +37,9 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEX
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 # Folders and files of derived state (relative to vaulteval's namespace) that must never be symlinks
 # (checked before any change).
-KNOWN_DIRS = ("chunks", "bm25", "store")
-KNOWN_FILES = (".lock", "chunk-catalog.vcc", "chunk-catalog.json", "embeddings.sqlite", "embeddings.sqlite-wal",
-               "embeddings.sqlite-shm",
-               "bm25/index.vti", "bm25/index.vti.stale")
+KNOWN_DIRS = ("bm25", "store")
+KNOWN_FILES = (".lock", "chunk-catalog.vcc", "embeddings.sqlite", "embeddings.sqlite-wal", "embeddings.sqlite-shm",
+               "bm25/index.vti")
 
 
 class NotRegularFile(OSError):
@@ -125,8 +123,6 @@ class MetaDir:
     def __init__(self, fd: int, path: Path):
         self.fd = fd
         self.path = path
-        # The shared .vault-meta folder while vault_lock holds claude-obsidian's lock (None otherwise).
-        self.shared: MetaDir | None = None
         # Called before every change (write, rename, delete): raises when the vault was replaced meanwhile.
         self.guard: Callable[[], None] | None = None
 
@@ -229,13 +225,12 @@ class MetaDir:
             if st is not None and not stat.S_ISREG(st.st_mode):
                 raise UnsafeMetaPath(f"{self.path / name} is not a regular file (a symlink, FIFO or folder?); "
                                      "remove it and run provision (nothing was changed)")
-        for name in ("chunks", "store"):
-            if self.is_dir(name):
-                with self.sub(name) as folder:
-                    for entry in folder.scandir():
-                        # Address folders and segments are opened without following links; links are refused.
-                        if entry.is_symlink():
-                            raise _unsafe(str(folder.path / entry.name))
+        if self.is_dir("store"):
+            with self.sub("store") as folder:
+                for entry in folder.scandir():
+                    # Segments are opened without following links; links are refused.
+                    if entry.is_symlink():
+                        raise _unsafe(str(folder.path / entry.name))
 
     # -- reading --------------------------------------------------------------
     def read_bytes(self, name: str) -> bytes:
@@ -271,19 +266,6 @@ class MetaDir:
             return True
         except FileNotFoundError:
             return False
-
-    def rmtree(self, name: str) -> None:
-        """Remove a child folder and everything in it, by descriptor (symlinks inside are unlinked)."""
-        self._check()
-        st = self.lstat(name)
-        if st is None:
-            return
-        if not stat.S_ISDIR(st.st_mode):
-            self.unlink(name)
-            return
-        import shutil  # only writers remove folders; keeps shutil (bz2, lzma) off the retrieve path
-
-        shutil.rmtree(name, dir_fd=self.fd)
 
     def fd_path(self, name: str = "") -> str:
         """A path through this descriptor (``/proc/self/fd/N/name``) for libraries that take only paths."""
