@@ -229,33 +229,22 @@ def test_an_export_replaced_while_its_session_opens_is_not_used(embedded: tuple[
     assert used == ["fallback"]
 
 
-def test_an_export_of_the_first_layout_still_serves_and_is_replaced(embedded: tuple[Path, dict], tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """Version 1 kept the weights inside model.onnx: queries use it as before, and provision rewrites it."""
-    onnx = pytest.importorskip("onnx")
+def test_an_export_of_another_version_is_not_used_and_provision_replaces_it(
+        embedded: tuple[Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaulteval.embeddings.onnxfiles import export_state
+
     monkeypatch.setattr(onnxembed, "_SESSIONS", OrderedDict())
     root = Path(shutil.copytree(embedded[0], tmp_path / "vault", symlinks=True))
     folder = Vault(root).meta_dir / ONNX_DIR
     info = json.loads((folder / EXPORT_FILE).read_text())
-    single = onnx.load(str(folder / MODEL_FILE))  # reads the weights from model.data
-    (folder / WEIGHTS_FILE).unlink()
-    (folder / MODEL_FILE).unlink()
-    onnx.save_model(single, str(folder / MODEL_FILE))
-    import hashlib
-
-    info.update(version=1, onnx_sha256="sha256:" + hashlib.sha256((folder / MODEL_FILE).read_bytes()).hexdigest())
-    for key in ("optimized", "weights_sha256", "written"):
-        info.pop(key)
-    (folder / EXPORT_FILE).write_text(json.dumps(info))
+    assert info["version"] == 2
+    (folder / EXPORT_FILE).write_text(json.dumps({**info, "version": 1}))
     config = resolve(ST)
-    old = open_onnx(folder, config)
-    assert old is not None
-    vectors = np.stack(old.embed(QUERIES[:3]))
-    torch = np.stack(SentenceTransformerEmbedder.load(config).embed(QUERIES[:3]))
-    cos = (vectors * torch).sum(1) / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(torch, axis=1))
-    assert cos.min() >= 1 - 1e-4
+    assert open_onnx(folder, config) is None  # queries embed with sentence-transformers meanwhile
+    state = export_state(folder, str(config.model))
+    assert state["state"] == "damaged" and "version" in state["problem"]
     assert provision(Vault(root), embed=ST)["embeddings"]["onnx"]["state"] == "exported"
-    assert json.loads((folder / EXPORT_FILE).read_text())["version"] == 2 and (folder / WEIGHTS_FILE).is_file()
+    assert json.loads((folder / EXPORT_FILE).read_text())["version"] == 2
 
 
 def test_a_query_whose_vector_is_cached_never_opens_the_session(embedded: tuple[Path, dict], tmp_path: Path,

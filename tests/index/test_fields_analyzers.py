@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from pipeline_fixtures import run_json
 from vaulteval import Vault
 from vaulteval.errors import UsageError
-from vaulteval.index.analyzers import LUCENE_STOPWORDS, english_analyzer_name, parse_analyzer_name
+from vaulteval.index.analyzers import LUCENE_STOPWORDS, AnalyzerNameError, english_analyzer_name, parse_analyzer_name
 from vaulteval.index.fieldtext import code_text, headings_text
 from vaulteval.index.fields import fields_path, open_fields
 from vaulteval.index.analysis import lookup
@@ -85,8 +85,10 @@ def test_analyzer_names_round_trip(stemmer: str, stopwords: str, name: str) -> N
         assert lookup(name)("the generously descaled machines")
 
 
-def test_seed_is_the_old_name_of_the_short_stopword_list() -> None:
-    assert english_analyzer_name("porter", "seed") == english_analyzer_name("porter", "short") == "english:stemmer=porter"
+def test_a_stoplist_name_of_another_version_is_refused() -> None:
+    assert english_analyzer_name("porter", "short") == "english:stemmer=porter"
+    with pytest.raises(AnalyzerNameError, match="stopwords"):
+        english_analyzer_name("porter", "seed")
 
 
 def test_analyzer_options_change_terms_as_documented() -> None:

@@ -58,8 +58,8 @@ def server():
 def setup(tmp_path: Path):
     vault = Vault(make_vault(tmp_path / "v", PAGES))
     provision(vault)
-    (vault.wiki_dir / "edited.md").write_text("Okapi forest okapi, edited later.", encoding="utf-8")
-    (vault.wiki_dir / "late.md").write_text("Okapi arrived late.", encoding="utf-8")
+    (vault.notes_dir / "edited.md").write_text("Okapi forest okapi, edited later.", encoding="utf-8")
+    (vault.notes_dir / "late.md").write_text("Okapi arrived late.", encoding="utf-8")
     qs = load_queryset(write_yaml(tmp_path / "qs.yaml", QUERIES, vault="v"))
     return Vault(vault.root), qs
 

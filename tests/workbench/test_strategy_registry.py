@@ -89,10 +89,9 @@ def test_every_strategy_key_round_trips(param) -> None:
     assert Strategy.parse(s.text()) == s and Strategy.from_dict(s.to_dict()) == s
 
 
-def test_stopwords_seed_is_the_old_name_of_short() -> None:
-    old = Strategy.parse("bm25:analyzer=english,stopwords=seed")
-    assert old == Strategy.parse("bm25:analyzer=english") and old.index.stopwords == "short"
-    assert old.index_analyzer == "english"
+def test_a_stoplist_of_another_name_is_refused() -> None:
+    with pytest.raises(StrategyError, match="stopwords"):
+        Strategy.parse("bm25:analyzer=english,stopwords=seed")  # not a name of this vaulteval's lists
 
 
 def test_a_record_of_another_format_is_refused_in_one_line() -> None:

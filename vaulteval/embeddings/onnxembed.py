@@ -133,9 +133,8 @@ class OnnxEmbedder:
 def session_options(onnxruntime: Any, info: dict[str, Any]) -> Any:
     """How queries (and the export's own check at provision) run the graph.
 
-    An export of version 2 went through the basic rewrites (constant folding, dead nodes) when it was written,
-    so the session applies none; version 1 gets them now. Either way the operations are the torch model's,
-    without the fused kernels of the higher levels.
+    The export went through the basic rewrites (constant folding, dead nodes) when it was written, so the
+    session applies none: the operations are the torch model's, without the fused kernels of the higher levels.
     """
     options = onnxruntime.SessionOptions()
     # One query is a few dozen tokens: one thread answers it sooner than a pool on a busy machine.
@@ -145,8 +144,7 @@ def session_options(onnxruntime: Any, info: dict[str, Any]) -> Any:
         # A pool's idle threads would spin between batches' operators, taking cores a busy machine lacks.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     levels = onnxruntime.GraphOptimizationLevel
-    options.graph_optimization_level = (levels.ORT_DISABLE_ALL if info.get("optimized") == "basic"
-                                        else levels.ORT_ENABLE_BASIC)
+    options.graph_optimization_level = levels.ORT_DISABLE_ALL
     return options
 
 

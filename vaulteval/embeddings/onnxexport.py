@@ -59,8 +59,8 @@ def ensure_onnx_export(meta: "MetaDir", config: "RerankConfig") -> dict[str, Any
         return {"state": "skipped", "reason": "the stored embeddings are not from sentence-transformers"}
     model = str(config.model)
     current = read_export(meta.path / ONNX_DIR)
-    if export_matches(current, model, current=True) and check_files(meta.path / ONNX_DIR, current)[0] is None:
-        return {"state": "current"}  # (a damaged or older export is written again)
+    if export_matches(current, model) and check_files(meta.path / ONNX_DIR, current)[0] is None:
+        return {"state": "current"}  # (a damaged export, or one of another version, is written again)
     try:
         import onnxruntime  # noqa: F401  (only to say so when queries could not use the export)
         import tokenizers  # noqa: F401

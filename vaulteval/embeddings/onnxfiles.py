@@ -6,12 +6,12 @@ Usage::
     if export_matches(info, model):                     # made from this model as it is on disk now
         problem, seen = check_files(meta_dir / "onnx", info)   # problem: None, or why the files are not the export's
 
-An export of version 2 (what ``provision`` writes now) is four files:
+An export (version 2, the one ``provision`` writes) is four files:
 ``model.onnx`` (the graph, already through onnxruntime's basic graph rewrites,
 so a query's session skips them), ``model.data`` (its weights, which
 onnxruntime maps from disk instead of parsing them out of the graph),
-``tokenizer.json`` and ``export.json``. Version 1 kept the weights inside
-``model.onnx``; queries still use such an export, and the next ``provision``
+``tokenizer.json`` and ``export.json``. An export of another version is not
+used (queries embed with sentence-transformers) and the next ``provision``
 replaces it. The file names are fixed here, never taken from ``export.json``.
 """
 
@@ -27,7 +27,6 @@ from typing import Any
 ONNX_DIR = "onnx"
 EXPORT_KIND = "vaulteval-onnx-embedder"
 EXPORT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
 MODEL_FILE = "model.onnx"
 WEIGHTS_FILE = "model.data"
 TOKENIZER_FILE = "tokenizer.json"
@@ -58,7 +57,7 @@ def file_signature(st: os.stat_result | None) -> list[int] | None:
 
 
 def read_export(folder: Path) -> dict[str, Any] | None:
-    """The export's description when it is one of a version this code reads, else None (never raises)."""
+    """The export's description when it is of the version this code writes, else None (never raises)."""
     from vaulteval.vault.metadir import open_regular
 
     try:
@@ -67,24 +66,20 @@ def read_export(folder: Path) -> dict[str, Any] | None:
     except (OSError, ValueError, RecursionError):
         return None
     if (not isinstance(info, dict) or info.get("kind") != EXPORT_KIND
-            or info.get("version") not in READABLE_VERSIONS or isinstance(info.get("version"), bool)):
+            or info.get("version") != EXPORT_VERSION or isinstance(info.get("version"), bool)):
         return None
     return info
 
 
-def export_matches(info: dict[str, Any] | None, model: str, *, current: bool = False) -> bool:
-    """Was this export made from ``model`` as it is on disk now (and, with ``current``, in today's layout)?"""
+def export_matches(info: dict[str, Any] | None, model: str) -> bool:
+    """Was this export made from ``model`` as it is on disk now?"""
     return (info is not None and info.get("model_key") == model
-            and info.get("source") == source_signature(model)
-            and (not current or info.get("version") == EXPORT_VERSION))
+            and info.get("source") == source_signature(model))
 
 
 def exported_files(info: dict[str, Any]) -> dict[str, str]:
-    """{file name: the key of its sha256 in export.json} for the export's layout."""
-    files = {MODEL_FILE: "onnx_sha256", TOKENIZER_FILE: "tokenizer_sha256"}
-    if info.get("version") == 2:
-        files[WEIGHTS_FILE] = "weights_sha256"
-    return files
+    """{file name: the key of its sha256 in export.json}."""
+    return {MODEL_FILE: "onnx_sha256", TOKENIZER_FILE: "tokenizer_sha256", WEIGHTS_FILE: "weights_sha256"}
 
 
 def file_sha256(path: Path) -> str:
@@ -108,15 +103,14 @@ def check_files(folder: Path, info: dict[str, Any]) -> tuple[str | None, dict[st
     when its bytes hash to the recorded sha256 (a copied or restored vault). Symlinks and special files
     are refused without being opened.
     """
-    # A version-2 description carries its own digest: a flipped byte in a name it records (the model's name
-    # the store knows) would otherwise pass for a different model instead of a damaged export.
-    if info.get("version") == 2:
-        try:
-            matches = info.get("description_sha256") == description_digest(info)
-        except (RecursionError, ValueError):  # parsed, yet too deep or odd to write back out
-            matches = False
-        if not matches:
-            return f"{EXPORT_FILE} is not the file provisioning wrote (its digest does not match)", {}
+    # The description carries its own digest: a flipped byte in a name it records (the model's name the store
+    # knows) would otherwise pass for a different model instead of a damaged export.
+    try:
+        matches = info.get("description_sha256") == description_digest(info)
+    except (RecursionError, ValueError):  # parsed, yet too deep or odd to write back out
+        matches = False
+    if not matches:
+        return f"{EXPORT_FILE} is not the file provisioning wrote (its digest does not match)", {}
     written = info.get("written") if isinstance(info.get("written"), dict) else {}
     seen: dict[str, list[int]] = {}
     for name, digest_key in exported_files(info).items():

@@ -11,8 +11,7 @@ lives in ``vaulteval.index.tokenize``; this module only adds variants, written
 
 - stemmer: ``snowball`` (Snowball english, the default), ``porter`` (the
   original Porter algorithm), ``none``; both stemmers come from PyStemmer;
-- stopwords: ``short`` (claude-obsidian's short list, the default; ``seed``, its
-  old name, is still read), ``lucene`` (the
+- stopwords: ``short`` (claude-obsidian's short list, the default), ``lucene`` (the
   English stop set of Apache Lucene's StopAnalyzer/EnglishAnalyzer, 33 words),
   ``none``.
 
@@ -27,7 +26,6 @@ from collections.abc import Callable
 
 STEMMERS = ("snowball", "porter", "none")
 STOPLISTS = ("short", "lucene", "none")
-OLD_STOPLIST_NAMES = {"seed": "short"}  # how manifests and strategies before 0.2 named the short list
 LUCENE_STOPWORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
     "they this to was will with".split()
@@ -41,7 +39,6 @@ class AnalyzerNameError(ValueError):
 
 def english_analyzer_name(stemmer: str = "snowball", stopwords: str = "short") -> str:
     """Usage: ``english_analyzer_name("porter")`` -> ``"english:stemmer=porter"``; defaults give ``"english"``."""
-    stopwords = OLD_STOPLIST_NAMES.get(stopwords, stopwords)
     if stemmer not in STEMMERS:
         raise AnalyzerNameError(f"stemmer must be one of {', '.join(STEMMERS)}, got {stemmer!r}")
     if stopwords not in STOPLISTS:

@@ -90,12 +90,12 @@ def plot_per_tag(table: "pd.DataFrame", measure: str) -> "Figure":
 
 
 def plot_miss_causes(counts: "pd.DataFrame") -> "Figure":
-    """Bars of misses per cause and run (input: ``nbviews.miss_counts``; the total row is left out)."""
+    """Bars of misses per cause and run (input: ``nbviews.miss_counts``, one row per cause)."""
     import numpy as np
 
     import pandas as pd
 
-    table = counts[counts.cause != "total"]  # a total row (older tables) is not a cause
+    table = counts
     runs = [c for c in table.columns if c != "cause"]
     fig, axes = _figure(1, 1, (9.0, 3.8))
     ax = axes[0][0]

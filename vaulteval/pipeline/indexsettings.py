@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from vaulteval.chunks import chunking
 from vaulteval.errors import UsageError
 from vaulteval.index import analysis, bm25
-from vaulteval.index.analyzers import OLD_STOPLIST_NAMES, STEMMERS, STOPLISTS
+from vaulteval.index.analyzers import STEMMERS, STOPLISTS
 from vaulteval.index.params import MAX_K1, check_bm25_params, check_chunk_params, max_hard_max
 from vaulteval.pipeline.stages.params import Param
 
@@ -37,8 +37,8 @@ INDEX_PARAMS = (
     Param("stemmer", str, "snowball", "the English stemmer (both from PyStemmer)", choices=STEMMERS,
           note="only with `analyzer=english`"),
     Param("stopwords", str, "short", "the default analyzer's short list, or the English stop set of Apache "
-          "Lucene's `EnglishAnalyzer` (33 words); `seed` is the old name of `short`", choices=STOPLISTS,
-          aliases=OLD_STOPLIST_NAMES, note="only with `analyzer=english`; a Snowball language analyzer "
+          "Lucene's `EnglishAnalyzer` (33 words)", choices=STOPLISTS,
+          note="only with `analyzer=english`; a Snowball language analyzer "
           "takes `none` (its list is the `stop-words` package's)"),
     Param("fold", str, "default", "accent folding (`default`: the language's own choice, on for Spanish, "
           "Portuguese, French, Italian, Catalan, Romanian)", choices=LANGUAGE_OPTION,
@@ -85,7 +85,7 @@ class IndexSettings:
         except UsageError as exc:
             raise IndexSettingsError(str(exc)) from None
         for key, value in normal.items():
-            object.__setattr__(self, key, value)  # normal types and names (stopwords=seed is short)
+            object.__setattr__(self, key, value)  # normal types and names
         if self.analyzer not in analysis.NAMES:
             raise IndexSettingsError(f"analyzer must be one of {', '.join(analysis.NAMES)}, got {self.analyzer!r}")
         language = analysis.language_of_head(self.analyzer) is not None

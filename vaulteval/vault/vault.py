@@ -115,7 +115,6 @@ class Vault:
         # "" when the notes are the vault root; page paths are always relative to the root.
         self.notes_rel, self.notes_origin = choose_notes_dir(self.root, notes_dir, change=notes_dir_change)
         self.notes_dir = self.root.joinpath(*self.notes_rel.split("/")) if self.notes_rel else self.root
-        self.wiki_dir = self.notes_dir  # the older name, kept for callers written before plain vaults
         # Unusable exclusion settings stop here (exit 2), unless the user chose to go on without them.
         self.ignore_obsidian_settings = ignore_obsidian_settings
         self.ignore = IgnoreRules.from_vault(self.root, ignore_settings=ignore_obsidian_settings)

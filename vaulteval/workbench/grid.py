@@ -88,7 +88,7 @@ def vault_languages(vault: "Vault") -> set[str]:
 def store_reranker(vault: "Vault") -> str | None:
     """``st`` or ``ollama`` plus the store's model (``st,model=...``), or None without a readable store."""
     from vaulteval.embeddings.config import BACKENDS
-    from vaulteval.embeddings.models import default_st_model, is_shipped_name
+    from vaulteval.embeddings.models import is_shipped_name
     from vaulteval.embeddings.store import StoreError, open_store, store_path
 
     if not store_path(vault.meta_dir).exists():
@@ -100,8 +100,7 @@ def store_reranker(vault: "Vault") -> str | None:
     if store.backend not in BACKENDS or "," in store.model:
         return None
     if store.backend == "sentence-transformers":
-        shipped = is_shipped_name(store.model) or store.model == default_st_model()  # by name, or an older store's path
-        return "st" if shipped else f"st,model={store.model}"
+        return "st" if is_shipped_name(store.model) else f"st,model={store.model}"
     return f"ollama,model={store.model}"
 
 
