@@ -25,7 +25,8 @@ querysets, workbench, notebooks, server, cli (see docs/architecture.md).
 from __future__ import annotations
 
 from importlib import import_module
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

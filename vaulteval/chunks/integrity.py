@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 from vaulteval.errors import PathEscape
 from vaulteval.vault.digest import bytes_sha256, text_sha256
 from vaulteval.vault.paths import cached_lexical_path, read_confined
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Protocol
 

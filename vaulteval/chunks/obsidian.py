@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import bisect
 import re
+from typing import TYPE_CHECKING
 
 from vaulteval.chunks.codespans import inline_code_spans, map_spans
 from vaulteval.chunks.visible import visible
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

@@ -31,12 +31,12 @@ import os
 import re
 import stat
 import zlib
+from typing import TYPE_CHECKING
 
 from vaulteval.chunks.blocks import BLOCK_TARGET, MAX_BLOCK_RECORDS, MAX_RECORD_BYTES, held_record, \
     inflate_blocks, pack_block, read_record
 from vaulteval.vault.metadir import MetaDir, NotRegularFile, read_flags
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from pathlib import Path
 

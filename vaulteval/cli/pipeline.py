@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from vaulteval.cli.common import emit as _emit, select_vault as _vault
 from vaulteval.cli.pipeline_args import EMBEDDERS, PARSERS
 from vaulteval.errors import EXIT_FAILED, EXIT_OK, UsageError
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

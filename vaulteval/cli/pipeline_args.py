@@ -7,11 +7,11 @@ builds only the one a command line names.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from vaulteval.cli.common import int_arg as _int_arg
 from vaulteval.errors import UsageError
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

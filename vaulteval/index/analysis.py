@@ -27,12 +27,12 @@ look names up here; no other module branches on an analyzer's name.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from vaulteval.errors import UsageError
 from vaulteval.index import tokenize
 from vaulteval.index.langs.catalog import BY_ANALYZER, LANGUAGE_ANALYZERS
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from collections.abc import Sequence
 

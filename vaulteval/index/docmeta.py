@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import struct
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

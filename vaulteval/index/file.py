@@ -34,6 +34,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
 from vaulteval.vault.metadir import MetaDir, NotRegularFile, open_regular
 from vaulteval.vault.testhooks import pause_point
@@ -50,7 +51,6 @@ _FORMATS = {"i1": "b", "u1": "B", "i2": "h", "u2": "H", "i4": "i", "u4": "I", "i
             "f2": "e", "f4": "f", "f8": "d"}
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

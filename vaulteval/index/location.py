@@ -9,11 +9,11 @@ Usage::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vaulteval.index.file import IndexFileError, checked_open, read_header
 from vaulteval.vault.metadir import MetaDir
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

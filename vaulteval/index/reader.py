@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.index.docmeta import ROW_FORMAT, DocMeta, parse_rows, store_names
@@ -24,7 +25,7 @@ from vaulteval.index.tokenize import ANALYZER_VERSION
 from vaulteval.vault.metadir import MetaDir
 
 LANGS_SECTION = "doc_langs"  # auto indexes: each chunk's language code, newline-terminated
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
+
 if TYPE_CHECKING:
     from typing import Any
 

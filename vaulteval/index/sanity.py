@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import sys
 from operator import le
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

@@ -45,11 +45,11 @@ import os
 import sys
 from bisect import bisect_left
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
 from vaulteval.index import bm25_plain
 from vaulteval.index.file import BLOCK_SIZE
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

@@ -15,8 +15,8 @@ import for it.
 from __future__ import annotations
 
 import _thread
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not typing's: the one-shot CLI query does not import typing
 if TYPE_CHECKING:
     from typing import Any, Callable
 

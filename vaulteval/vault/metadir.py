@@ -23,7 +23,8 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

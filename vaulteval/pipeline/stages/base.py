@@ -22,7 +22,8 @@ has a ``selector``, by that bare leading item (``rerank:cross,model=PATH``).
 from __future__ import annotations
 
 import time
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

@@ -8,7 +8,8 @@ score array other BM25-based stages start from too. Field scores come from the f
 from __future__ import annotations
 
 import time
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

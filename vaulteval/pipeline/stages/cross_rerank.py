@@ -15,8 +15,8 @@ UsageError before any work; so is a model that cannot be loaded or has more than
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,7 +9,8 @@ falls back to BM25 order.
 from __future__ import annotations
 
 import time
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,9 +9,7 @@ pipeline's rerank step runs (``vaulteval.embeddings.rerank``). Written ``rerank:
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 from vaulteval.pipeline.stages.params import Param
 from vaulteval.pipeline.stages.base import Reranker, folder_digest, register

@@ -13,7 +13,8 @@ the BM25 list alone (the caller labels the fallback).
 from __future__ import annotations
 
 import time
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

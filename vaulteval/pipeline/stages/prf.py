@@ -21,7 +21,8 @@ Each candidate's components: ``prf`` (its score for the expanded query, what it 
 from __future__ import annotations
 
 import time
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

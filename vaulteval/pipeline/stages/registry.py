@@ -15,9 +15,7 @@ list those modules, and each registers its class when imported.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the start-up budget test keeps typing off the served retrieve
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 from vaulteval.errors import UsageError
 from vaulteval.pipeline.stages import FIRST_STAGE_MODULES, RERANKER_MODULES  # noqa: F401  (listed there)
