@@ -28,8 +28,9 @@ def test_the_grammar_selects_prf_under_bm25() -> None:
 def test_weight_zero_is_plain_bm25(provisioned_sample: Path) -> None:
     retriever = Retriever(Vault(provisioned_sample))
     plain = retriever.index().search(QUERY, k=30)
-    ranked, info = Prf(prf=5, prf_weight=0.0).run(retriever, QUERY, 30, None)
-    assert info["ranked_by"] == "prf"
+    ranking = Prf(prf=5, prf_weight=0.0).run(retriever, QUERY, 30, None)
+    ranked = ranking.docs
+    assert ranking.ranked_by == "prf"
     assert [(d, c["prf"], c["bm25"]) for d, c in ranked] == [(h.doc, h.score, h.score) for h in plain]
 
 
@@ -45,8 +46,9 @@ def test_the_expanded_query_scores_the_weighted_sum_of_term_scores(provisioned_s
     assert set(weights) == {tid for tid, _ in index.query_terms(tokens)} | set(model)
     # Original terms keep half their count; the expansion adds half the query length of mass.
     assert sum(weights.values()) == pytest.approx(len(index.query_terms(tokens)))
-    ranked, info = stage.run(retriever, QUERY, 20, None)
-    assert info["ranked_by"] == "prf"
+    ranking = stage.run(retriever, QUERY, 20, None)
+    ranked = ranking.docs
+    assert ranking.ranked_by == "prf"
     prf_scores = [c["prf"] for _, c in ranked]
     assert ranked and prf_scores == sorted(prf_scores, reverse=True)
     by_term = {tid: index.score_tokens([index.term_at(tid)]) for tid in weights}

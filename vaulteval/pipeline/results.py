@@ -7,6 +7,7 @@ Usage::
     best.score, best.scores          # 12.3, {"bm25": 12.3}   (or {"bm25":..., "dense":..., "fused":...})
     result.label.reranked            # False
     result.label.to_dict()           # {"first_stage": "bm25", "reranker": None, "fallbacks": []}
+    Ranking(docs, "bm25")            # what a first stage returns: [(doc, {component: value})], best first
     str(result.label)                # "bm25-only": the text form, for people (never parsed)
 
 Plain slotted classes: the retrieve path does not import dataclasses or typing.
@@ -23,6 +24,29 @@ if TYPE_CHECKING:
 SCHEMA = "vaulteval.retrieve.v2"
 # A rerank was asked for but no current candidate was left: nothing failed, nothing was reordered.
 NO_CANDIDATES = "no-candidates"
+
+
+class Ranking:
+    """One ranking, as first stages return it and the pipeline's verify and rerank steps take it.
+
+    ``docs`` is ``[(doc, {component: value})]`` best first, holding the
+    components that exist (``bm25``, ``dense``, ``fused``, ``prf``, or a new
+    stage's own); ``ranked_by`` is the component of its order. What happened on
+    the way: ``first_stage`` (the stage that ran, as labels name it; set by
+    ``vaulteval.pipeline.firststage``), ``fallbacks`` (``(stage, reason)``: why
+    a stage kept BM25 order, then ranked by ``bm25``), ``embedding_model`` and
+    ``timings_ms`` (per stage: ``bm25``, ``dense``, ``fusion``).
+    """
+
+    __slots__ = ("docs", "ranked_by", "first_stage", "fallbacks", "embedding_model", "timings_ms")
+
+    def __init__(self, docs: list, ranked_by: str, *, first_stage: str = "", fallbacks: tuple = (),
+                 embedding_model: Any = None, timings_ms: dict[str, float] | None = None):
+        self.docs, self.ranked_by, self.first_stage = docs, ranked_by, first_stage
+        self.fallbacks, self.embedding_model, self.timings_ms = tuple(fallbacks), embedding_model, timings_ms
+
+    def __repr__(self) -> str:
+        return f"Ranking({len(self.docs)} docs by {self.ranked_by!r}, fallbacks={list(self.fallbacks)!r})"
 
 
 class Label:

@@ -19,7 +19,7 @@ from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.index.reader import BM25Index, Hit, open_index
 from vaulteval.pipeline.loadonce import Loads
 from vaulteval.pipeline.passages import Passages, TextMemo
-from vaulteval.pipeline.results import NO_CANDIDATES, Candidate, Label, RetrievalResult
+from vaulteval.pipeline.results import NO_CANDIDATES, Candidate, Label, Ranking, RetrievalResult
 from vaulteval.pipeline.spec import DEFAULT_DEPTH
 from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import check_length
@@ -195,14 +195,14 @@ def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = DEFA
         cache = retriever._embed_cache = retriever._embed_cache or default_embed_cache(retriever.vault)
     else:
         cache = embed_cache
-    hits, stage = _first_stage(retriever, query, first, bm25_top, cache, bm25_hits)
-    watch.lap("bm25", parts=stage["timings_ms"])
+    ranking = _first_stage(retriever, query, first, bm25_top, cache, bm25_hits)
+    watch.lap("bm25", parts=ranking.timings_ms)
     # Without rerank or explain only the first `top` current pages are read and verified.
     served_only = rerank is None and not explain
     passages = Passages(query, index, retriever.vault, retriever.note_layouts, retriever.text_memo)
-    pool, texts, stale = _verify(retriever, hits, stage["ranked_by"], top if served_only else None, passages)
+    pool, texts, stale = _verify(retriever, ranking, top if served_only else None, passages)
     watch.lap("integrity")
-    label = Label(stage["first_stage"], None, stage["fallbacks"])
+    label = Label(ranking.first_stage, None, ranking.fallbacks)
     # Resolving the meta folder costs two realpath calls: only a rerank needs the answer.
     anchored = rerank is not None and embed_cache == "default" and not retriever.vault.meta_is_external
     ranked, rerank_model = _rerank(retriever, query, pool, texts, rerank, cache, anchored, label)
@@ -211,8 +211,8 @@ def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = DEFA
     watch.lap("dedupe")
     info = None
     if explain:
-        info = _explain(index.analyzer_name, stage, label, len(hits), ranked, deduped, bm25_top, rerank_model,
-                        stale, watch.done())
+        info = _explain(index.analyzer_name, ranking, label, ranked, deduped, bm25_top, rerank_model, stale,
+                        watch.done())
     return _assemble(query, label, top, ranked, deduped, info)
 
 
@@ -243,22 +243,19 @@ def _open_index(retriever: Retriever) -> BM25Index:
 
 
 def _first_stage(retriever: Retriever, query: str, first: "FirstStage | None", depth: int, cache: Path | None,
-                 bm25_hits: "list[Hit] | None") -> "tuple[list[tuple[int, dict[str, float]]], dict[str, Any]]":
-    """Documents best first as ``(doc, scores)``; info: stage run, ranked by, fallbacks, model, timings."""
+                 bm25_hits: "list[Hit] | None") -> Ranking:
+    """The first stage's ``Ranking``: documents best first as ``(doc, scores)``, and how they were ranked."""
     if first is None or first.plain:
         # Plain BM25 stays on the index's own search (plain Python, no numpy) and reuses batch hits.
         found = retriever.index().search(query, k=depth) if bm25_hits is None else bm25_hits[:depth]
-        info = {"first_stage": "bm25", "ranked_by": "bm25", "fallbacks": [], "embedding_model": None,
-                "timings_ms": None}
-        return [(h.doc, {"bm25": h.score}) for h in found], info
+        return Ranking([(h.doc, {"bm25": h.score}) for h in found], "bm25", first_stage="bm25")
     from vaulteval.pipeline.firststage import first_stage
 
-    ranked, info = first_stage(retriever, query, first, depth, cache)
-    return ranked[:depth], info
+    return first_stage(retriever, query, first, depth, cache)
 
 
-def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ranked_by: str,
-            pages_wanted: int | None, passages: Passages | None = None) -> tuple[list[Candidate], list[str], int]:
+def _verify(retriever: Retriever, ranking: Ranking, pages_wanted: int | None,
+            passages: Passages | None = None) -> tuple[list[Candidate], list[str], int]:
     """Candidates whose chunk and note still match the index, in first-stage order; their texts; stale count.
 
     With ``pages_wanted`` only the first chunk of each page is read, and
@@ -274,7 +271,7 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
     pages: set[str] = set()
     # Obsidian's exclusions as they are now: a note excluded after the build is never served.
     excluded = vault.ignore.excluded if vault.ignore else None
-    for doc_number, scores in hits:
+    for doc_number, scores in ranking.docs:
         doc = index.doc(doc_number)
         if pages_wanted is not None and doc.page_path in pages:
             continue
@@ -291,7 +288,7 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
         absolute = cached_lexical_path(vault.notes_dir, doc.page_path, vault.notes_strip)
         context = rec.get("contextualized_text") or raw
         pool.append(Candidate(doc.chunk_id, doc.page_address, doc.page_path, absolute, doc.chunk_index,
-                              scores, ranked_by, raw, context=context, passages=passages, doc=doc_number))
+                              scores, ranking.ranked_by, raw, context=context, passages=passages, doc=doc_number))
         texts.append(context)
         if pages_wanted is not None:
             pages.add(doc.page_path)
@@ -301,7 +298,7 @@ def _verify(retriever: Retriever, hits: "list[tuple[int, dict[str, float]]]", ra
         # An index whose chunk records are gone (deleted by another tool or by hand) must not look like
         # "no such notes": the answer would be an empty success for every query.
         raise NotProvisioned(f"the index names chunk records that are missing or were rewritten ({orphaned} of "
-                             f"{len(hits)} candidates, under {vault.meta_dir / 'store'})",
+                             f"{len(ranking.docs)} candidates, under {vault.meta_dir / 'store'})",
                              rebuild=vault.rebuild_command())
     return pool, texts, stale
 
@@ -353,13 +350,13 @@ def _assemble(query: str, label: Label, top: int, ranked: list[Candidate], dedup
     return RetrievalResult(query=query, label=label, top_k=top, candidates=deduped[:top], explain=info, pool=ranked)
 
 
-def _explain(analyzer: str, stage: "dict[str, Any]", label: Label, n_hits: int, ranked: list[Candidate],
+def _explain(analyzer: str, ranking: Ranking, label: Label, ranked: list[Candidate],
              deduped: list[Candidate], bm25_top: int, rerank_model: str | None, stale: int,
              timings: "dict[str, float]") -> "dict[str, Any]":
     """The ``explain`` object: counts, settings and per-stage timings."""
     first_fallbacks = [reason for stage_name, reason in label.fallbacks if stage_name != "rerank"]
     return {
-        "bm25_candidate_count": n_hits,
+        "bm25_candidate_count": len(ranking.docs),
         "post_rerank_count": len(ranked),
         "deduped_count": len(deduped),
         "bm25_top_param": bm25_top,
@@ -368,7 +365,7 @@ def _explain(analyzer: str, stage: "dict[str, Any]", label: Label, n_hits: int, 
         "analyzer": analyzer,
         "first_stage": label.first_stage,
         "first_stage_fallback": first_fallbacks[-1] if first_fallbacks else None,
-        "embedding_model": stage["embedding_model"],
+        "embedding_model": ranking.embedding_model,
         "timings_ms": timings,
     }
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from vaulteval.errors import UsageError
+from vaulteval.pipeline.results import Ranking  # noqa: F401  (what a first stage returns)
 from vaulteval.pipeline.stages.params import Param
 
 STAGES: dict[str, type] = {}  # name -> stage class, filled by register()
@@ -115,16 +116,8 @@ class Stage:
 
 
 class FirstStage(Stage):
-    """Protocol of a first stage: ``run`` ranks candidate documents for a query.
-
-    ``run(retriever, query, depth, cache_path)`` returns ``(ranked, info)``:
-    ranked is ``[(doc, {component: value})]`` best first, holding the
-    components that exist (``bm25``, ``dense``, ``fused``, ``prf``, or a new
-    stage's own); info holds ``ranked_by`` (the component of its order) and
-    may hold ``timings_ms`` (per stage: ``bm25``, ``dense``, ``fusion``),
-    ``embedding_model`` and ``fallback`` (why the stage fell back to BM25
-    order, then ranked by ``bm25``).
-    """
+    """Protocol of a first stage: ``run(retriever, query, depth, cache_path)`` returns a ``Ranking`` of
+    candidate documents for a query (a stage that had to keep BM25 order says so in its ``fallbacks``)."""
 
     role = "first"
     ranked_by = "bm25"
@@ -149,7 +142,7 @@ class FirstStage(Stage):
         other.embed = config
         return other
 
-    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> tuple[list, dict]:
+    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> Ranking:
         raise NotImplementedError
 
 

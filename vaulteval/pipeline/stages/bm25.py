@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from vaulteval.pipeline.stages.params import Param
-from vaulteval.pipeline.stages.base import FirstStage, ms_since, register
+from vaulteval.pipeline.stages.base import FirstStage, Ranking, ms_since, register
 
 FIELD_PARAMS = tuple(
     Param(f"w_{name}", float, 0.0, f"weight of the BM25 score of the note's {what}, added to the chunk's", low=0.0)
@@ -83,8 +83,8 @@ class Bm25(FirstStage):
     def without_fields(self) -> "Bm25":
         return Bm25()
 
-    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> tuple[list, dict]:
+    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> Ranking:
         started = time.perf_counter()
         tokens = retriever.index().analyze(query)
         ranked = ranked_bm25(bm25_scores(retriever, tokens, self.fields), depth)
-        return [(d, {"bm25": v}) for d, v in ranked], {"ranked_by": "bm25", "timings_ms": {"bm25": ms_since(started)}}
+        return Ranking([(d, {"bm25": v}) for d, v in ranked], "bm25", timings_ms={"bm25": ms_since(started)})

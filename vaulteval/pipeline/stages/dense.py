@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from vaulteval.pipeline.stages.bm25 import bm25_scores, matched, ranked_bm25
-from vaulteval.pipeline.stages.base import FirstStage, ms_since, register
+from vaulteval.pipeline.stages.base import FirstStage, Ranking, ms_since, register
 
 MODEL_CHANGED = "model-changed"
 
@@ -53,13 +53,18 @@ def dense_top(retriever: Any, query: str, embed: Any, depth: int, cache_path: An
     return out, info
 
 
-def bm25_fallback(retriever: Any, query: str, fields: tuple, depth: int, info: dict) -> tuple[list, dict]:
-    """BM25 order in the first-stage shape, for a stage whose query could not be embedded (``info`` says why)."""
+def kept_bm25(stage: str, ranked: list, info: dict) -> Ranking:
+    """BM25 order for a stage whose query could not be embedded (``info`` from ``dense_top`` says why)."""
+    return Ranking([(d, {"bm25": v}) for d, v in ranked], "bm25", fallbacks=((stage, info["fallback"]),),
+                   embedding_model=info["embedding_model"], timings_ms=info["timings_ms"])
+
+
+def bm25_fallback(retriever: Any, query: str, fields: tuple, depth: int, info: dict, stage: str) -> Ranking:
+    """``kept_bm25`` after scoring the query with BM25 (and ``fields``)."""
     started = time.perf_counter()
-    tokens = retriever.index().analyze(query)
-    ranked = [(d, {"bm25": v}) for d, v in ranked_bm25(bm25_scores(retriever, tokens, fields), depth)]
+    ranked = ranked_bm25(bm25_scores(retriever, retriever.index().analyze(query), fields), depth)
     info["timings_ms"]["bm25"] = ms_since(started)
-    return ranked, {**info, "ranked_by": "bm25"}
+    return kept_bm25(stage, ranked, info)
 
 
 @register
@@ -71,11 +76,12 @@ class Dense(FirstStage):
     ranked_by = "dense"
     tune_grid = ("",)
 
-    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> tuple[list, dict]:
+    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> Ranking:
         dense, info = dense_top(retriever, query, self.embed, depth, cache_path)
         if dense is None:
-            return bm25_fallback(retriever, query, (), depth, info)
+            return bm25_fallback(retriever, query, (), depth, info, self.name)
         started = time.perf_counter()
         scores = bm25_scores(retriever, retriever.index().analyze(query), ())
         info["timings_ms"]["bm25"] = ms_since(started)
-        return [(d, matched(scores[d], dense=c)) for d, c in dense], {**info, "ranked_by": "dense"}
+        return Ranking([(d, matched(scores[d], dense=c)) for d, c in dense], "dense",
+                       embedding_model=info["embedding_model"], timings_ms=info["timings_ms"])

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 from vaulteval.pipeline.stages.bm25 import FIELD_PARAMS, bm25_scores, field_weights, matched, ranked_bm25
-from vaulteval.pipeline.stages.dense import dense_top
+from vaulteval.pipeline.stages.dense import dense_top, kept_bm25
 from vaulteval.pipeline.stages.params import Param
-from vaulteval.pipeline.stages.base import FirstStage, ms_since, register
+from vaulteval.pipeline.stages.base import FirstStage, Ranking, ms_since, register
 
 
 @register
@@ -52,7 +52,7 @@ class Hybrid(FirstStage):
     def without_fields(self) -> "Hybrid":
         return self.replace(**{p.name: p.default for p in FIELD_PARAMS})
 
-    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> tuple[list, dict]:
+    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> Ranking:
         started = time.perf_counter()
         scores = bm25_scores(retriever, retriever.index().analyze(query), self.fields)
         bm25_list = ranked_bm25(scores, depth)
@@ -60,13 +60,13 @@ class Hybrid(FirstStage):
         dense_list, info = dense_top(retriever, query, self.embed, depth, cache_path)
         info["timings_ms"]["bm25"] = bm25_ms
         if dense_list is None:
-            return [(d, {"bm25": v}) for d, v in bm25_list], {**info, "ranked_by": "bm25"}
+            return kept_bm25(self.name, bm25_list, info)
         started = time.perf_counter()
         fused = rrf(bm25_list, dense_list, self) if self["fusion"] == "rrf" else cc(bm25_list, dense_list, self)
         dense_of = dict(dense_list)
         out = [(d, matched(scores[d], dense=dense_of.get(d), fused=s)) for d, s in fused]
         info["timings_ms"]["fusion"] = ms_since(started)
-        return out, {**info, "ranked_by": "fused"}
+        return Ranking(out, "fused", embedding_model=info["embedding_model"], timings_ms=info["timings_ms"])
 
 
 def rrf(bm25_list: list, dense_list: list, stage: Hybrid) -> list[tuple[int, float]]:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 from vaulteval.pipeline.stages.bm25 import matched, ranked_bm25
 from vaulteval.pipeline.stages.params import Param
-from vaulteval.pipeline.stages.base import FirstStage, ms_since, register
+from vaulteval.pipeline.stages.base import FirstStage, Ranking, ms_since, register
 
 
 @register
@@ -49,7 +49,7 @@ class Prf(FirstStage):
     def label(self) -> str:
         return "bm25+prf"
 
-    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> tuple[list, dict]:
+    def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> Ranking:
         started = time.perf_counter()
         index = retriever.index()
         tokens = index.analyze(query)
@@ -64,7 +64,7 @@ class Prf(FirstStage):
 
             scores = bm25.score_terms(index.n_docs, index.norm(), postings, index.k1)
             ranked = [(d, matched(plain[d], prf=v)) for d, v in ranked_bm25(scores, depth)]
-        return ranked, {"ranked_by": "prf", "timings_ms": {"bm25": ms_since(started)}}
+        return Ranking(ranked, "prf", timings_ms={"bm25": ms_since(started)})
 
     def relevance_model(self, retriever: Any, feedback: list[tuple[int, float]]) -> dict[int, float]:
         """{term id: weight} of the ``prf_terms`` heaviest feedback terms, summing to 1."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from vaulteval.errors import UsageError
 from vaulteval.pipeline.stages import FIRST_STAGE_MODULES, RERANKER_MODULES  # noqa: F401  (listed there)
-from vaulteval.pipeline.stages.base import STAGES, FirstStage, Reranker, Stage  # noqa: F401  (the stage API)
+from vaulteval.pipeline.stages.base import STAGES, FirstStage, Ranking, Reranker, Stage  # noqa: F401  (the stage API)
 
 _LOADED = [False]
 
@@ -104,7 +104,8 @@ def build(kind: str, items: list[str], context: str) -> tuple[Any, dict[str, str
                 continue
             raise UsageError(f"{context!r}: expected KEY=VALUE, got {item!r}")
         pairs.append((key.strip(), value.strip()))
-    refined = [s for s in stages() if s.refines == kind and not s.selector and any(k == s.params[0].name for k, _ in pairs)]
+    refined = [s for s in stages()
+               if s.refines == kind and not s.selector and any(k == s.params[0].name for k, _ in pairs)]
     if chosen is not None or refined:
         cls = chosen or refined[0]
     schema = cls.schema()
