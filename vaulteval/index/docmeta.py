@@ -25,8 +25,7 @@ _Fields = namedtuple("_Fields", "chunk_id chunk_file page_path page_address chun
 
 
 class DocMeta(_Fields):
-    """One indexed chunk, as recorded at build time (a named tuple: cheap to build; collections.namedtuple
-    rather than typing.NamedTuple, which would import typing on every CLI query)."""
+    """One indexed chunk, as recorded at build time (a named tuple: cheap to build)."""
 
     __slots__ = ()
 

@@ -10,7 +10,7 @@ Usage::
     Ranking(docs, "bm25")            # what a first stage returns: [(doc, {component: value})], best first
     str(result.label)                # "bm25-only": the text form, for people (never parsed)
 
-Plain slotted classes: the retrieve path does not import dataclasses or typing.
+Plain slotted classes: the retrieve path does not import dataclasses.
 """
 
 from __future__ import annotations

@@ -16,8 +16,7 @@ from collections import namedtuple
 
 # code: ISO 639-1 as py3langid names it; analyzer: its name ("plain" when there is no stemmer or
 # segmenter); script: a scripts.SCRIPTS key; kind: snowball | chinese | japanese | korean | plain;
-# fold / compounds: accent folding / compound splitting on by default. (A namedtuple, not
-# typing.NamedTuple: tokenize imports this table on the retrieve path, which does not import typing.)
+# fold / compounds: accent folding / compound splitting on by default.
 Language = namedtuple("Language", "code analyzer script kind fold compounds", defaults=("snowball", False, False))
 
 

@@ -9,7 +9,7 @@ Usage::
 
 The grammar, its validation, ``eval run --help`` and the key tables of
 docs/strategies.md are all read from these objects. A plain class (no
-dataclasses, no typing): ``retrieve --strategy`` reads it on its lean start.
+dataclasses): ``retrieve --strategy`` reads it on its lean start.
 """
 
 from __future__ import annotations
