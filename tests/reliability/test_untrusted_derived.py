@@ -346,6 +346,18 @@ def test_an_index_of_another_row_format_is_refused_in_one_line_until_provision(f
     assert json.loads(out)["index"]["tokenized"] == 54 and _retrieve(fresh_vault)[0] == 0
 
 
+def test_an_index_that_records_no_exclusions_is_a_doctor_problem_until_provision(fresh_vault: Path) -> None:
+    path = index_file(fresh_vault)
+    magic, header, body = _split(path)
+    _forge(path, magic, {k: v for k, v in header.items() if k != "exclusions"}, body)
+    code, out, _ = run_main("doctor", "--vault", fresh_vault, "--json")
+    report = json.loads(out)
+    assert code == 1 and report["exclusions"]["indexed_with"] is None
+    assert any("excluded-files filters" in p for p in report["problems"]) and "provision" in report["rebuild"]
+    assert run_main("provision", "--vault", fresh_vault)[0] == 0
+    assert run_main("doctor", "--vault", fresh_vault)[0] == 0
+
+
 # -- the index file: right checksums from the real writer, numbers that mean something else --------
 
 _WRITER_KEYS = ("schema_version", "block_size", "n_blocks", "blocks_crc32", "sections", "body_size")

@@ -64,7 +64,7 @@ class DoctorReport:
     embeddings: dict[str, Any] | None = None
     store: dict[str, Any] | None = None  # --deep: what the check of the packed chunk store found
     coexistence: str | None = None  # one line when claude-obsidian's state shares .vault-meta/
-    # Obsidian's excluded-files filters: {"configured": [...] now, "indexed_with": [...] or None (an older index)}.
+    # Obsidian's excluded-files filters: {"configured": [...] now, "indexed_with": [...] or None (none recorded)}.
     exclusions: dict[str, Any] | None = None
     # Notes with no text Obsidian shows (empty, frontmatter or %%comments%% only): not indexed, not a problem.
     empty_pages: list[str] = field(default_factory=list)
@@ -181,7 +181,9 @@ def _check_exclusions(index, report: DoctorReport) -> None:
     current ones meanwhile)."""
     recorded = index.header.get("exclusions")
     if not isinstance(recorded, list):
-        return  # an index built before the filters were recorded
+        report.problems.append("the index does not record the excluded-files filters it was built with; "
+                               "provision builds it again")
+        return
     report.exclusions["indexed_with"] = recorded
     now = report.exclusions["configured"]
     if sorted(map(str, recorded)) != sorted(now):
