@@ -21,7 +21,10 @@ and reports Kendall's tau (``scipy.stats.kendalltau``, tau-b) between the two
 orders of the strategies by nDCG@10 (also over the distinct strategies: one that ranks every query of both
 sets as an earlier one is left out), the generated set's pick (its best
 strategy; the first in list order on a tie) with that pick's nDCG@10 on the real
-questions, and the best strategy on the real questions. Whether that tau is
+questions, and the best strategy on the real questions. ``tune``'s own pick on the generated set is
+reported beside it: ``tune`` run on that set over the same strategies (its hash split, seed 0) keeps the
+vault's untuned default unless the search's best is significantly better on the test split; that pick's
+nDCG@10 on the real questions and its gap to their best (its run is kept in ``OUT/LABEL/tune/``). Whether that tau is
 measured at all (``vaulteval.workbench.agreement``): its 95% bootstrap
 interval (both sets' queries resampled, ``--resamples``), the real order
 against the orders of its own resamples (the ceiling: real questions do not
@@ -190,14 +193,36 @@ def agreement(label: str, vault_dir: Path, real_path: Path, split: str | None, o
         t = stats.kendalltau(values.to_numpy(), real_scores.to_numpy())
         slices.append({"slice_by": by, "slice": name, "n": n, "tau": _num(t.statistic), "p": _num(t.pvalue),
                        "pick": names[int(values.to_numpy().argmax())]})
+    tuned = tune_pick(vault, gen, real, names, real_scores, strategies, cache, out / label / "tune")
     return {"label": label, "vault": str(vault_dir), "real": str(real_path), "split": split, "strategies": strategies,
             "generated": str(gen_path), "generation": _counts(summary),
             "real_queries": len(real.positive), "generated_queries": len(gen.positive),
             "tau": _num(tau.statistic), "p": _num(tau.pvalue),
             "distinct": len(distinct), "tau_distinct": _num(tau_distinct.statistic),
             "pick": pick, "pick_real": float(real_scores[pick]), "best": best, "best_real": float(real_scores[best]),
+            "tune": tuned,
             "scores": {n: {"generated": float(gen_scores[n]), "real": float(real_scores[n])} for n in names},
             "min_slice": args.min_slice, "slices": slices, **measurable}
+
+
+def tune_pick(vault, gen, real, names: list[str], real_scores, strategies: list[str], cache: Path,
+              out: Path) -> dict:
+    """What ``tune`` itself adopts from the generated (or written) set over the same grid: its untuned default
+    unless the search's best is significantly better on the set's test split (``workbench.tune``), and that
+    pick's score on the real questions (evaluated there when the default is not a grid entry by name)."""
+    from vaulteval.workbench.strategy import Strategy
+    from vaulteval.workbench.tune import tune
+
+    result = tune(vault, gen, grid=strategies, measure=MEASURE, cache_dir=cache, out=out, run_id="tune")
+    decision = result.decision
+    chosen = Strategy.parse(decision["chosen"])
+    if chosen.name in names:
+        on_real = float(real_scores[chosen.name])
+    else:
+        on_real = float(_overall(_evaluate(vault, real, cache, [decision["chosen"]])).iloc[0])
+    return {"chosen": decision["chosen"], "verdict": decision["verdict"], "baseline": decision["baseline"],
+            "best": decision["best"], "delta": _num(decision["delta"]), "p": _num(decision["p"]),
+            "n_test": decision["n_test"], "chosen_real": on_real}
 
 
 def measurability(gen, real, gen_means, names: list[str], resamples: int) -> dict:
@@ -293,16 +318,18 @@ def print_agreement(sets: list[dict]) -> None:
     print(f"\n### Agreement ({MEASURE}, {'/'.join(map(str, counts))} strategies)\n")
     print("| data set | real queries | generated queries | Kendall tau (p) | tau, distinct strategies | tau 95% CI "
           "| real vs its resamples "
-          "| separated pairs ordered alike | generated pick | pick on real | best on real | gap | target |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| separated pairs ordered alike | generated pick | pick on real | best on real | gap "
+          "| tune's pick (verdict) | on real | its gap | target |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in sets:
         gap = s["best_real"] - s["pick_real"]
-        ci, own = s["tau_ci95"], s["self_tau"]
+        ci, own, t = s["tau_ci95"], s["self_tau"], s["tune"]
         print(f"| {s['label']} | {s['real_queries']} | {s['generated_queries']} | {_fmt(s['tau'])} ({_fmt(s['p'])}) "
               f"| {_fmt(s['tau_distinct'])} ({s['distinct']}) "
               f"| [{_fmt(ci[0])}, {_fmt(ci[1])}] | {_fmt(own[0])} [{_fmt(own[1])}, {_fmt(own[2])}] "
               f"| {s['pairs_agreeing']} of {s['pairs_separated']} "
               f"| `{s['pick']}` | {s['pick_real']:.3f} | `{s['best']}` {s['best_real']:.3f} | {gap:.3f} "
+              f"| `{t['chosen']}` ({t['verdict']}) | {t['chosen_real']:.3f} | {s['best_real'] - t['chosen_real']:.3f} "
               f"| {target(s)} |")
     print(f"\ntarget: tau >= {TARGET_TAU} and the pick within {TARGET_GAP} of the real best; a tau whose 95% CI "
           f"holds {TARGET_TAU} is undecided by these questions")
