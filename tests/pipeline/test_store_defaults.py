@@ -49,7 +49,7 @@ def test_default_retrieve_is_the_hybrid_over_the_stores_model_and_never_tries_ol
     before = _notes(store_vault)
     out, err = _retrieve(store_vault)
     assert out["label"] == {"first_stage": "hybrid:cc", "reranker": None, "fallbacks": []}
-    assert out["pipeline"] == {"text": "hybrid:cc,alpha=0.7", "source": "default"}
+    assert out["pipeline"] == {"text": "hybrid:cc", "source": "default"}
     assert {c["rerank_source"] for c in out["candidates"]} == {"skipped"}
     assert "ollama" not in err.lower() and "warning" not in err
     assert _notes(store_vault) == before

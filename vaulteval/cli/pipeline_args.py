@@ -147,7 +147,7 @@ def _parse_retrieve(sub: Any, _add_vault: "AddVault") -> None:
                    help=f"the pipeline, run exactly as written: {' | '.join(FIRST_STAGE_MODULES)} or rerank:st, "
                         "with their keys as in `eval run --strategy` (e.g. hybrid:cc,alpha=0.3, "
                         "hybrid:cc,rerank=st, bm25_top=50) (default: the vault's tuned pipeline, else the "
-                        "default: hybrid:cc,alpha=0.7 with stored vectors, bm25 without)")
+                        "default: hybrid:cc with stored vectors, bm25 without)")
     p.add_argument("--log", metavar="FILE",
                    help="append the query, time, strategy and returned pages to FILE (JSONL, outside the vault); "
                         "nothing is logged without it")

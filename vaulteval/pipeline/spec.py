@@ -300,7 +300,7 @@ def stage_from_dict(data: Any) -> Any:
 DEFAULT_ANALYZER = "auto"
 SEED_ANALYZER = "default"
 # The default first stage over stored vectors (docs/strategies.md has the table that chose it).
-WITH_VECTORS = "hybrid:cc,alpha=0.7"
+WITH_VECTORS = "hybrid:cc"  # convex combination, alpha 0.5
 # vaulteval.pipeline.tuned.CONFIG_NAME, spelled out: a vault without one never loads its reader.
 CONFIG_NAME = ".vaulteval.json"
 # vaulteval.embeddings.store.store_path, spelled out: that module loads numpy, which a vault without a store never needs.
