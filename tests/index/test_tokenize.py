@@ -24,7 +24,7 @@ from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.workbench.strategy import Strategy, StrategyError
 from vaulteval.vault.metadir import META_REL
 
-from pipeline_fixtures import run_main, write_note
+from pipeline_fixtures import put_record, run_main, write_note
 
 # (rule, text, expected default terms)
 DEFAULT_TABLE = [
@@ -177,13 +177,12 @@ def test_oversized_foreign_chunk_is_indexed_whole_and_reported(tmp_path: Path) -
     page = write_note(root, "wiki/big.md", "placeholder\n")
     raw = " ".join(f"w{i}" for i in range(3000)) + " lastword"  # about 17,000 characters
     assert len(raw) > MAX_INPUT_CHARS
-    record = {"schema_version": 1, "page_path": "wiki/big.md", "page_address": "foreign", "chunk_index": 0,
-              "raw_text": raw, "contextualized_text": raw, "body_hash": sha256_text(raw),
-              "page_body_hash": sha256_bytes(page.read_bytes())}
-    folder = root / META_REL / "chunks" / "foreign"
-    folder.mkdir(parents=True)
-    (folder / "chunk-000.json").write_text(json.dumps(record), encoding="utf-8")
-    code, out, err = run_main("index", "build", "--vault", root)
+    record = {"page_path": "wiki/big.md", "page_address": "foreign", "chunk_index": 0, "raw_text": raw,
+              "contextualized_text": raw, "prefix": "", "prefix_source": "synthetic", "char_count": len(raw),
+              "body_hash": sha256_text(raw), "page_body_hash": sha256_bytes(page.read_bytes()),
+              "created_at": "2026-01-01T00:00:00Z"}
+    put_record(root, record, key="wiki/big.md")  # a chunk another tool wrote, past the tokenizer's bound
+    code, out, err = run_main("index", "build", "--vault", root, "--analyzer", "default")
     assert code == 0, err
     assert json.loads(out)["oversized"] == ["foreign:0"]
     index = Retriever(Vault(root)).index()
