@@ -30,7 +30,7 @@ from pydantic import ValidationError  # noqa: E402
 
 from vaulteval.server.app import build_server  # noqa: E402
 from vaulteval.server.args import TOOLS  # noqa: E402
-from vaulteval.server.warm import Pipeline, WarmVault  # noqa: E402
+from vaulteval.server.warm import Served, WarmVault  # noqa: E402
 
 # Any code point, surrogates included (what a JSON "\ud800" escape decodes to).
 raw_text = st.text(st.characters(exclude_categories=()), max_size=40)
@@ -57,7 +57,7 @@ tool_names = st.one_of(st.sampled_from(sorted(TOOLS)), raw_text)
 @pytest.fixture(scope="module")
 def handler(provisioned_sample: Path):
     before = snapshot(provisioned_sample)
-    server = build_server(WarmVault(Vault(provisioned_sample), Pipeline()))
+    server = build_server(WarmVault(Vault(provisioned_sample), Served()))
     yield server.request_handlers[types.CallToolRequest]
     assert snapshot(provisioned_sample) == before, "a tool call changed the vault"
 

@@ -96,10 +96,10 @@ def test_a_query_set_names_pages_relative_to_the_notes_folder(garden: Path) -> N
 
 
 def test_the_mcp_read_tool_takes_the_same_paths(garden: Path) -> None:
-    from vaulteval.server.warm import Pipeline, WarmVault
+    from vaulteval.server.warm import Served, WarmVault
     from vaulteval.vault.vault import Vault
 
-    warm = WarmVault(Vault(garden, notes_dir="content"), Pipeline())
+    warm = WarmVault(Vault(garden, notes_dir="content"), Served())
     view = warm.read(page="Concepts/adenosine.md")
     assert view["page_path"] == "content/Concepts/adenosine.md"
     assert {b["raw"] for b in view["backlinks"]} == {"[[./adenosine|sleep pressure]]",

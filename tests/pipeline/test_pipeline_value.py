@@ -147,9 +147,9 @@ def test_the_served_path_refuses_index_settings_the_vaults_index_was_not_built_w
         code, stdout, stderr = run_main("retrieve", "--vault", fresh_vault, "espresso", "--strategy", strategy)
         assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1, stderr
         assert f"names {key}=" in stderr and "drop" in stderr
-        server = warm.WarmVault(Vault(fresh_vault), warm.Pipeline())
+        server = warm.WarmVault(Vault(fresh_vault), warm.Served())
         with pytest.raises(UsageError, match=f"names {key}="):
-            server._stages(strategy)  # an MCP search naming the strategy
+            server._pipeline(strategy)  # an MCP search naming the strategy
     same = run_json("retrieve", "--vault", fresh_vault, "espresso", "--strategy",
                     f"bm25:analyzer={own},k1={built['k1']},b={built['b']}")
     plain = run_json("retrieve", "--vault", fresh_vault, "espresso", "--strategy", "bm25")

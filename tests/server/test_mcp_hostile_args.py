@@ -16,7 +16,7 @@ import pytest
 from pipeline_fixtures import DESCALING_NOTE, snapshot
 from vaulteval import Vault
 from vaulteval.server.app import call
-from vaulteval.server.warm import Pipeline, WarmVault
+from vaulteval.server.warm import Served, WarmVault
 
 pytest.importorskip("mcp")
 from mcp_servers import StdioLines  # noqa: E402
@@ -63,7 +63,7 @@ def test_unencodable_text_in_any_argument_over_stdio_gets_its_answer(provisioned
 
 
 def test_the_message_names_the_argument_and_the_place(provisioned_sample: Path) -> None:
-    warm = WarmVault(Vault(provisioned_sample), Pipeline())
+    warm = WarmVault(Vault(provisioned_sample), Served())
     result = call(warm, "read_many", {"pages": ["[[Descaling]]", "ok \udbff"]})
     assert result.isError is True and result.structuredContent["exit_code"] == 2
     assert result.content[0].text.startswith("pages[1] is not valid text: it holds a lone surrogate (U+DBFF) at "
@@ -77,7 +77,7 @@ def test_the_message_names_the_argument_and_the_place(provisioned_sample: Path) 
 def test_an_answer_that_cannot_be_encoded_is_an_error_not_silence(provisioned_sample: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever a tool returns, the request is answered: text that could not be sent becomes a tool error."""
-    warm = WarmVault(Vault(provisioned_sample), Pipeline())
+    warm = WarmVault(Vault(provisioned_sample), Served())
     monkeypatch.setattr(WarmVault, "status", lambda self, **kw: {"schema": "x", "note": "half \ud83d"})
     result = call(warm, "status", {})
     assert result.isError is True and result.structuredContent["exit_code"] == 1

@@ -237,10 +237,10 @@ def test_a_log_inside_the_vault_stops_the_server_before_it_starts(fresh_vault: P
 def test_a_log_that_cannot_be_written_is_said_once_and_searches_go_on(fresh_vault: Path, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture) -> None:
     from vaulteval.pipeline.querylog import QueryLog
-    from vaulteval.server.warm import Pipeline, WarmVault
+    from vaulteval.server.warm import Served, WarmVault
 
     log = tmp_path / "questions.jsonl"
-    warm = WarmVault(Vault(fresh_vault), Pipeline(), QueryLog(log, Vault(fresh_vault)))
+    warm = WarmVault(Vault(fresh_vault), Served(), QueryLog(log, Vault(fresh_vault)))
     assert warm.search(query="descale espresso machine")["candidates"]
     log.unlink()
     log.mkdir()  # the log became a folder while the server ran

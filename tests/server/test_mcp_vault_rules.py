@@ -24,7 +24,7 @@ import pytest
 from pipeline_fixtures import DESCALING_NOTE, run_main
 from vaulteval import Vault
 from vaulteval.server.app import call
-from vaulteval.server.warm import Pipeline, WarmVault
+from vaulteval.server.warm import Served, WarmVault
 
 pytest.importorskip("mcp")
 
@@ -42,7 +42,7 @@ def vault(provisioned_sample: Path, tmp_path: Path) -> Path:
 
 
 def serve(root: Path, **selection) -> WarmVault:
-    return WarmVault(Vault(root, **selection), Pipeline())
+    return WarmVault(Vault(root, **selection), Served())
 
 
 def tool(warm: WarmVault, name: str, **arguments):

@@ -18,7 +18,7 @@ from held_loader import HeldLoader, hold_index, wait_for
 from vaulteval import Vault
 from vaulteval.pipeline.retrieve import retrieve
 from vaulteval.server import warm as warm_module
-from vaulteval.server.warm import Pipeline, WarmVault
+from vaulteval.server.warm import Served, WarmVault
 
 pytest.importorskip("mcp")
 from mcp.shared.memory import create_connected_server_and_client_session  # noqa: E402
@@ -44,7 +44,7 @@ def test_initialize_and_tools_are_answered_during_warm_up_and_searches_wait_for_
     real_check = warm_module.check_query
     monkeypatch.setattr(warm_module, "check_query", lambda q: (started.append(q), real_check(q))[1])
 
-    warm = WarmVault(Vault(provisioned_sample), Pipeline())
+    warm = WarmVault(Vault(provisioned_sample), Served())
     warming = warm.start_warm_up()
     assert held.entered.wait(60)  # the warm-up is opening the index, and stays there until released
 
@@ -83,7 +83,7 @@ def test_a_failed_warm_up_prints_nothing_and_the_next_call_loads_again(provision
 
     held.real, held.gate = broken, threading.Event()
     held.gate.set()
-    warm = WarmVault(Vault(provisioned_sample), Pipeline())
+    warm = WarmVault(Vault(provisioned_sample), Served())
     warm.start_warm_up().join(60)
     assert held.calls == 1
     assert capfd.readouterr().err == ""  # no traceback from the background thread, and the process goes on
@@ -97,7 +97,7 @@ def test_a_failed_warm_up_prints_nothing_and_the_next_call_loads_again(provision
 
 def test_an_unprovisioned_vault_warms_up_quietly_and_search_reports_it(unprovisioned_vault: Path,
                                                                       capfd: pytest.CaptureFixture) -> None:
-    warm = WarmVault(Vault(unprovisioned_vault), Pipeline())
+    warm = WarmVault(Vault(unprovisioned_vault), Served())
     warm.start_warm_up().join(60)
     assert capfd.readouterr().err == ""
     result = call(warm, "search", {"query": QUERY})
@@ -106,7 +106,7 @@ def test_an_unprovisioned_vault_warms_up_quietly_and_search_reports_it(unprovisi
 
 
 def test_ending_the_warm_up_stops_it_after_its_current_step(provisioned_sample: Path, held: HeldLoader) -> None:
-    warm = WarmVault(Vault(provisioned_sample), Pipeline())
+    warm = WarmVault(Vault(provisioned_sample), Served())
     warming = warm.start_warm_up()
     assert held.entered.wait(60)
     ending = threading.Thread(target=warm.end_warm_up)

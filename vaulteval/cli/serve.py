@@ -35,7 +35,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise UsageError("the MCP server needs the mcp package: pip install 'vaulteval[mcp]'") from None
     from vaulteval.cli.pipeline import _rerank_config, chosen_pipeline
     from vaulteval.pipeline.retrieve import check_limit
-    from vaulteval.server.warm import Pipeline, WarmVault
+    from vaulteval.server.warm import Served, WarmVault
 
     if args.bm25_top is not None:
         check_limit("--bm25-top", args.bm25_top)
@@ -43,8 +43,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise UsageError(f"--port must be from 0 to 65535, got {args.port}")
     vault = select_vault(args)
     chosen, source, tuned = chosen_pipeline(args, vault)  # what `retrieve` runs with the same flags
-    pipeline = Pipeline(first=chosen._first, rerank=chosen.reranker, depth=chosen.depth,
-                        embed=_rerank_config(args), tuned=tuned, label=chosen.text(), source=source)
+    served = Served(chosen, embed=_rerank_config(args), tuned=tuned, source=source)
     log = None
     if args.log:
         from vaulteval.pipeline.querylog import QueryLog
@@ -55,7 +54,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         from vaulteval.server.evaltools import eval_folder
 
         folder = eval_folder(args.eval_dir, vault)  # refused inside the vault before the server starts
-    warm = WarmVault(vault, pipeline, log)
+    warm = WarmVault(vault, served, log)
     evals = None
     if folder is not None:
         from vaulteval.server.evaltools import EvalTools

@@ -2,7 +2,7 @@
 
 Usage::
 
-    server = build_server(WarmVault(vault, pipeline))
+    server = build_server(WarmVault(vault, Served(pipeline)))
     anyio.run(run_stdio, server)                 # or vaulteval.server.http.serve(server, port=8765)
 
 Tools: ``search``, ``read``, ``read_many`` and ``status`` (``vaulteval.server.args``),

@@ -2,7 +2,7 @@
 
 Usage::
 
-    warm = WarmVault(vault, Pipeline(first=None, rerank=None, depth=20))
+    warm = WarmVault(vault, Served(Pipeline(depth=20)))     # vaulteval.pipeline.spec.Pipeline
     warm.start_warm_up()                               # loads behind the server; calls wait for their parts only
     out = warm.search(query="descale", limit=5)        # the retrieve JSON (docs/json.md)
     warm.read(page="[[Descaling#How often]]")          # the read JSON
@@ -24,19 +24,17 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaulteval.pipeline.retrieve import Retriever, check_limit, check_query
-from vaulteval.pipeline.spec import DEFAULT_DEPTH
+from vaulteval.pipeline.spec import Pipeline
 from vaulteval.server.args import checked
 from vaulteval.server.opening import Opening
 
 if TYPE_CHECKING:
-    from vaulteval.pipeline.firststage import FirstStage
-    from vaulteval.pipeline.stages.base import Reranker
     from vaulteval.pipeline.querylog import QueryLog
     from vaulteval.embeddings.config import RerankConfig
     from vaulteval.server.links import LinkTable
@@ -48,23 +46,25 @@ STATUS_SCHEMA = "vaulteval.mcp.status.v1"
 READ_MANY_SCHEMA = "vaulteval.mcp.read_many.v1"
 
 
-@dataclass
-class Pipeline:
-    """What a search runs when the caller names no strategy: what ``retrieve`` runs with the server's flags
-    (``vaulteval.cli.pipeline.chosen_pipeline``).
+@dataclass(frozen=True)
+class Served:
+    """What a search runs when the caller names no strategy: ``pipeline``, what ``retrieve`` runs with the
+    server's flags (``vaulteval.cli.pipeline.chosen_pipeline``), and what is not part of a pipeline.
 
-    ``first`` None is plain BM25; ``rerank`` None keeps the first-stage order; ``embed`` carries the host,
-    timeout and remote permission a dense query is embedded with. A call that names its own strategy runs
-    exactly that pipeline (a reranker only when the strategy names one).
+    ``embed`` carries the host, timeout and remote permission a dense query a call names is embedded with;
+    ``tuned`` is the tuned entry the pipeline came from; ``source`` is default, tuned or strategy. A call that
+    names its own strategy runs exactly that pipeline (a reranker only when the strategy names one).
     """
 
-    first: "FirstStage | None" = None
-    rerank: "Reranker | None" = None
-    depth: int = DEFAULT_DEPTH
+    pipeline: Pipeline = field(default_factory=Pipeline)
     embed: "RerankConfig | None" = None
     tuned: dict[str, Any] | None = None
-    label: str = "bm25"
     source: str = "default"  # default, tuned or strategy
+
+    @property
+    def label(self) -> str:
+        """The pipeline's text, as ``status`` reports it."""
+        return self.pipeline.text()
 
 
 def _published(meta_dir: Path) -> tuple[str, ...]:
@@ -86,8 +86,8 @@ def _signature(paths: tuple[str, ...]) -> tuple:
 class WarmVault:
     """The server's vault: one warm Retriever, replaced when provisioning publishes new files."""
 
-    def __init__(self, vault: "Vault", pipeline: Pipeline, log: "QueryLog | None" = None):
-        self.vault, self.pipeline = vault, pipeline
+    def __init__(self, vault: "Vault", served: Served, log: "QueryLog | None" = None):
+        self.vault, self.served = vault, served
         self.log = log  # ``mcp --log FILE``: each search's question and pages, as ``retrieve --log`` writes them
         self.log_failed = False
         self._lock = threading.Lock()
@@ -194,14 +194,15 @@ class WarmVault:
         depth = args.get("bm25_top")
         if depth is not None:
             check_limit("bm25_top", depth)
-        first, rerank, tuned, named_depth = self._stages(args.get("strategy"))
-        depth = depth or named_depth
+        pipeline, tuned = self._pipeline(args.get("strategy"))
+        depth = depth or pipeline.depth
+        first, rerank = pipeline._first, pipeline.reranker
         result = self.retriever().retrieve(query, top=limit, bm25_top=depth, rerank=rerank, first=first)
         result = result.with_min_score(args.get("min_score"))
         if self.log is not None:
             self._log(result)
         out = result.to_dict()
-        out["pipeline"] = {"text": self._text(first, rerank, depth), "source": self.pipeline.source
+        out["pipeline"] = {"text": Pipeline(first, rerank, depth).text(), "source": self.served.source
                            if args.get("strategy") is None else "strategy"}
         if tuned is not None:
             out["tuned"] = {"strategy": tuned["strategy"], "run_id": tuned.get("run_id")}
@@ -220,24 +221,16 @@ class WarmVault:
                 print(f"vaulteval mcp: {exc}; searches are served but not logged until it can be written",
                       file=sys.stderr, flush=True)
 
-    def _stages(self, strategy: str | None) -> tuple[Any, Any, dict[str, Any] | None, int]:
-        """(first stage, reranker, tuned entry, depth) for a call: the server's pipeline, or the named one."""
-        pipe = self.pipeline
+    def _pipeline(self, strategy: str | None) -> tuple[Pipeline, dict[str, Any] | None]:
+        """(pipeline, tuned entry) for a call: the server's pipeline, or the named one."""
+        served = self.served
         if strategy is None:
-            return pipe.first, pipe.rerank, pipe.tuned, pipe.depth
-        from vaulteval.pipeline.spec import Pipeline
-
+            return served.pipeline, served.tuned
         named = Pipeline.parse(strategy)
         named.check_served(self.vault)  # index settings it names must be the vault's index's own
-        if pipe.embed is not None:
-            named = named.with_embed(pipe.embed)
-        return named._first, named.reranker, None, named.depth
-
-    @staticmethod
-    def _text(first: Any, rerank: Any, depth: int) -> str:
-        from vaulteval.pipeline.spec import Pipeline
-
-        return Pipeline(first, rerank, depth).text()
+        if served.embed is not None:
+            named = named.with_embed(served.embed)
+        return named, None
 
     def links(self) -> "LinkTable":
         """The vault's link table, kept between reads (checked against the notes on every use)."""
@@ -286,7 +279,7 @@ class WarmVault:
                 "index_age_seconds": age, "server": self.describe(), "doctor": report}
 
     def describe(self) -> dict[str, Any]:
-        return {"strategy": self.pipeline.label, "bm25_top": self.pipeline.depth, "reopened": self.reopened,
+        return {"strategy": self.served.label, "bm25_top": self.served.pipeline.depth, "reopened": self.reopened,
                 "started_at": datetime.fromtimestamp(self.started_at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
