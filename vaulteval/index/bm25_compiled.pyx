@@ -80,9 +80,13 @@ cdef inline Py_ssize_t _mark(Scratch s, unsigned int d, Py_ssize_t n) except -1:
     return n
 
 
+cdef inline double _idf(Py_ssize_t n_docs, Py_ssize_t df) noexcept:
+    return log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
 def idf(Py_ssize_t n_docs, Py_ssize_t df):
     """``bm25_plain.idf``: ln(1 + (N - df + 0.5) / (df + 0.5))."""
-    return log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+    return _idf(n_docs, df)
 
 
 def top_k_counts(Scratch scratch, const unsigned int[:] docs, const int[:] tfs, const int[:] doc_len,
@@ -101,7 +105,7 @@ def top_k_counts(Scratch scratch, const unsigned int[:] docs, const int[:] tfs, 
         for start, end, qtf in spans:
             if end == start:
                 continue
-            w = log(1.0 + (s.n_docs - (end - start) + 0.5) / ((end - start) + 0.5))
+            w = _idf(s.n_docs, end - start)
             q = <double> qtf
             for j in range(start, end):
                 d = docs[j]
