@@ -79,9 +79,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     vault = _vault(args)
     if args.index_cmd == "build":
         from vaulteval.pipeline.provision import build
-        from vaulteval.pipeline.spec import default_analyzer
 
-        analyzer = args.analyzer or _kept_analyzer(vault) or default_analyzer()
+        analyzer = _build_analyzer(args, vault)
         _emit(build(vault, analyzer=analyzer, k1=args.k1, b=args.b).to_dict())
     elif args.index_cmd == "verify":
         from vaulteval.pipeline.doctor import verify_index
@@ -131,9 +130,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
     if tuned:
         settings = index_kwargs(tuned)
     else:
-        from vaulteval.pipeline.spec import default_analyzer
-
-        settings = {"analyzer": args.analyzer or _kept_analyzer(vault) or default_analyzer()}
+        settings = {"analyzer": _build_analyzer(args, vault)}
     # An implicit refresh (no --embed) that fails is a warning: the notes, chunks and index are current.
     # A bar redrawn in place belongs on a terminal; in a log or a pipe it is noise.
     bar = embed is not None and not args.quiet and sys.stderr is not None and sys.stderr.isatty()
@@ -153,16 +150,20 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
 
 
-def _kept_analyzer(vault) -> str | None:
-    """The analyzer of the vault's current index, or None: provisioning again keeps it (and the postings it can
-    reuse) instead of switching a provisioned vault to another analyzer unasked."""
+def _build_analyzer(args: argparse.Namespace, vault) -> str:
+    """``--analyzer``, else the analyzer of the vault's current index (building again keeps it, and the postings
+    it can reuse, instead of switching a provisioned vault to another analyzer unasked), else the default."""
+    if args.analyzer:
+        return args.analyzer
     from vaulteval.errors import NotProvisioned
     from vaulteval.index.reader import open_index
+    from vaulteval.pipeline.spec import default_analyzer
 
     try:
-        return open_index(vault).analyzer_name
+        kept = open_index(vault).analyzer_name
     except (NotProvisioned, OSError, ValueError, KeyError):
-        return None
+        kept = None
+    return kept or default_analyzer()
 
 
 def _rerank_config(args: argparse.Namespace):
