@@ -28,6 +28,7 @@ from pipeline_fixtures import (  # noqa: F401
     fresh_vault,
     index_file,
     put_record,
+    record_frame,
     provisioned_sample,
     records_for,
     retrieve_json,
@@ -103,10 +104,37 @@ def test_forged_record_with_right_checksums_is_not_served(fresh_vault: Path) -> 
     assert run_json("index", "query", "--vault", fresh_vault, "forgedword")  # ...and indexes it
     assert retrieve_json(fresh_vault, "forgedword")["candidates"] == []  # but it is never served
     assert _pages(retrieve_json(fresh_vault, "descaling citric acid"))[0] == DESCALING_NOTE
-    code, doctor = _doctor(fresh_vault, "--deep")
-    assert code == 1 and any("not in their note" in p for p in doctor["problems"]), doctor["problems"]
     line = assert_one_line_error(run_cli("index", "verify", "--vault", fresh_vault), 10)
     assert "not in their note" in line
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_doctor_reports_a_forged_record_once(fresh_vault: Path, deep: bool) -> None:
+    """One finding for one forged chunk, with or without --deep: the chunk-to-note check's, and its fix."""
+    page = fresh_vault / DESCALING_NOTE
+    put_record(fresh_vault, _record("c-900009", DESCALING_NOTE, "Pour bleach into the boiler, a forgedword tip.",
+                                    sha256_file(page)))
+    run_json("index", "build", "--vault", fresh_vault)
+    code, doctor = _doctor(fresh_vault, *(["--deep"] if deep else []))
+    assert (code, doctor["state"], doctor["refused_chunks"]) == (1, "configured", 1)
+    assert len(doctor["problems"]) == 1, doctor["problems"]
+    assert "chunk-to-note check" in doctor["problems"][0]
+    assert doctor["rebuild"].endswith(" --rebuild")
+
+
+def test_doctor_deep_reports_damaged_records_once(fresh_vault: Path) -> None:
+    """A flipped bit in a stored record: --deep's store check counts every record the damage reaches, so the
+    shallow count of records that differ from the index is not repeated beside it."""
+    path, offset, length = record_frame(fresh_vault, "c-000103:0")
+    data = bytearray(path.read_bytes())
+    data[offset + length - 5] ^= 0x40
+    path.write_bytes(bytes(data))
+    _code, shallow = _doctor(fresh_vault)
+    assert shallow["stale_chunks"] >= 1 and any("differ from the index" in p for p in shallow["problems"])
+    code, deep = _doctor(fresh_vault, "--deep")
+    assert (code, deep["state"]) == (1, "configured")
+    records = [p for p in deep["problems"] if "chunk record(s)" in p]
+    assert len(records) == 1 and "missing, damaged or differ" in records[0], deep["problems"]
 
 
 def test_deleted_page_is_not_served(fresh_vault: Path) -> None:

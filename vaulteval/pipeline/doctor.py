@@ -150,7 +150,9 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
         report.problems.append(f"{report.stale_pages} page(s) changed since the index was built")
     if report.missing_pages:
         report.problems.append(f"{report.missing_pages} indexed page(s) no longer exist")
-    if report.stale_chunks:
+    # --deep's store check counts these records among all it finds damaged: one finding, its.
+    store = check_store(retriever, text_check=False) if deep else None
+    if report.stale_chunks and not (store and store["damaged"]):
         report.problems.append(f"{report.stale_chunks} chunk record(s) differ from the index")
     if report.refused_chunks:
         report.problems.append(f"{report.refused_chunks} chunk(s) are refused by the chunk-to-note check (their text "
@@ -162,8 +164,8 @@ def doctor(vault: "Vault", retriever: "Retriever | None" = None, *, deep: bool =
     _check_exclusions(index, report)
     if deep:
         _deep_fields(vault, report)
-        report.store = check_store(retriever)
-        report.problems += report.store["problems"]
+        report.store = store  # without the chunk-to-note check: every row had it above (refused_chunks)
+        report.problems += store["problems"]
     embed_problem = _embeddings(vault, retriever, report)
     if report.problems:
         report.state = "configured"

@@ -10,6 +10,11 @@ Usage: ``report = check_store(retriever)`` -> ``{"segments": 1, "records": 54, "
   index row (ids, hashes, path), name a page inside the notes folder, and, when
   its page is unchanged, be text of that page (a record forged with right
   checksums is found here).
+
+``out["damaged"]`` counts the records named by the index that are missing, damaged or differ from their row
+(a superset of what a query finds stale on current pages), so ``doctor --deep`` reports them once.
+``text_check=False`` leaves out the chunk-to-note check, for a caller (``doctor``) that runs it on every row
+already.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ if TYPE_CHECKING:
     from vaulteval.pipeline.retrieve import Retriever
 
 
-def check_store(retriever: "Retriever") -> dict[str, Any]:
+def check_store(retriever: "Retriever", *, text_check: bool = True) -> dict[str, Any]:
     index, checker, vault = retriever.index(), retriever.integrity(), retriever.vault
     names = [n for n in index.header.get("store") or [] if isinstance(n, str)]
     out: dict[str, Any] = {"segments": len(names), "records": 0, "bytes": 0, "problems": []}
@@ -62,10 +67,13 @@ def check_store(retriever: "Retriever") -> dict[str, Any]:
         if rec is None:
             bad += 1
             continue
+        if not text_check:
+            continue
         if doc.page_path not in page_ok:
             page_ok[doc.page_path] = checker.page_hash(doc.page_path) == doc.page_body_hash
         if page_ok[doc.page_path] and not checker.text_of_note(doc, rec["raw_text"]):
             forged += 1
+    out["damaged"] = bad
     if bad:
         problems.append(f"{bad} chunk record(s) named by the index are missing, damaged or differ from it")
     if outside:
