@@ -131,6 +131,22 @@ def test_add_written_records_kind_writer_hash_split_overlap_and_keeps_unanswerab
     assert len(qs.negative) == 1 and len(qs.positive) == 2
 
 
+def test_sets_from_worksheets_of_two_seeds_merge_without_an_id_clash(vault: Vault, tmp_path: Path) -> None:
+    """Writing more means a second worksheet with another seed; its set must merge with the first."""
+    sets = []
+    for seed in (3, 4):
+        ws = _worksheet(vault, tmp_path, seed=seed, name=f"ws{seed}.yaml")
+        ws["notes"][0]["questions"] = [_question_for(ws["notes"][0])]
+        ws["unanswerable"], ws["writer"] = ["how do I renew my passport?"], "agent"
+        filled = tmp_path / f"filled{seed}.yaml"
+        filled.write_text(yaml.safe_dump(ws, allow_unicode=True, sort_keys=False), encoding="utf-8")
+        add_written(filled, tmp_path / f"set{seed}.yaml", vault=vault)
+        sets.append(tmp_path / f"set{seed}.yaml")
+    assert [q.query_id for q in load_queryset(sets[0]).queries] == ["w3-001", "w3-002"]
+    assert main(["queryset", "merge", str(sets[0]), str(sets[1]), "--out", str(tmp_path / "all.yaml")]) == 0
+    assert len(load_queryset(tmp_path / "all.yaml").queries) == 4
+
+
 def test_add_written_flags_a_question_that_repeats_the_title_and_keeps_it(vault: Vault, tmp_path: Path, capsys) -> None:
     notes = _worksheet(vault, tmp_path)["notes"]
     en = next(i for i, n in enumerate(notes) if n["language"] == "en")

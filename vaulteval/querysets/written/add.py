@@ -21,6 +21,8 @@ from vaulteval.errors import UsageError, VaultevalError
 from vaulteval.querysets.written import checks
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from vaulteval.vault.vault import Vault
 
 MAX_WORKSHEET_BYTES = 20_000_000
@@ -139,6 +141,7 @@ def add_written(worksheet: str | os.PathLike[str], out: str | os.PathLike[str], 
     languages = _languages(data)
     queries: list[dict[str, Any]] = []
     flagged: list[str] = []
+    next_id = _id_maker(data.get("seed"))
     for item, facts in _read_notes(chosen, data["notes"], src):
         asked = _strings(item.get("questions"), f"worksheet {src}: questions of {item['path']}")
         if len(asked) > MAX_QUESTIONS_PER_NOTE:
@@ -148,7 +151,7 @@ def add_written(worksheet: str | os.PathLike[str], out: str | os.PathLike[str], 
         for text in asked:
             question = _checked(text, languages, f"worksheet {src}: {item['path']}")
             overlap = checks.measure_overlap(question, facts.title, facts.text)
-            entry = {"id": f"w{len(queries) + 1:03d}", "query": question, "relevant": {facts.path: GRADE},
+            entry = {"id": next_id(len(queries) + 1), "query": question, "relevant": {facts.path: GRADE},
                      "kind": "written", "writer": who, "note_hash": facts.note_hash, "split": split,
                      "overlap": overlap, "overlap_band": band(overlap["text"]),
                      "flags": checks.flags_of(question, facts.title)}
@@ -158,7 +161,7 @@ def add_written(worksheet: str | os.PathLike[str], out: str | os.PathLike[str], 
     written = len(queries)
     for n, text in enumerate(_strings(data.get("unanswerable"), f"worksheet {src}: unanswerable"), 1):
         question = _checked(text, languages, f"worksheet {src}: unanswerable question {n}")
-        queries.append({"id": f"w{len(queries) + 1:03d}", "query": question, "relevant": {}, "kind": "written",
+        queries.append({"id": next_id(len(queries) + 1), "query": question, "relevant": {}, "kind": "written",
                         "writer": who, "split": "tune" if n % 3 == 1 else "test", "flags": []})
     if not written:
         raise WorksheetInvalid(f"worksheet {src} holds no questions yet; write one or two under each note's "
@@ -172,6 +175,13 @@ def add_written(worksheet: str | os.PathLike[str], out: str | os.PathLike[str], 
             "flagged": len(flagged), "flagged_lines": flagged,
             "tune": sum(1 for q in queries if q["split"] == "tune"),
             "test": sum(1 for q in queries if q["split"] == "test")}
+
+
+def _id_maker(seed: object) -> Callable[[int], str]:
+    """Ids carry the worksheet's seed, so sets written from worksheets of other seeds merge without clashes."""
+    if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
+        return lambda n: f"w{seed}-{n:03d}"
+    return lambda n: f"w{n:03d}"
 
 
 def _vault_ref(root: Path, target: Path) -> str:
