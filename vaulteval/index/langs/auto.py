@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED
 from vaulteval.index.langs.registry import analyzer_for, code_analyzer
-from vaulteval.index.langs.scripts import CJK, candidates_of, script_counts
+from vaulteval.index.langs.scripts import CJK, candidates_of, han_languages, script_counts
 from vaulteval.index.langs.words import words
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ class QueryAnalyzer:
         if script is None:
             return [], True
         if script == "han":  # Han alone: Chinese or Japanese kanji
-            candidates = [c for c in ("zh", "ja") if c in self.present] or ["zh"]
+            candidates = han_languages(self.present)
         in_vault = [c for c in self.present if c in candidates or (LANGUAGES[c].script == script and script != "han")]
         if not in_vault:
             return candidates[:1], True

@@ -125,6 +125,12 @@ def main_script(counts: dict[str, int]) -> str | None:
     return max(others, key=others.__getitem__) if others else None
 
 
+def han_languages(present) -> list[str]:
+    """The languages of ``present`` a text in Han characters alone may be in: Chinese and Japanese, since kanji
+    alone (``暗号化``) are Japanese as well; Chinese when the vault has neither."""
+    return [code for code in ("zh", "ja") if code in present] or ["zh"]
+
+
 def candidates_of(counts: dict[str, int]) -> tuple[str | None, list[str]]:
     """(script, its catalog languages) of a text's letter counts; a CJK text gives its one language."""
     cjk = cjk_language(counts)

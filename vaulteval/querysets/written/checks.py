@@ -34,18 +34,23 @@ def question_language(text: str, vault_languages: set[str]) -> str:
 
     A question is short: among languages of one script the identifier often ranks a neighbour first
     (Spanish for Portuguese). The vault's language is taken when it is close to the best, or when the
-    question has at most SHORT_WORDS words (a search typed as keywords)."""
+    question has at most SHORT_WORDS words (a search typed as keywords). Han characters alone are
+    identified as Chinese; in a vault with Japanese and no Chinese they are Japanese kanji (``暗号化``)."""
     from vaulteval.index.langs.catalog import UNDETERMINED
     from vaulteval.index.langs.identify import identifier, identify, prose
-    from vaulteval.index.langs.scripts import candidates_of, script_counts
+    from vaulteval.index.langs.scripts import candidates_of, han_languages, script_counts
 
     code = identify(text)
     if code in vault_languages or code == UNDETERMINED:
         return code
-    _, candidates = candidates_of(script_counts(prose(text)))
+    script, candidates = candidates_of(script_counts(prose(text)))
+    if script == "han":
+        candidates = han_languages(vault_languages)
     ours = [c for c in candidates if c in vault_languages]
     if not ours:
         return code
+    if script == "han":
+        return ours[0]  # Japanese: Chinese, were it in the vault, was taken above
     ranked = dict(identifier().rank(text))
     best_ours = max(ours, key=lambda c: ranked.get(c, 0.0))
     if len(text.split()) <= SHORT_WORDS:  # "Tags", "saddle height": too few words to tell one script's languages
