@@ -6,7 +6,7 @@ Usage::
     anyio.run(run_stdio, server)                 # or vaulteval.server.http.serve(server, port=8765)
 
 Tools: ``search``, ``read``, ``read_many`` and ``status`` (``vaulteval.server.args``),
-each marked read-only and idempotent; with ``build_server(warm, EvalTools(vault, folder))`` also the
+each marked read-only and idempotent; with ``build_server(warm, EvalTools(warm, folder))`` also the
 evaluation tools (``vaulteval.server.evaltools``), which write only under that folder. A result is ``structuredContent`` (the
 same JSON the CLI prints) with its text twin, the same JSON as compact text. A problem the
 CLI would report (a bad parameter, a missing page, an unprovisioned vault) is a
