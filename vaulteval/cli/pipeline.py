@@ -167,7 +167,7 @@ def _build_analyzer(args: argparse.Namespace, vault) -> str:
 
 
 def _rerank_config(args: argparse.Namespace):
-    from vaulteval.embeddings.rerank import RerankConfig
+    from vaulteval.embeddings.config import RerankConfig
 
     return RerankConfig(backend=EMBEDDERS[args.embedder or "ollama"], model=args.model,
                         allow_remote=args.allow_remote_ollama, timeout=args.timeout)

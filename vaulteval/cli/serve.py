@@ -24,11 +24,18 @@ from vaulteval.errors import EXIT_OK, UsageError
 NAMES = ("mcp",)
 
 
+# Optional modules the SDK's imports load when they are installed, for features this server never uses; each is
+# skipped as if absent (the importer catches the ImportError), which keeps it off the start-up before
+# ``initialize``. jsonschema loads a checker library per string format (rfc3987_syntax builds a grammar at
+# import, isoduration loads arrow); formats are checked only with a FormatChecker, which nothing here passes
+# (vaulteval checks the tools' arguments itself). httpx loads its command-line client (rich, pygments).
+UNUSED_OPTIONAL = ("rfc3987", "rfc3987_syntax", "rfc3986_validator", "rfc3339_validator", "webcolors", "jsonpointer",
+                   "uri_template", "isoduration", "fqdn", "httpx._main")
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
-    # jsonschema, which the SDK imports, loads rfc3987_syntax when it is installed (notebook extras bring it),
-    # and that module builds a grammar at import: most of the server's start-up. It serves the "iri" string
-    # format check alone, which nothing here asks for (vaulteval checks the tools' arguments itself).
-    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
+    for name in UNUSED_OPTIONAL:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
     try:
         import mcp  # noqa: F401
     except ImportError:

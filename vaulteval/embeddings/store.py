@@ -21,17 +21,17 @@ that changed after embedding is never matched to an old vector.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from itertools import chain
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-
 from vaulteval.index.file import IndexFileError, read_sections, write_sections
-from vaulteval.embeddings.vectors import norm, row_dots
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from vaulteval.vault.metadir import MetaDir
 
 STORE_DIR = "embeddings"
@@ -58,15 +58,26 @@ class StoreRow(NamedTuple):
 
 
 class EmbeddingStore:
-    """An opened, verified store; the matrix is memory-mapped (rows are unit vectors)."""
+    """An opened, verified store; the matrix is memory-mapped (rows are unit vectors).
 
-    def __init__(self, path: Path, header: dict[str, Any], matrix: np.ndarray, rows: list[StoreRow]):
+    ``matrix`` may be given as a function that returns it: numpy is then imported on its first use, so that
+    choosing a pipeline by the store's identity (``vaulteval.pipeline.spec``) does not load it.
+    """
+
+    def __init__(self, path: Path, header: dict[str, Any], matrix: "np.ndarray | Callable[[], np.ndarray]",
+                 rows: list[StoreRow]):
         self.path = path
         self.header = header
-        self.matrix = matrix
+        self._matrix = matrix
         self.rows = rows
         self._by_input: dict[str, int] | None = None
         self._by_chunk: dict[str, int] | None = None
+
+    @property
+    def matrix(self) -> "np.ndarray":
+        if callable(self._matrix):
+            self._matrix = self._matrix()  # two threads may both build it: the same view of the same bytes
+        return self._matrix
 
     # -- identity ---------------------------------------------------------
     @property
@@ -109,6 +120,8 @@ class EmbeddingStore:
 
     def lookup(self, keys: list[str]) -> dict[str, np.ndarray]:
         """Usage: ``store.lookup([input_key(t)])`` -> {key: unit vector} for the keys stored."""
+        import numpy as np
+
         found = {}
         for key in keys:
             row = self.row_of_input(key)
@@ -121,6 +134,10 @@ class EmbeddingStore:
 
         Equal rows get equal bits (``vaulteval.embeddings.vectors``), so ties break by row, never by rounding.
         """
+        import numpy as np
+
+        from vaulteval.embeddings.vectors import norm, row_dots
+
         q = np.asarray(query, dtype=np.float32)
         length = norm(q) if q.shape == (self.dim,) else 0.0
         if not np.isfinite(length) or length == 0.0 or not len(self.rows):
@@ -141,20 +158,23 @@ class EmbeddingStore:
 
 
 def open_store(meta_dir: Path) -> EmbeddingStore:
-    """Usage: ``open_store(meta_dir)``; verifies size, header and body checksum, or raises StoreError."""
+    """Usage: ``open_store(meta_dir)``; verifies size, header and body checksum, or raises StoreError.
+
+    Nothing here needs numpy (the checksums are zlib's): the matrix is made on its first use."""
     path = store_path(meta_dir)
     if not path.exists():
         raise StoreError(f"no stored embeddings ({path})")
     try:
         header, sections = read_sections(path)
+        if header.get("kind") == STORE_KIND and "vectors" in sections:
+            sections.check("vectors")  # every block of the matrix, before a row of it is served
     except IndexFileError as exc:
         raise StoreError(f"embedding store is unusable: {exc} ({path})") from None
     try:
         if header.get("kind") != STORE_KIND or header.get("store_version") != STORE_VERSION:
             raise ValueError("not an embedding store of this version")
         dim, n = int(header["dim"]), int(header["n"])
-        flat = sections["vectors"]
-        if dim <= 0 or flat.dtype != np.dtype("<f4") or flat.size != n * dim:
+        if dim <= 0 or sections.dtype("vectors") != "<f4" or len(sections.raw("vectors")) != n * dim:
             raise ValueError("matrix shape does not match the header")
         rows = _parse_rows(bytes(sections["rows"]))
         if len(rows) != n:
@@ -164,7 +184,7 @@ def open_store(meta_dir: Path) -> EmbeddingStore:
                 raise ValueError(f"header lacks {key}")
     except (KeyError, TypeError, ValueError) as exc:
         raise StoreError(f"embedding store is malformed: {exc} ({path})") from None
-    return EmbeddingStore(path, header, flat.reshape(n, dim), rows)
+    return EmbeddingStore(path, header, lambda: sections["vectors"].reshape(n, dim), rows)
 
 
 def _parse_rows(raw: bytes) -> list[StoreRow]:
@@ -185,6 +205,8 @@ def _parse_rows(raw: bytes) -> list[StoreRow]:
 
 def write_store(meta: "MetaDir", identity: dict[str, str], rows: list[StoreRow], matrix: np.ndarray) -> int:
     """Publish a store atomically (the caller holds the vault lock); rows are normalised here. Returns bytes."""
+    import numpy as np
+
     matrix = np.asarray(matrix, dtype=np.float32).reshape(len(rows), -1) if rows else np.zeros((0, 1), np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     unit = (matrix / np.where(norms > 0, norms, 1.0)).astype("<f4")
