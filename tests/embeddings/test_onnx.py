@@ -146,6 +146,26 @@ def test_an_export_that_no_longer_matches_is_not_used(embedded: tuple[Path, dict
     assert open_onnx(folder, config) is None
 
 
+def test_provision_records_the_signatures_of_a_copied_export_so_queries_stop_hashing_it(
+        embedded: tuple[Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaulteval.embeddings import onnxfiles
+
+    root = Path(shutil.copytree(embedded[0], tmp_path / "vault"))  # every file gets a new inode
+    folder = Vault(root).meta_dir / ONNX_DIR
+    info = json.loads((folder / EXPORT_FILE).read_text())
+    hashed: list[str] = []
+    real_sha256 = onnxfiles.file_sha256
+    monkeypatch.setattr(onnxfiles, "file_sha256", lambda path: (hashed.append(Path(path).name), real_sha256(path))[1])
+    assert onnxfiles.check_files(folder, info)[0] is None and sorted(hashed) == sorted(onnxfiles.exported_files(info))
+    assert provision(Vault(root), embed=ST)["embeddings"]["onnx"] == {"state": "current"}
+    hashed.clear()
+    recorded = json.loads((folder / EXPORT_FILE).read_text())
+    assert onnxfiles.check_files(folder, recorded)[0] is None and hashed == []  # one stat each now
+    assert {k: v for k, v in recorded.items() if k not in ("written", "description_sha256")} == \
+        {k: v for k, v in info.items() if k not in ("written", "description_sha256")}
+    assert open_onnx(folder, resolve(ST)) is not None
+
+
 def _damage_truncate(path: Path) -> None:
     with open(path, "r+b") as fh:
         fh.truncate(os.stat(path).st_size // 2)

@@ -16,7 +16,9 @@ enough to be truncated, non-Latin, padded in a batch); every vector must have
 a cosine of at least ``1 - MAX_COSINE_GAP`` with torch's, otherwise nothing is
 written and queries keep loading sentence-transformers. ``export.json`` is
 removed first and written last, so a reader never takes a half-written export
-for a whole one (it also checks every file's signature or hash).
+for a whole one (it also checks every file's signature or hash). A current
+export whose files matched by hash alone (a copied or restored vault: new
+inodes) gets their signatures recorded in a new ``export.json``.
 """
 
 from __future__ import annotations
@@ -59,8 +61,13 @@ def ensure_onnx_export(meta: "MetaDir", config: "RerankConfig") -> dict[str, Any
         return {"state": "skipped", "reason": "the stored embeddings are not from sentence-transformers"}
     model = str(config.model)
     current = read_export(meta.path / ONNX_DIR)
-    if export_matches(current, model) and check_files(meta.path / ONNX_DIR, current)[0] is None:
-        return {"state": "current"}  # (a damaged export, or one of another version, is written again)
+    if export_matches(current, model):
+        problem, seen = check_files(meta.path / ONNX_DIR, current)
+        if problem is None:
+            if seen != current.get("written"):
+                _record_signatures(meta, current, seen)
+            return {"state": "current"}
+        # (a damaged export, or one of another version, is written again)
     try:
         import onnxruntime  # noqa: F401  (only to say so when queries could not use the export)
         import tokenizers  # noqa: F401
@@ -83,6 +90,18 @@ def ensure_onnx_export(meta: "MetaDir", config: "RerankConfig") -> dict[str, Any
         folder.write_bytes(EXPORT_FILE, json.dumps(info, indent=2).encode("utf-8"), durable=True)
     return {"state": "exported", "min_cosine": round(info["min_cosine"], 7),
             "size_bytes": sum(len(files[name]) for name in (MODEL_FILE, WEIGHTS_FILE))}
+
+
+def _record_signatures(meta: "MetaDir", info: dict[str, Any], seen: dict[str, list[int]]) -> None:
+    """Record the files' signatures as they are now, after their bytes matched by hash (a copied or restored
+    vault gives every file a new inode): a query then trusts them by one stat each instead of hashing 90 MB.
+    Nothing is recorded for a file that changed since it was hashed."""
+    with meta.sub(ONNX_DIR) as folder:
+        if any(file_signature(folder.lstat(name)) != sig for name, sig in seen.items()):
+            return
+        info = {**info, "written": seen}
+        info["description_sha256"] = description_digest(info)
+        folder.write_bytes(EXPORT_FILE, json.dumps(info, indent=2).encode("utf-8"), durable=True)
 
 
 def _export(model: str) -> tuple[dict[str, bytes], dict[str, Any]]:
