@@ -22,6 +22,7 @@ from vaulteval.cli.common import int_arg, select_vault
 from vaulteval.errors import EXIT_OK, UsageError
 
 NAMES = ("mcp",)
+NEEDS_MCP = "the MCP server needs the mcp package: pip install 'vaulteval[mcp]'"
 
 
 # Optional modules the SDK's imports load when they are installed, for features this server never uses; each is
@@ -36,10 +37,10 @@ UNUSED_OPTIONAL = ("rfc3987", "rfc3987_syntax", "rfc3986_validator", "rfc3339_va
 def cmd_mcp(args: argparse.Namespace) -> int:
     for name in UNUSED_OPTIONAL:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        raise UsageError("the MCP server needs the mcp package: pip install 'vaulteval[mcp]'") from None
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:  # (importing the SDK is most of the start-up: done below)
+        raise UsageError(NEEDS_MCP)
     from vaulteval.cli.pipeline import _rerank_config, chosen_pipeline
     from vaulteval.pipeline.retrieve import check_limit
     from vaulteval.server.warm import Served, WarmVault
@@ -62,17 +63,23 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
         folder = eval_folder(args.eval_dir, vault)  # refused inside the vault before the server starts
     warm = WarmVault(vault, served, log)
-    evals = None
-    if folder is not None:
-        from vaulteval.server.evaltools import EvalTools
-
-        evals = EvalTools(warm, folder)
-    from vaulteval.server.app import build_server
-
-    server = build_server(warm, evals)
-    # Loaded behind the server: initialize and tools/list are answered at once, a call waits only for its parts.
+    # The index, the stored vectors and the embedder load on a thread from here on, beside the SDK's import and
+    # the server: initialize and tools/list are answered as soon as the SDK is in, and a first search by then
+    # mostly finds its parts loaded (a call waits only for the parts it needs).
     warm.start_warm_up()
     try:
+        try:
+            import mcp  # noqa: F401
+        except ImportError:
+            raise UsageError(NEEDS_MCP) from None
+        evals = None
+        if folder is not None:
+            from vaulteval.server.evaltools import EvalTools
+
+            evals = EvalTools(warm, folder)
+        from vaulteval.server.app import build_server
+
+        server = build_server(warm, evals)
         if args.http:
             from vaulteval.server.http import serve
 
