@@ -372,3 +372,32 @@ def test_chinese_segmentation_neither_reads_nor_writes_a_cache_in_the_temp_folde
         segmenters._jieba.cache_clear()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["jieba.cache"]
     assert (tmp_path / "jieba.cache").read_bytes() == b"planted"
+
+
+_SEGMENTER_PROBE = r"""
+import sys
+from vaulteval import Vault
+from vaulteval.pipeline.retrieve import Retriever, retrieve
+vault = Vault(sys.argv[1])
+retrieve(vault, "backup of every note", top=3)
+cold = "fugashi" in sys.modules
+Retriever(vault).open(analyzers=False)
+lazy = "fugashi" in sys.modules
+Retriever(vault, warm=False).open()
+one_shot = "fugashi" in sys.modules
+Retriever(vault).open()
+from vaulteval.index.langs import segmenters
+print(cold, lazy, one_shot, "fugashi" in sys.modules, segmenters._mecab.cache_info().currsize)
+"""
+
+
+def test_a_searcher_kept_open_loads_its_vaults_segmenters_as_it_opens_and_a_latin_query_never(mixed_vault) -> None:
+    """A CLI call (cold) on a Latin query loads no segmenter; ``Retriever.open()`` loads the Japanese one the
+    index's languages need (its dictionary too), ``open(analyzers=False)`` leaves it to the first such query."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _SEGMENTER_PROBE, str(mixed_vault)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=True).stdout
+    assert out.split() == ["False", "False", "False", "True", "1"]

@@ -75,6 +75,9 @@ class Analyzer:
         """What the words of ``query`` are analyzed with to explain a hit."""
         return self.terms
 
+    def warm(self, header: "dict[str, object]") -> None:
+        """Load now what analyzing the queries of an index (``header``) would load on first use."""
+
     def chunk_analysis(self, header: "dict[str, object]", query: str) -> "Callable[[str | None], tuple]":
         """Chunk language code -> (a name for the analysis, the analyzer of a hit's text in that language)."""
         return lambda code: (self.name, self.terms)
@@ -184,6 +187,11 @@ class LanguageAnalyzer(Analyzer):
         except LanguageNameError as exc:
             raise UsageError(str(exc)) from None
         self.name, self.code, self.terms = name, self.language.code, _bounded(inner)
+        self._load = getattr(inner, "load", None)  # a segmenter's dictionary
+
+    def warm(self, header):
+        if self._load is not None:
+            self._load()
 
     @classmethod
     def compose(cls, head, options):
@@ -251,6 +259,9 @@ class AutoAnalyzer(Analyzer):
 
     def passages(self, header, query):
         return self._query_side(header).fixed(query)
+
+    def warm(self, header):
+        self._query_side(header).warm()
 
     def chunk_analysis(self, header, query):
         return self._query_side(header).passages(query).of

@@ -113,9 +113,11 @@ class Passages:
                  layouts: "Callable[[], NoteLayouts] | None" = None, memo: TextMemo | None = None):
         self.query, self.index, self.vault = query, index, vault
         self._layouts = layouts  # gives a Retriever's notes worked out for earlier queries (opened on first use)
-        analysis = lookup(index.analyzer_name)
-        self._analyze = analysis.passages(index.header, query)  # the query's words
-        self._chunk = analysis.chunk_analysis(index.header, query)  # a hit's text, by its language
+        analysis = self._analysis_kind = lookup(index.analyzer_name)
+        # The query's words and a hit's text, by its language, each analysed on first use: a query whose
+        # answers show no snippet or matched terms analyses nothing here.
+        self._query_words: "Callable[..., list[str]] | None" = None
+        self._by_language: "Callable[[str | None], tuple] | None" = None
         self._memo = memo if memo is not None else TextMemo()  # keyed by the analysis's name: shared across queries
         self._weights: dict[str, float] | None = None
         self._ranges: dict[str, tuple[int, int]] = {}  # each weighted term's postings
@@ -128,6 +130,18 @@ class Passages:
         self._wanted: frozenset[str] = frozenset()
         self._held: dict[str, frozenset[str]] = {}
         self.check: "QueryCheck | None" = None  # the query's integrity checks: the notes' signatures they saw
+
+    def _analyze(self, text: str) -> list[str]:
+        """``text`` analysed as the query's words are."""
+        if self._query_words is None:
+            self._query_words = self._analysis_kind.passages(self.index.header, self.query)
+        return self._query_words(text)
+
+    def _chunk(self, code: str | None) -> tuple[str, "Callable[..., list[str]]"]:
+        """(a name for the analysis, the analyzer) of a hit's text in language ``code``."""
+        if self._by_language is None:
+            self._by_language = self._analysis_kind.chunk_analysis(self.index.header, self.query)
+        return self._by_language(code)
 
     def weights(self) -> dict[str, float]:
         """IDF of each distinct query term the index holds (others cannot have matched)."""

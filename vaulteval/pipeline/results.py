@@ -16,6 +16,7 @@ Plain slotted classes: the retrieve path does not import dataclasses.
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -241,3 +242,27 @@ class RetrievalResult:
 
     def __repr__(self) -> str:
         return f"RetrievalResult(query={self.query!r}, strategy={self.strategy!r}, candidates={len(self.candidates)})"
+
+
+class Stopwatch:
+    """Milliseconds per stage of one retrieve; every stage has a line (0.0 when it did not run)."""
+
+    STAGES = ("index_open", "bm25", "dense", "fusion", "integrity", "rerank", "dedupe")
+
+    def __init__(self) -> None:
+        self.started = self.last = time.perf_counter()
+        self.ms = dict.fromkeys(self.STAGES, 0.0)
+        self._seconds: dict[str, float] = {}  # rounded to milliseconds only when asked for (``done``)
+
+    def lap(self, stage: str, parts: "dict[str, float] | None" = None, ran: bool = True) -> None:
+        """Time since the last lap goes to ``stage``, or to the sub-stages ``parts`` timed themselves."""
+        now = time.perf_counter()
+        if parts:
+            self.ms.update(parts)
+        elif ran:
+            self._seconds[stage] = now - self.last
+        self.last = now
+
+    def done(self) -> "dict[str, float]":
+        laps = {stage: round(seconds * 1000.0, 3) for stage, seconds in self._seconds.items()}
+        return {**self.ms, **laps, "total": round((self.last - self.started) * 1000.0, 3)}

@@ -10,7 +10,6 @@ Usage::
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +18,7 @@ from vaulteval.chunks.integrity import IntegrityChecker
 from vaulteval.index.reader import BM25Index, Hit, open_index
 from vaulteval.pipeline.loadonce import Loads
 from vaulteval.pipeline.passages import Passages, TextMemo
-from vaulteval.pipeline.results import NO_CANDIDATES, Candidate, Label, Ranking, RetrievalResult
+from vaulteval.pipeline.results import NO_CANDIDATES, Candidate, Label, Ranking, RetrievalResult, Stopwatch
 from vaulteval.pipeline.spec import DEFAULT_DEPTH
 from vaulteval.vault.paths import cached_lexical_path
 from vaulteval.index.tokenize import check_length
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["Candidate", "Label", "RetrievalResult", "Retriever", "retrieve", "check_limit", "check_query"]
 
 MAX_TOP = 1000
+SHALLOW_PAGES = 4  # hits ranked per wanted page before the full depth (a page has a few chunks)
 
 
 def check_limit(name: str, value: int) -> int:
@@ -52,9 +52,6 @@ def check_query(query: str) -> str:
     check_length(query, "the query")
     return query
 
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000.0, 3)
 
 class Retriever:
     """A vault opened for queries: its verified index and integrity checker, each opened once.
@@ -138,10 +135,17 @@ class Retriever:
             break
         return index
 
-    def open(self) -> BM25Index:
+    def open(self, *, analyzers: bool = True) -> BM25Index:
         """The index with its scorer chosen: a warm Retriever loads numpy and preloads every posting's weight now,
-        not in its first query (exit 10 as ``index()``, and for an index without chunks)."""
-        return _open_index(self)
+        not in its first query (exit 10 as ``index()``, and for an index without chunks). With ``analyzers`` it
+        also loads the query analyzers of the index's languages (a segmenter's dictionary takes a second or more),
+        which a query otherwise loads when it first holds text of that script."""
+        index = _open_index(self)
+        if analyzers and self.warm:
+            from vaulteval.index.analysis import lookup
+
+            self._loads.run("analyzers", lambda: lookup(index.analyzer_name).warm(index.header))
+        return index
 
     def note_layouts(self) -> "NoteLayouts":
         """Where served chunks sit in their notes, remembered across queries (keyed by each note's bytes)."""
@@ -188,19 +192,27 @@ def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = DEFA
     if pipeline is not None:
         first, rerank, bm25_top = pipeline._first, pipeline.reranker, pipeline.depth
     rerank = _validate(query, top, bm25_top, rerank)
-    watch = _Stopwatch()
+    watch = Stopwatch()
     index = _open_index(retriever)
     watch.lap("index_open")
     if embed_cache == "default":
         cache = retriever._embed_cache = retriever._embed_cache or default_embed_cache(retriever.vault)
     else:
         cache = embed_cache
-    ranking = _first_stage(retriever, query, first, bm25_top, cache, bm25_hits)
-    watch.lap("bm25", parts=ranking.timings_ms)
-    # Without rerank or explain only the first `top` current pages are read and verified.
+    # Without rerank or explain only the first `top` current pages are read and verified, so plain BM25 first
+    # ranks a shallower list, a prefix of the full one (hits are in one total order); it goes the full depth
+    # only when that prefix runs out before `top` pages are served.
     served_only = rerank is None and not explain
+    plain = (first is None or first.plain) and bm25_hits is None
+    shallow = min(bm25_top, SHALLOW_PAGES * top) if served_only and plain else bm25_top
+    ranking = _first_stage(retriever, query, first, shallow, cache, bm25_hits)
+    watch.lap("bm25", parts=ranking.timings_ms)
     passages = Passages(query, index, retriever.vault, retriever.note_layouts, retriever.text_memo)
-    pool, texts, stale = _verify(retriever, ranking, top if served_only else None, passages)
+    pool, texts, stale = _verify(retriever, ranking, top if served_only else None, passages,
+                                 final=shallow == bm25_top or len(ranking.docs) < shallow)
+    if shallow < bm25_top and len(pool) < top and len(ranking.docs) == shallow:
+        ranking = _first_stage(retriever, query, first, bm25_top, cache, bm25_hits)
+        pool, texts, stale = _verify(retriever, ranking, top, passages)
     watch.lap("integrity")
     label = Label(ranking.first_stage, None, ranking.fallbacks)
     # Resolving the meta folder costs two realpath calls: only a rerank needs the answer.
@@ -255,11 +267,12 @@ def _first_stage(retriever: Retriever, query: str, first: "FirstStage | None", d
 
 
 def _verify(retriever: Retriever, ranking: Ranking, pages_wanted: int | None,
-            passages: Passages | None = None) -> tuple[list[Candidate], list[str], int]:
+            passages: Passages | None = None, final: bool = True) -> tuple[list[Candidate], list[str], int]:
     """Candidates whose chunk and note still match the index, in first-stage order; their texts; stale count.
 
     With ``pages_wanted`` only the first chunk of each page is read, and
-    reading stops once that many pages are served.
+    reading stops once that many pages are served. Not ``final``: a shallow list, which a deeper one may follow
+    (its missing records are not yet an error).
     """
     index, vault = retriever.index(), retriever.vault
     checker = retriever.integrity().query()  # one stat per file for the whole query
@@ -294,7 +307,7 @@ def _verify(retriever: Retriever, ranking: Ranking, pages_wanted: int | None,
             pages.add(doc.page_path)
             if len(pages) == pages_wanted:
                 break
-    if orphaned and not pool:
+    if orphaned and not pool and final:
         # An index whose chunk records are gone (deleted by another tool or by hand) must not look like
         # "no such notes": the answer would be an empty success for every query.
         raise NotProvisioned(f"the index names chunk records that are missing or were rewritten ({orphaned} of "
@@ -368,28 +381,6 @@ def _explain(analyzer: str, ranking: Ranking, label: Label, ranked: list[Candida
         "embedding_model": ranking.embedding_model,
         "timings_ms": timings,
     }
-
-
-class _Stopwatch:
-    """Milliseconds per stage; every stage has a line (0.0 when it did not run)."""
-
-    STAGES = ("index_open", "bm25", "dense", "fusion", "integrity", "rerank", "dedupe")
-
-    def __init__(self) -> None:
-        self.started = self.last = time.perf_counter()
-        self.ms = dict.fromkeys(self.STAGES, 0.0)
-
-    def lap(self, stage: str, parts: "dict[str, float] | None" = None, ran: bool = True) -> None:
-        """Time since the last lap goes to ``stage``, or to the sub-stages ``parts`` timed themselves."""
-        now = time.perf_counter()
-        if parts:
-            self.ms.update(parts)
-        elif ran:
-            self.ms[stage] = _ms(now - self.last)
-        self.last = now
-
-    def done(self) -> "dict[str, float]":
-        return {**self.ms, "total": _ms(self.last - self.started)}
 
 
 def default_embed_cache(vault: "Vault") -> Path:

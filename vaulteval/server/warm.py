@@ -163,7 +163,9 @@ class WarmVault:
 
         retriever = self.retriever()
         try:  # each step only while the server runs (``end_warm_up``)
-            for step in (retriever.open, retriever.fields):
+            # The segmenters stay lazy here: Kiwi holds the GIL for most of its load (about a second), which would
+            # stall whatever search runs meanwhile; a query in a CJK script loads its own when it first comes.
+            for step in (lambda: retriever.open(analyzers=False), retriever.fields):
                 if self._stopping:
                     return
                 step()

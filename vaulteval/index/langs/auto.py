@@ -18,18 +18,21 @@ query's few words are where it errs most; a term from a language the query is no
 occurs in the vault's chunks of that language. When the vault also holds languages of another
 script or without a stemmer (whose analyzers leave the query's words unstemmed), or none in the
 query's script, the plain split is added too, so a query in a language absent from the vault
-still finds what plain BM25 finds. Only the analyzers a query needs are loaded.
+still finds what plain BM25 finds. Only the analyzers a query needs are loaded, when it needs them;
+a searcher kept open (``Retriever.open``) loads those of the vault's languages as it opens (``warm``).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from functools import lru_cache
+from itertools import chain
 from typing import TYPE_CHECKING
 
-from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED
+from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED, languages_of_script
 from vaulteval.index.langs.registry import analyzer_for, code_analyzer
-from vaulteval.index.langs.scripts import CJK, candidates_of, han_languages, script_counts
+from vaulteval.index.langs.scripts import CJK, candidates_of, han_languages, main_script, script_counts
 from vaulteval.index.langs.words import words
 
 if TYPE_CHECKING:
@@ -121,13 +124,21 @@ class QueryAnalyzer:
         self.present = [code for code, n in languages.items()
                         if code in LANGUAGES and n / total >= MIN_SHARE]
         self.last: list[str] = []  # the languages the last query was analyzed in (for explain output)
+        # A text's candidate languages follow from its main script alone (``candidates_of``): the choice is
+        # worked out once per script.
+        self._by_script: dict[str | None, tuple[list[str], bool]] = {None: ([], True)}
 
     def languages_for(self, text: str) -> tuple[list[str], bool]:
         """(codes to analyze ``text`` in, whether the plain split is added)."""
         counts = script_counts(text)
-        script, candidates = candidates_of(counts)
-        if script is None:
-            return [], True
+        found = self._by_script.get(main_script(counts))
+        if found is None:
+            script, candidates = candidates_of(counts)
+            found = self._by_script[script] = self._choose(script, candidates)
+        codes, with_plain = found
+        return list(codes), with_plain
+
+    def _choose(self, script: str, candidates: list[str]) -> tuple[list[str], bool]:
         if script == "han":  # Han alone: Chinese or Japanese kanji
             candidates = han_languages(self.present)
         in_vault = [c for c in self.present if c in candidates or (LANGUAGES[c].script == script and script != "han")]
@@ -141,7 +152,18 @@ class QueryAnalyzer:
     def fixed(self, query: str) -> Callable[..., list[str]]:
         """An analyzer for any text in the languages ``query`` is analyzed in (the query's own words)."""
         codes, with_plain = self.languages_for(query)
-        return lambda text, bounded=True: self._combined(codes, with_plain, text)
+        combined = _combination(tuple(codes), with_plain)
+        return lambda text, bounded=True: combined(text)
+
+    def warm(self) -> None:
+        """Load now what the first query in each script of the vault's languages would load: their analyzers,
+        with the segmenters' dictionaries (for a searcher kept open, whose first answers then wait for none)."""
+        for script in dict.fromkeys(LANGUAGES[code].script for code in self.present):
+            codes, with_plain = self._choose(script, languages_of_script(script))
+            for analyze in _analyzers(tuple(codes), with_plain):
+                load = getattr(analyze, "load", None)
+                if load is not None:
+                    load()
 
     def passages(self, query: str) -> "PassageAnalysis":
         """How a hit's passages are analyzed to explain ``query`` (see ``PassageAnalysis``)."""
@@ -157,11 +179,16 @@ class QueryAnalyzer:
         return combined(text)
 
 
-@lru_cache(maxsize=32)
-def _combination(codes: tuple[str, ...], with_plain: bool) -> Callable[[str], list[str]]:
+def _analyzers(codes: tuple[str, ...], with_plain: bool) -> list[Callable[[str], list[str]]]:
     analyzers = [query_analyzer(c, len(codes) == 1) for c in codes]
     if with_plain:
         analyzers.append(analyzer_for(PLAIN, False, False))
+    return analyzers
+
+
+@lru_cache(maxsize=32)
+def _combination(codes: tuple[str, ...], with_plain: bool) -> Callable[[str], list[str]]:
+    analyzers = _analyzers(codes, with_plain)
     if len(analyzers) == 1:
         return analyzers[0]
     if all(hasattr(analyze, "of_words") for analyze in analyzers):
@@ -202,12 +229,14 @@ class _SharedSplit:
     def __call__(self, text: str) -> list[str]:
         per_word = [self._of(word) for word in words(text)]
         best: dict[str, int] = {}
-        for i in range(len(self.analyzers)):  # the same counts and order as _merged of each analyzer's output
-            counts: dict[str, int] = {}
-            for terms in per_word:
-                for term in terms[i]:
-                    counts[term] = counts.get(term, 0) + 1
-            for term, n in counts.items():
+        seen: set[tuple[tuple[str, ...], ...]] = set()
+        # The same counts and order as _merged of each analyzer's output. An analyzer whose terms for every word
+        # are those of one before it (most stems agree across languages) adds nothing to ``best``: skipped.
+        for column in zip(*per_word):
+            if column in seen:
+                continue
+            seen.add(column)
+            for term, n in Counter(chain.from_iterable(column)).items():
                 if n > best.get(term, 0):
                     best[term] = n
         return [term for term, n in best.items() for _ in range(n)]

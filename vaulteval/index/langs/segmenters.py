@@ -15,8 +15,9 @@ segmenter words alone lose to the default's n-grams on Chinese and Japanese (0.7
 against 0.61): a query segmented differently from the note misses it. Words plus n-grams keep the
 n-grams' recall and add the segmenter's precision and, for Japanese, dictionary forms.
 
-Each loads its dictionary the first time it meets text in its script, never before: a Latin-only
-text is split by the shared rule (``words``) without loading anything. Latin words inside CJK text
+Each loads its dictionary the first time it meets text in its script, never before (or when ``load``
+is called: a searcher kept open loads them as it opens): a Latin-only text is split by the shared rule
+(``words``) without loading anything. Latin words inside CJK text
 are split the same way, not stemmed. A build hands each analyzer all its texts at once (``many``):
 Kiwi spreads them over its worker threads, one per core, the tokens of each text unchanged.
 """
@@ -120,6 +121,11 @@ class _Segmented:
     def _tokens(self, text: str) -> Iterable[str]:
         raise NotImplementedError
 
+    def load(self) -> None:
+        """Load the segmenter now rather than on the first text in its script: its dictionary, and what the
+        library sets up on its first text (Kiwi's model: over a second), with one word of that script."""
+        raise NotImplementedError
+
 
 @lru_cache(maxsize=1)
 def _jieba() -> tuple[Callable[[str], Iterable[str]], frozenset[str]]:
@@ -140,6 +146,9 @@ def _jieba() -> tuple[Callable[[str], Iterable[str]], frozenset[str]]:
 class ChineseAnalyzer(_Segmented):
     what = "chinese"
 
+    def load(self) -> None:
+        list(_jieba()[0]("中文"))
+
     def _tokens(self, text: str) -> Iterable[str]:
         cut, stop = _jieba()
         return (t for t in cut(text) if t.strip() and t not in stop)
@@ -158,6 +167,9 @@ def _mecab():
 
 class JapaneseAnalyzer(_Segmented):
     what = "japanese"
+
+    def load(self) -> None:
+        _mecab()("日本語")
 
     def _tokens(self, text: str) -> Iterable[str]:
         for word in _mecab()(text):
@@ -207,6 +219,9 @@ class KoreanAnalyzer(_Segmented):
         for i, tokens in zip(korean, analyses):
             out[i] = self._terms(texts[i], self._kept(tokens))
         return out
+
+    def load(self) -> None:
+        _kiwi(self.workers).tokenize("한국어")
 
     def _tokens(self, text: str) -> Iterable[str]:
         return self._kept(_kiwi(self.workers).tokenize(text))
