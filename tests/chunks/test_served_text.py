@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from vaulteval.chunks.chunking import parse_page, split_chunks
-from vaulteval.chunks.derived import chunk_in_note, links_shown
+from vaulteval.chunks.derived import NoteText, chunk_in_note, links_shown
 from vaulteval.chunks.obsidian import visible_text
 
 SAMPLE = Path(__file__).resolve().parents[2] / "vaulteval" / "data" / "sample-vault" / "wiki"
@@ -86,3 +86,16 @@ def test_every_chunk_of_the_sample_vault_passes_and_a_changed_word_does_not() ->
             assert not chunk_in_note(forged, data), (path.name, forged[:80])
             checked += 1
     assert checked > 20
+
+
+def test_a_note_checked_chunk_by_chunk_in_bulk_gives_the_one_check_s_answers() -> None:
+    """``NoteText.holds(bulk=True)`` (doctor: the note's forms kept, its visible text tried second) accepts and
+    refuses exactly what ``chunk_in_note`` does, whichever try finds a chunk."""
+    tried = [*_chunks(NOTE.encode()), "Rinse twice & run two empty shots. Done.", "see the Gaggia and the manual.",
+             "More information: https://example.org/descale.", "Rinse twice with bleach.", "see the Saeco", "  ", ""]
+    notes = [NOTE.encode(), *(p.read_bytes() for p in sorted(SAMPLE.rglob("*.md"))[:8])]
+    for data in notes:
+        note = NoteText(data)
+        for raw in tried + _chunks(data):
+            assert note.holds(raw, bulk=True) == chunk_in_note(raw, data) == note.holds(raw), raw[:60]
+    assert 4 <= sum(NoteText(NOTE.encode()).holds(raw, bulk=True) for raw in tried) < len(tried)  # both answers

@@ -1,6 +1,7 @@
 """Is a chunk's text text of its note? The check that refuses a record forged with right checksums.
 
-Usage: ``chunk_in_note(raw_text, note_bytes)`` -> bool.
+Usage: ``chunk_in_note(raw_text, note_bytes)`` -> bool; ``note = NoteText(note_bytes)``, then
+``note.holds(raw_text, bulk=True)`` for each chunk of one note.
 
 A chunk is paragraphs of the note's visible text (and the tail of the chunk
 before it), joined by blank lines (a paragraph cut inside a run without
@@ -92,24 +93,59 @@ def links_shown(text: str) -> str:
 
 
 def chunk_in_note(raw: str, data: bytes) -> bool:
-    if not raw or raw.isspace():
-        return False
-    # The chunker's decoding: a BOM dropped, line endings as \n (a fence closed by "```\r\n" closes here too).
-    text = decode_page(data)
-    # Each try first looks for the chunk as it is (most are; what occurs as is occurs collapsed too), then
-    # with whitespace collapsed on both sides; a chunk as it is in the note with its links shown (most chunks
-    # of notes with links) is looked for before collapsing anything. The answer is the same in any order.
-    if raw in text:
-        return True
-    linked = links_shown(text)
-    if linked is not text and raw in linked:
-        return True
-    needle = _collapse(raw)
-    if needle in _collapse(text):
-        return True
-    if linked is not text and needle in _collapse(linked):
-        return True
-    return needle in _collapse(_chunked_text(data, text))
+    return NoteText(data).holds(raw)
+
+
+class NoteText:
+    """One note's text in the forms the tries compare against, each worked out once, on first need.
+
+    ``holds(raw)`` tries the cheap forms first (one query's few candidates); ``holds(raw, bulk=True)`` tries the
+    note's visible text second, for a caller that checks every chunk of the note (``doctor``): nearly every
+    chunk is found there, and the link rewrite and its collapsed forms are then never made. The answer is the
+    same in either order: a chunk is accepted when any try finds it.
+    """
+
+    __slots__ = ("data", "text", "_linked", "_collapsed", "_collapsed_linked", "_chunked")
+
+    def __init__(self, data: bytes):
+        self.data = data
+        # The chunker's decoding: a BOM dropped, line endings as \n (a fence closed by "```\r\n" closes here too).
+        self.text = decode_page(data)
+        self._linked = self._collapsed = self._collapsed_linked = self._chunked = None
+
+    def holds(self, raw: str, *, bulk: bool = False) -> bool:
+        """Whether ``raw`` is text of this note."""
+        if not raw or raw.isspace():
+            return False
+        if raw in self.text:
+            return True
+        if bulk:
+            return _collapse(raw) in self._chunked_collapsed() or self._linked_holds(raw)
+        return self._linked_holds(raw) or _collapse(raw) in self._chunked_collapsed()
+
+    def _linked_holds(self, raw: str) -> bool:
+        # The chunk as it is in the note with its links shown (most chunks of notes with links) is looked for
+        # before collapsing anything; what occurs as is occurs collapsed too.
+        if self._linked is None:
+            self._linked = links_shown(self.text)
+        linked = self._linked
+        if linked is not self.text and raw in linked:
+            return True
+        needle = _collapse(raw)
+        if self._collapsed is None:
+            self._collapsed = _collapse(self.text)
+        if needle in self._collapsed:
+            return True
+        if linked is self.text:
+            return False
+        if self._collapsed_linked is None:
+            self._collapsed_linked = _collapse(linked)
+        return needle in self._collapsed_linked
+
+    def _chunked_collapsed(self) -> str:
+        if self._chunked is None:
+            self._chunked = _collapse(_chunked_text(self.data, self.text))
+        return self._chunked
 
 
 def _chunked_text(data: bytes, text: str) -> str:

@@ -70,6 +70,7 @@ class IntegrityChecker:
         self._page_hash: dict[str, tuple[tuple, str]] = {}
         self._packed: dict[tuple, dict] = {}
         self._derived: dict[tuple[str, str], bool] = {}
+        self._bulk_note: tuple | None = None
         self._store = None
 
     def store(self):
@@ -92,11 +93,13 @@ class IntegrityChecker:
 
             self.store().hold(HOLD_BYTES)
 
-    def text_of_note(self, doc: "DocMeta", raw: str, data: bytes | None = None) -> bool:
+    def text_of_note(self, doc: "DocMeta", raw: str, data: bytes | None = None, *, bulk: bool = False) -> bool:
         """True when ``raw`` is text of the note as it is now (the page the index names, with its hash).
 
         A record forged with right checksums cannot serve words the note does not hold
         (``vaulteval.chunks.derived``). ``data``: the note's bytes when the caller just read them and found their hash right.
+        ``bulk``: the caller checks every chunk of each note in turn (``doctor``); the last note's text forms are
+        kept for its next chunk, and its visible text is tried early (``NoteText``).
         """
         key = (doc.page_body_hash, doc.body_hash)
         verdict = self._derived.get(key)
@@ -108,9 +111,15 @@ class IntegrityChecker:
                     return False
                 if bytes_sha256(data) != doc.page_body_hash:
                     return False
-            from vaulteval.chunks.derived import chunk_in_note
+            from vaulteval.chunks.derived import NoteText, chunk_in_note
 
-            verdict = self._derived[key] = chunk_in_note(raw, data)
+            if bulk:
+                held = self._bulk_note  # (page hash, its NoteText): one note, replaced whole (threads share it)
+                if held is None or held[0] != doc.page_body_hash:
+                    held = self._bulk_note = (doc.page_body_hash, NoteText(data))
+                verdict = self._derived[key] = held[1].holds(raw, bulk=True)
+            else:
+                verdict = self._derived[key] = chunk_in_note(raw, data)
         return verdict
 
     def query(self) -> "QueryCheck":

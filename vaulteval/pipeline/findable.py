@@ -71,7 +71,7 @@ def page_currency(index, checker) -> PageCurrency:
         if rec is None:
             out.stale_chunks += 1
             out.chunk_pages.add(page)
-        elif not checker.text_of_note(doc, rec["raw_text"], check.note_bytes(page)):
+        elif not checker.text_of_note(doc, rec["raw_text"], check.note_bytes(page), bulk=True):
             out.refused_chunks += 1
             out.refused_pages.add(page)
         else:
