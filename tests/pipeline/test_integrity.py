@@ -326,6 +326,25 @@ def test_remembered_verdicts_notice_an_edit_that_keeps_size_and_mtime(fresh_vaul
     assert second.explain["stale_candidates_skipped"] >= 1
 
 
+def test_an_open_retrievers_remembered_chunks_notice_an_edit_that_keeps_size_and_mtime(fresh_vault: Path) -> None:
+    """A chunk a Retriever kept open found current is taken again on one stat of its note: a same-size edit
+    with a restored mtime changes that stat (its ctime), and the chunk is checked again and dropped."""
+    from vaulteval.pipeline.retrieve import Retriever
+
+    _age_everything(fresh_vault)
+    page = fresh_vault / "wiki" / "howto" / "Descaling.md"
+    past = os.stat(page).st_mtime_ns
+    retriever = Retriever(Vault(fresh_vault))
+    query = "descale espresso machine citric acid"
+    for _ in range(2):  # the second answer comes from the remembered chunks
+        assert "wiki/howto/Descaling.md" in [c.page_path for c in retriever.retrieve(query, top=5).candidates]
+    assert any(doc.page_path == "wiki/howto/Descaling.md" for doc in retriever.integrity()._current)
+    data = page.read_bytes()
+    page.write_bytes(data.replace(b"citric", b"CITRIC", 1))
+    os.utime(page, ns=(past, past))
+    assert "wiki/howto/Descaling.md" not in [c.page_path for c in retriever.retrieve(query, top=5).candidates]
+
+
 def _age_everything(root: Path) -> None:
     """Move every note's and chunk record's mtime an hour back, out of the racy window, so verdicts are kept."""
     for path in [*(root / "wiki").rglob("*.md"), *(root / META_REL / "chunks").rglob("*.json")]:

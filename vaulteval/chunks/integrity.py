@@ -71,6 +71,9 @@ class IntegrityChecker:
         self._packed: dict[tuple, dict] = {}
         self._derived: dict[tuple[str, str], bool] = {}
         self._bulk_note: tuple | None = None
+        # An index row whose three checks passed while its note's page-hash verdict was remembered: current again
+        # while the note's stat signature is the one that verdict holds for (the record never changes).
+        self._current: dict["DocMeta", tuple[str, tuple, dict]] = {}
         self._store = None
 
     def store(self):
@@ -241,7 +244,18 @@ class QueryCheck:
         return None
 
     def current_record(self, doc: "DocMeta") -> dict | None:
+        checker = self.checker
+        known = checker._current.get(doc)
+        if known is not None and self._signature(known[0]) == known[1]:
+            return known[2]
         rec = self.record(doc)
         if rec is None or self.page_hash(doc.page_path) != doc.page_body_hash:
             return None
-        return rec if self.checker.text_of_note(doc, rec["raw_text"], self._notes.get(doc.page_path)) else None
+        if not checker.text_of_note(doc, rec["raw_text"], self._notes.get(doc.page_path)):
+            return None
+        vault = checker.vault
+        path = cached_lexical_path(vault.notes_dir, doc.page_path, vault.notes_strip)
+        remembered = checker._page_hash.get(doc.page_path)
+        if remembered is not None and remembered == (self._stats.get(path), doc.page_body_hash):
+            checker._current[doc] = (path, remembered[0], rec)
+        return rec
