@@ -149,15 +149,24 @@ def in_process_loop(root: Path) -> float:
     return float(proc.stdout.split()[-1])
 
 
+# Runs a command and prints its wall seconds, peak RSS (KiB) and CPU seconds. A child's peak RSS counts the
+# process it was forked from until it execs (Python forks by vfork): measured from this small process, not from
+# the benchmark, whose own size (the MCP client, numpy) would be a floor under every figure.
+TIMED = ("import resource, subprocess, sys, time\n"
+         "t = time.perf_counter()\n"
+         "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
+         "wall = time.perf_counter() - t\n"
+         "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+         "print(wall, u.ru_maxrss, u.ru_utime + u.ru_stime, code)\n")
+
+
 def timed_process(argv: list[str], src: Path = REPO) -> tuple[float, float, float]:
     """(seconds, peak RSS in MB, CPU seconds) of one fresh process (of the code in ``src``)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=dict(ENV, PYTHONPATH=str(src)), cwd=str(src), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - t0
-    assert os.waitstatus_to_exitcode(status) == 0, argv
-    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+    proc = subprocess.run([sys.executable, "-c", TIMED, *argv], env=dict(ENV, PYTHONPATH=str(src)), cwd=str(src),
+                          capture_output=True, text=True)
+    wall, rss, cpu, code = proc.stdout.split()
+    assert proc.returncode == 0 and code == "0", argv
+    return float(wall), int(rss) / 1024, float(cpu)
 
 
 def _child_cpu() -> float:
