@@ -30,6 +30,8 @@ from vaulteval.server.evalargs import EVAL_TOOLS
 from vaulteval.server.warm import WarmVault
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from vaulteval.server.evaltools import EvalTools
 from vaulteval.version import __version__
 
@@ -40,6 +42,7 @@ INSTRUCTIONS = (
 EVAL_INSTRUCTIONS = (
     " The evaluation tools run the user's evaluation loop: eval_worksheet, then write the questions from the notes' "
     "text alone, before any search or ranking, then eval_add_questions, then tune (or eval_run).")
+PROGRESS_TOOLS = ("tune",)  # tools that send progress notifications when the client asks for them
 READ_ONLY = types.ToolAnnotations(readOnlyHint=True, idempotentHint=True, destructiveHint=False, openWorldHint=False)
 
 
@@ -67,13 +70,14 @@ def _result(data: dict[str, Any], error: bool = False) -> types.CallToolResult:
 
 
 def call(warm: WarmVault, name: str, arguments: dict[str, Any] | None,
-         evals: "EvalTools | None" = None) -> types.CallToolResult:
+         evals: "EvalTools | None" = None, progress: "Callable[[str], None] | None" = None) -> types.CallToolResult:
     """One tool call, synchronously (the server runs it on a worker thread).
 
     Every tool, present and future, passes the same two checks first: its arguments are text that can be
     encoded, and the vault still opens as the CLI would open it now (``WarmVault.check_vault``: Obsidian's
     exclusions, the notes folder; a vault the CLI would refuse is refused here with the CLI's message).
-    The evaluation tools are there when the server has an evaluation folder (``evals``)."""
+    The evaluation tools are there when the server has an evaluation folder (``evals``). ``progress`` is handed
+    to a tool of ``PROGRESS_TOOLS`` (``progress_reporter``)."""
     handler = {"search": warm.search, "read": warm.read, "read_many": warm.read_many,
                "status": warm.status, **(evals.handlers() if evals is not None else {})}.get(name)
     if handler is None and name in EVAL_TOOLS:
@@ -84,6 +88,8 @@ def call(warm: WarmVault, name: str, arguments: dict[str, Any] | None,
         if handler is None:
             raise UsageError(f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
         warm.check_vault()
+        if progress is not None and name in PROGRESS_TOOLS:
+            return _result(handler(progress, **(arguments or {})))
         return _result(handler(**(arguments or {})))
     except VaultevalError as exc:
         return _result({"error": str(exc), "exit_code": exc.exit_code}, error=True)
@@ -99,9 +105,36 @@ def build_server(warm: WarmVault, evals: "EvalTools | None" = None) -> Server:
 
     @server.call_tool(validate_input=False)  # checked by vaulteval, so errors carry the CLI's messages
     async def _call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        return await anyio.to_thread.run_sync(call, warm, name, arguments, evals)
+        progress = progress_reporter(server) if name in PROGRESS_TOOLS else None
+        return await anyio.to_thread.run_sync(call, warm, name, arguments, evals, progress)
 
     return server
+
+
+def progress_reporter(server: Server) -> "Callable[[str], None] | None":
+    """For the request being handled, when its client asked for progress (a ``progressToken`` in ``_meta``): a
+    function the tool's worker thread calls with a message at each step done; each call sends one progress
+    notification (progress 1, 2, ...; no total: a tune's steps are known only as it goes). A notification
+    that cannot be sent (the client left) is dropped; the work goes on."""
+    import functools
+
+    ctx = server.request_context
+    token = ctx.meta.progressToken if ctx.meta is not None else None
+    if token is None:
+        return None
+    done = 0
+
+    def report(message: str) -> None:
+        nonlocal done
+        done += 1
+        send = functools.partial(ctx.session.send_progress_notification, token, done, None, message,
+                                 related_request_id=str(ctx.request_id))
+        try:
+            anyio.from_thread.run(send)
+        except (RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    return report
 
 
 async def run_stdio(server: Server) -> None:

@@ -163,7 +163,8 @@ class EvalTools:
         return {"schema": "vaulteval.mcp.eval_run.v1", "queryset": _set_facts(qs), "measure": measure,
                 "strategies": _means(ev, measure)}
 
-    def tune(self, **arguments: Any) -> dict[str, Any]:
+    def tune(self, progress: Callable[[str], None] | None = None, /, **arguments: Any) -> dict[str, Any]:
+        """``progress`` (positional only, never an argument of the call) is told each strategy's run as it ends."""
         from vaulteval.workbench.evidence import evidence_line
         from vaulteval.workbench.tune import tune
         from vaulteval.workbench.verdict import verdict_line
@@ -174,7 +175,8 @@ class EvalTools:
         seed = whole_number("seed", args["seed"], 0)
         qs = self._queryset(args["queryset"])
         runs = self._output(RUNS, "the run folder")
-        result = tune(self.vault, qs, grid=grid, measure=measure, seed=seed, out=runs)
+        on_run = None if progress is None else (lambda name: progress(f"tune: ran {name}"))
+        result = tune(self.vault, qs, grid=grid, measure=measure, seed=seed, out=runs, on_run=on_run)
         d = result.decision
         return {"schema": "vaulteval.mcp.tune.v1", "verdict": d["verdict"],
                 "line": verdict_line(d, result.best, result.baseline),

@@ -57,6 +57,7 @@ class DaskExecutor:
         self.allow_remote = allow_remote_workers
         self.progress = progress
         self.tasks = 0
+        self.on_run = None  # told each strategy's name once the whole batch is done (as SerialExecutor's)
         self.cluster = None
         self.client = None
         if kind == "address" and not allow_remote_workers and not address_is_local(value):
@@ -136,7 +137,10 @@ class DaskExecutor:
                 if fut.status == "error":
                     fut.result()  # re-raises the task's own error (a VaultevalError keeps its one line)
                 meter.update()
-            return [[f.result() for f in row] for row in grid]
+            out = [[f.result() for f in row] for row in grid]
+            for s in strategies if self.on_run is not None else ():
+                self.on_run(s.name)
+            return out
         except VaultevalError:
             raise
         except Exception as exc:  # KilledWorker after repeated deaths, a lost scheduler, ...

@@ -35,6 +35,8 @@ from vaulteval.workbench.tasks import (Prepared, ShardResult, TaskContext, Worke
                                        prepare_task, shard_task, short_fp)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from vaulteval.querysets.queryset import Query, QuerySet
     from vaulteval.vault.vault import Vault
     from vaulteval.workbench.runs import Run
@@ -46,7 +48,10 @@ MAX_LOCAL_WORKERS = 64
 
 
 class Executor(Protocol):
-    """Runs prepare and shard tasks; ``describe()`` is the manifest's ``executor`` field."""
+    """Runs prepare and shard tasks; ``describe()`` is the manifest's ``executor`` field; ``on_run``, when set, is
+    told each strategy's name once its run is done (progress for a caller such as the MCP ``tune`` tool)."""
+
+    on_run: "Callable[[str], None] | None"
 
     def run(self, ctx: TaskContext, strategies: "list[Strategy]", shards: "list[list[Query]]",
             workspace: "Workspace") -> "list[list[ShardResult]]": ...
@@ -97,6 +102,7 @@ class SerialExecutor:
     def __init__(self, progress: bool = False) -> None:
         self.progress = progress
         self.tasks = 0
+        self.on_run: "Callable[[str], None] | None" = None
 
     def run(self, ctx: TaskContext, strategies: "list[Strategy]", shards: "list[list[Query]]",
             workspace: "Workspace") -> "list[list[ShardResult]]":
@@ -106,6 +112,8 @@ class SerialExecutor:
             out.append([shard_task(ctx, s, shard, prepared, workspace=workspace, progress=self.progress)
                         for shard in shards])
             self.tasks += 1 + len(shards)
+            if self.on_run is not None:
+                self.on_run(s.name)
         return out
 
     def describe(self) -> dict[str, Any]:

@@ -43,6 +43,8 @@ from vaulteval.errors import UsageError
 from vaulteval.workbench.grid import default_grid, parse_grid  # noqa: F401  (tune's grid, re-exported)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from vaulteval.querysets.queryset import QuerySet
     from vaulteval.vault.vault import Vault
     from vaulteval.workbench.strategy import Strategy
@@ -137,14 +139,15 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
          grid: list[str] | None = None, measure: str = "nDCG@10", test_fraction: float = 0.5, seed: int = 0,
          out: str | os.PathLike[str] = "runs", cache_dir: str | os.PathLike[str] | None = None,
          run_id: str | None = None, scheduler: str | None = None, allow_remote_workers: bool = False,
-         progress: bool = False, allow_stale: bool = False, baseline: str = "default") -> TuneResult:
+         progress: bool = False, allow_stale: bool = False, baseline: str = "default",
+         on_run: "Callable[[str], None] | None" = None) -> TuneResult:
     """Search the grid on the tune split, confirm the best against ``baseline`` (``tune_baseline``) on the test split.
 
     Like ``evaluate``, it first checks that the vault's own index (where a strategy runs on it) holds the
     notes as they are now: :class:`StaleIndex` before any search otherwise, unless ``allow_stale``.
 
     ``scheduler`` (``"local:2"``, ``"tcp://HOST:PORT"``) runs the search and the confirmation as Dask
-    tasks; the decision is the same as a serial run's.
+    tasks; the decision is the same as a serial run's. ``on_run`` is told each strategy's name as its run ends.
     """
     from vaulteval.workbench.evaluate import evaluate, require_current
     from vaulteval.workbench.executor import make_executor
@@ -176,6 +179,7 @@ def tune(vault: "Vault", queryset: "QuerySet", *, test_queryset: "QuerySet | Non
     slices, high = verdict_slices(test_qs)
     # One executor (one Dask cluster) for the search and the held-out confirmation.
     with make_executor(scheduler, allow_remote_workers=allow_remote_workers, progress=progress) as ex:
+        ex.on_run = on_run
         scores = search_scores(vault, tune_qs, parsed, measure, cache_dir=cache_dir, executor=ex, workspace=ws)
         search = search_table(grid, scores)
         best = search[0]["strategy"]
