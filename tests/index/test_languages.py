@@ -401,3 +401,14 @@ def test_a_searcher_kept_open_loads_its_vaults_segmenters_as_it_opens_and_a_lati
     out = subprocess.run([sys.executable, "-c", _SEGMENTER_PROBE, str(mixed_vault)], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=True).stdout
     assert out.split() == ["False", "False", "False", "True", "1"]
+
+
+def test_loading_a_vaults_word_split_brings_regex_only_for_scripts_outside_the_fast_blocks() -> None:
+    from vaulteval.index.langs import words as words_module
+
+    words_module._word_pattern.cache_clear()
+    words_module.load(["latin", "han", "cyrillic", "hangul"])
+    assert words_module._word_pattern.cache_info().currsize == 0
+    words_module.load(["latin", "devanagari"])
+    assert words_module._word_pattern.cache_info().currsize == 1
+    assert words_module.words("बग रिपोर्ट") == ["बग", "रिपोर्ट"]

@@ -105,7 +105,7 @@ def inflate_blocks(data, start: int, budget: int) -> tuple[dict[int, tuple], int
         for length in table[0::2]:
             starts.append(at)
             at += length
-        held[pos] = (table, starts, raw)
+        held[pos] = (table, tuple(starts), raw)  # of untracked parts only: the collector stops scanning it
         used += u
     return held, used
 

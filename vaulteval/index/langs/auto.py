@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from vaulteval.index.langs.catalog import LANGUAGES, PLAIN, UNDETERMINED, languages_of_script
 from vaulteval.index.langs.registry import analyzer_for, code_analyzer
 from vaulteval.index.langs.scripts import CJK, candidates_of, han_languages, main_script, script_counts
-from vaulteval.index.langs.words import words
+from vaulteval.index.langs.words import load as load_split, words
 
 if TYPE_CHECKING:
     from vaulteval.index.langs.ahead import KoreanAhead
@@ -158,7 +158,9 @@ class QueryAnalyzer:
     def warm(self) -> None:
         """Load now what the first query in each script of the vault's languages would load: their analyzers,
         with the segmenters' dictionaries (for a searcher kept open, whose first answers then wait for none)."""
-        for script in dict.fromkeys(LANGUAGES[code].script for code in self.present):
+        scripts = dict.fromkeys(LANGUAGES[code].script for code in self.present)
+        load_split(scripts)
+        for script in scripts:
             codes, with_plain = self._choose(script, languages_of_script(script))
             for analyze in _analyzers(tuple(codes), with_plain):
                 load = getattr(analyze, "load", None)

@@ -55,6 +55,16 @@ def _cjk_runs() -> re.Pattern[str]:
     return re.compile(f"([{cjk}]+)|[^{cjk}]+")
 
 
+# The scripts whose letters (all but a few, such as Vietnamese ones) lie in ``FAST_BLOCKS``.
+FAST_SCRIPTS = frozenset({"latin", "greek", "cyrillic", "han", "kana", "hangul"})
+
+
+def load(scripts) -> None:
+    """Load now what splitting text in ``scripts`` (``SCRIPTS`` names) would load on first use: ``regex``."""
+    if not FAST_SCRIPTS.issuperset(scripts):
+        _word_pattern()
+
+
 @lru_cache(maxsize=1)
 def _word_pattern():
     """The word pattern for any other text: ``regex`` and its Unicode properties load on first use."""
