@@ -145,6 +145,10 @@ class Retriever:
             from vaulteval.index.analysis import lookup
 
             self._loads.run("analyzers", lambda: lookup(index.analyzer_name).warm(index.header))
+        if self.warm:
+            import gc
+
+            gc.collect()  # what opening left for the collector, collected now rather than in the first queries
         return index
 
     def note_layouts(self) -> "NoteLayouts":
