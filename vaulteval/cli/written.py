@@ -2,7 +2,7 @@
 
 Usage::
 
-    vaulteval queryset worksheet --vault V --n 30 --out ws.yaml --seed 7
+    vaulteval queryset worksheet --vault V --n 60 --out ws.yaml --seed 7
     vaulteval queryset add-written ws.yaml --out written.yaml
 """
 
@@ -42,7 +42,7 @@ def register_written(qsub: Any, add_vault: Callable[[argparse.ArgumentParser], N
 
     w = qsub.add_parser("worksheet", help="sample notes for a writer to ask questions about (agent or person)")
     w.add_argument("--out", required=True, help="the worksheet YAML to write (outside the vault)")
-    w.add_argument("--n", type=int_arg, default=30, help="notes to sample (default 30)")
+    w.add_argument("--n", type=int_arg, default=60, help="notes to sample (default 60)")
     w.add_argument("--seed", type=int_arg, default=0, help="sampling seed; the same vault and seed give the same file")
     add_vault(w)
     w.set_defaults(handler=cmd_worksheet)

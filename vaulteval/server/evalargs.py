@@ -31,7 +31,7 @@ EVAL_TOOLS: dict[str, dict[str, Any]] = {
         "properties": {
             "out": {**_FILE, "default": "worksheet.yaml", "description": "worksheet file name under the evaluation "
                                                                           "folder (overwritten)"},
-            "n": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 30, "description": "notes to sample"},
+            "n": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 60, "description": "notes to sample"},
             "seed": {"type": "integer", "minimum": 0, "default": 0, "description": "the same seed gives the same "
                                                                                   "notes"},
         },
