@@ -153,6 +153,57 @@ def test_the_name_matching_rule_catches_each_form(tmp_path: Path) -> None:
     assert [hit.split(":")[1] for hit in name_matches(pkg)] == ["1", "2", "3", "4", "5"]
 
 
+# The embeddings package's settings type is private to the stages that embed: the command line, the MCP server,
+# provisioning and the workbench hand the stages ``EmbedderSettings`` (``pipeline/stages/embedder.py``), never
+# the config itself. Only the embeddings package and the stage modules import ``vaulteval.embeddings.config``
+# or name ``RerankConfig`` (the type ``vaulteval.embeddings.rerank`` re-exports).
+EMBED_CONFIG = "vaulteval.embeddings.config"
+EMBED_CONFIG_TYPE = "RerankConfig"
+EMBED_CONFIG_OWNERS = ("vaulteval.embeddings", "vaulteval.pipeline.stages")
+
+
+def embed_config_uses(root: Path = PACKAGE) -> list[str]:
+    import ast
+
+    graph = import_graph(root)
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = module_name(path, root)
+        if any(name == owner or name.startswith(owner + ".") for owner in EMBED_CONFIG_OWNERS):
+            continue
+        if EMBED_CONFIG in graph.get(name, ()):
+            found.append(f"{name}: imports {EMBED_CONFIG}")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named = (isinstance(node, ast.ImportFrom) and any(a.name == EMBED_CONFIG_TYPE for a in node.names)
+                     or isinstance(node, ast.Attribute) and node.attr == EMBED_CONFIG_TYPE)
+            if named:
+                found.append(f"{name}:{node.lineno}: names {EMBED_CONFIG_TYPE}")
+    return found
+
+
+def test_only_the_stages_that_embed_import_the_embedding_config() -> None:
+    assert embed_config_uses() == []
+
+
+def test_the_embedding_config_rule_catches_each_form(tmp_path: Path) -> None:
+    pkg = tmp_path / "vaulteval"
+    for folder in ("embeddings", "pipeline/stages", "cli", "server"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "pipeline" / "__init__.py").write_text("")
+    (pkg / "embeddings" / "config.py").write_text("class RerankConfig: pass\n")
+    (pkg / "embeddings" / "rerank.py").write_text("from vaulteval.embeddings.config import RerankConfig\n")
+    (pkg / "pipeline" / "stages" / "dense.py").write_text("from vaulteval.embeddings.config import RerankConfig\n")
+    (pkg / "cli" / "a.py").write_text("def f():\n    from vaulteval.embeddings.config import resolve\n")
+    (pkg / "cli" / "b.py").write_text("from vaulteval.embeddings.rerank import RerankConfig\n")
+    (pkg / "server" / "c.py").write_text("import importlib\nimportlib.import_module('vaulteval.embeddings.config')\n")
+    (pkg / "server" / "d.py").write_text("from vaulteval.embeddings import rerank\nx = rerank.RerankConfig()\n")
+    assert embed_config_uses(pkg) == [
+        "vaulteval.cli.a: imports vaulteval.embeddings.config", "vaulteval.cli.b:1: names RerankConfig",
+        "vaulteval.server.c: imports vaulteval.embeddings.config", "vaulteval.server.d:2: names RerankConfig"]
+
+
 def _imported_modules(code: str, *argv: str) -> set[str]:
     """What ``python -X importtime -c code`` imports; with ``argv``, ``code`` is ``-m`` and argv its arguments."""
     command = ["-m", code, *argv] if argv else ["-c", code]

@@ -25,6 +25,7 @@ from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.embeddings.config import RerankConfig, resolve
+from vaulteval.pipeline.stages.embedder import EmbedderSettings
 from vaulteval.embeddings.embedcache import input_key
 from vaulteval.embeddings.embedders import SentenceTransformerEmbedder
 from vaulteval.embeddings import onnxembed
@@ -42,7 +43,7 @@ QUERIES = ["how do I remove limescale from the coffee maker", "router factory re
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     root = copy_sample(tmp_path_factory.mktemp("onnx") / "vault")
-    report = provision(Vault(root), embed=ST)
+    report = provision(Vault(root), embed=EmbedderSettings(ST.backend))
     return root, report
 
 
@@ -57,7 +58,7 @@ def test_provision_exports_the_model_once_and_checks_it_against_torch(embedded: 
     assert info["version"] == 2 and info["optimized"] == "basic"
     assert (folder / WEIGHTS_FILE).stat().st_size > 50 * (folder / MODEL_FILE).stat().st_size
     assert info["model_name"] == SentenceTransformerEmbedder.load(resolve(ST)).model_key
-    again = provision(Vault(root), embed=ST)["embeddings"]["onnx"]
+    again = provision(Vault(root), embed=EmbedderSettings(ST.backend))["embeddings"]["onnx"]
     assert again == {"state": "current"}
 
 
@@ -223,7 +224,7 @@ def test_a_cli_query_over_damaged_weights_says_so_once_and_still_answers(embedde
     assert out["strategy"] == "hybrid:cc" and DESCALING_NOTE in [c["page_path"] for c in out["candidates"]]
     assert snapshot(root / "wiki") == notes
     # provision notices the damage (the description alone still matches the model) and writes the export again
-    report = provision(Vault(root), embed=ST)["embeddings"]["onnx"]
+    report = provision(Vault(root), embed=EmbedderSettings(ST.backend))["embeddings"]["onnx"]
     assert report["state"] == "exported"
     assert open_onnx(Vault(root).meta_dir / ONNX_DIR, resolve(ST)) is not None
 
@@ -263,7 +264,7 @@ def test_an_export_of_another_version_is_not_used_and_provision_replaces_it(
     assert open_onnx(folder, config) is None  # queries embed with sentence-transformers meanwhile
     state = export_state(folder, str(config.model))
     assert state["state"] == "damaged" and "version" in state["problem"]
-    assert provision(Vault(root), embed=ST)["embeddings"]["onnx"]["state"] == "exported"
+    assert provision(Vault(root), embed=EmbedderSettings(ST.backend))["embeddings"]["onnx"]["state"] == "exported"
     assert json.loads((folder / EXPORT_FILE).read_text())["version"] == 2
 
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
-from vaulteval.embeddings.config import RerankConfig
+from vaulteval.pipeline.stages.embedder import EmbedderSettings
 
 from fuzzkit import Scratch, cli_ok, count, fuzz_settings
 from pipeline_fixtures import snapshot, write_note
@@ -42,7 +42,7 @@ def embedded_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
                "---\naliases: [Gaggia]\n---\n# Espresso machine\n\nDescale the espresso machine every month.\n")
     write_note(root, "wiki/Bread.md", "# Bread\n\nA country loaf with a long, cold proof.\n")
     write_note(root, "wiki/Router.md", "# Router\n\n## Reset\n\nHold the reset button for ten seconds.\n")
-    provision(Vault(root), embed=RerankConfig(backend="sentence-transformers"))
+    provision(Vault(root), embed=EmbedderSettings("sentence-transformers"))
     return root
 
 

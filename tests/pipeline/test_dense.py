@@ -23,6 +23,7 @@ from vaulteval.pipeline.stages.hybrid import Hybrid, cc as _cc, rrf as _rrf
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.embeddings.config import RerankConfig
+from vaulteval.pipeline.stages.embedder import EmbedderSettings
 from vaulteval.embeddings.rerank import rerank
 from vaulteval.embeddings.store import open_store, store_path
 
@@ -34,7 +35,7 @@ JAPANESE_QUERY = "京都の紅葉はいつが見頃ですか"
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_sample(tmp_path_factory.mktemp("embedded") / "vault")
-    provision(Vault(root), embed=ST)
+    provision(Vault(root), embed=EmbedderSettings(ST.backend))
     return root
 
 
@@ -72,10 +73,10 @@ def test_the_store_names_the_shipped_model_by_package_and_version_not_its_folder
 
 def test_a_second_provision_embeds_nothing_and_an_edit_embeds_only_its_chunks(embedded_copy: Path) -> None:
     vault = Vault(embedded_copy)
-    again = provision(vault, embed=ST)["embeddings"]
+    again = provision(vault, embed=EmbedderSettings(ST.backend))["embeddings"]
     assert again["embedded"] == 0 and again["reused_store"] == again["rows"]
     append_text(embedded_copy, DESCALING_NOTE, "\nAlso rinse the drip tray with vinegar water.\n")
-    after = provision(vault, embed=ST)["embeddings"]
+    after = provision(vault, embed=EmbedderSettings(ST.backend))["embeddings"]
     assert after["embedded"] == 1 and after["reused_store"] == after["rows"] - 1
 
 

@@ -22,7 +22,7 @@ from vaulteval.pipeline.indexsettings import IndexSettings
 from vaulteval.pipeline.spec import DEFAULT_DEPTH, Pipeline
 from vaulteval.pipeline.tuned import built_index_settings
 from vaulteval.pipeline.stages import registry
-from vaulteval.embeddings.config import RerankConfig
+from vaulteval.pipeline.stages.embedder import EmbedderSettings
 from vaulteval.workbench.strategy import Strategy
 
 QUERIES = ["coffee machine flow is weak and the steam wand sputters", "starter smells like nail polish remover",
@@ -160,7 +160,7 @@ def test_the_served_path_refuses_index_settings_the_vaults_index_was_not_built_w
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_sample(tmp_path_factory.mktemp("pipeline-value") / "vault")
-    provision(Vault(root), embed=RerankConfig(backend="sentence-transformers"))
+    provision(Vault(root), embed=EmbedderSettings("sentence-transformers"))
     return root
 
 
@@ -215,12 +215,11 @@ def test_a_store_whose_model_does_not_read_the_vaults_language_is_not_the_defaul
     """An English model over a vault whose ``auto`` index counts most chunks in German: BM25 (docs/strategies.md)."""
     import vaulteval.index.location as location
     from vaulteval.pipeline.spec import model_reads_vault
-    from vaulteval.embeddings.config import RerankConfig, resolve
     from vaulteval.embeddings.store import open_store
 
     vault = Vault(embedded)
     store = open_store(vault.meta_dir)
-    model = str(resolve(RerankConfig(backend=store.backend, model=store.model)).model)
+    model = str(EmbedderSettings.of_store(store).checked().model)
     assert model_reads_vault(vault, model)  # no language counts: the store is trusted
     header = {"languages": {"de": 40, "en": 3, "und": 90}}
     monkeypatch.setattr(location, "peek_header", lambda meta_dir: header)

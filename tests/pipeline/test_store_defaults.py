@@ -19,7 +19,7 @@ from pipeline_fixtures import cli_env, copy_sample, run_cli, snapshot, write_not
 from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.tuned import write_tuned
-from vaulteval.embeddings.config import RerankConfig
+from vaulteval.pipeline.stages.embedder import EmbedderSettings
 from vaulteval.vault.metadir import META_REL
 
 QUERY = "how often should I descale"
@@ -29,7 +29,7 @@ NO_OLLAMA = "http://127.0.0.1:9"  # the discard port: nothing answers
 @pytest.fixture(scope="module")
 def store_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_sample(tmp_path_factory.mktemp("store") / "vault")
-    provision(Vault(root), embed=RerankConfig(backend="sentence-transformers"))
+    provision(Vault(root), embed=EmbedderSettings("sentence-transformers"))
     return root
 
 

@@ -122,11 +122,11 @@ def test_condensed_lists_drop_unjudged_pages_before_scoring(setup) -> None:
 def embedded_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Vault, Path]:
     from vaulteval.cli.sample import copy_sample
     from vaulteval.pipeline.provision import provision
-    from vaulteval.embeddings.config import RerankConfig
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
 
     base = tmp_path_factory.mktemp("pool-embedded")
     vault = Vault(copy_sample(base / "v"))
-    provision(vault, embed=RerankConfig(backend="sentence-transformers"))
+    provision(vault, embed=EmbedderSettings("sentence-transformers"))
     qs = write_yaml(base / "q.yaml", [  # nothing judged: every pooled page is listed
         {"id": "q1", "query": "coffee machine flow is weak and the steam wand sputters", "relevant": {}},
         {"id": "q2", "query": "dough slumps out of the basket when the kitchen is warm", "relevant": {}},

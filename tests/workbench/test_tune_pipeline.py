@@ -12,7 +12,7 @@ import pytest
 from pipeline_fixtures import copy_sample, run_json, run_main
 from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
-from vaulteval.embeddings.config import RerankConfig
+from vaulteval.pipeline.stages.embedder import EmbedderSettings
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.workbench.grid import available_analyzers, default_grid
 from vaulteval.workbench.runs import Run
@@ -26,7 +26,7 @@ UNREACHABLE_OLLAMA = "http://127.0.0.1:9"  # discard port: a rerank that tried O
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_sample(tmp_path_factory.mktemp("embedded") / "vault")
-    provision(Vault(root), embed=RerankConfig(backend="sentence-transformers"))
+    provision(Vault(root), embed=EmbedderSettings("sentence-transformers"))
     return root
 
 

@@ -112,16 +112,14 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
     embed, why_not = None, None
     if args.embed:
-        from vaulteval.embeddings.config import resolve
-
-        embed = resolve(_rerank_config(args))  # settings errors (exit 2) before any work
+        embed = _embedder(args).checked()  # settings errors (exit 2) before any work
     elif args.embedder or args.model:
         raise UsageError("--embedder and --model choose the model for --embed; add --embed")
     elif not args.no_embed:
-        from vaulteval.pipeline.provision import stored_embed_config
+        from vaulteval.pipeline.provision import stored_embedder
 
         # A vault with stored embeddings keeps them current (with the same backend and model).
-        embed, why_not = stored_embed_config(vault, allow_remote=args.allow_remote_ollama)
+        embed, why_not = stored_embedder(vault, allow_remote=args.allow_remote_ollama)
     from vaulteval.pipeline.tuned import tuned_index
 
     # Without --analyzer, the index keeps the settings `tune --write` chose, else the current index's analyzer,
@@ -166,11 +164,13 @@ def _build_analyzer(args: argparse.Namespace, vault) -> str:
     return kept or default_analyzer()
 
 
-def _rerank_config(args: argparse.Namespace):
-    from vaulteval.embeddings.config import RerankConfig
+def _embedder(args: argparse.Namespace):
+    """The embedder the flags name (``--embedder``, ``--model``, ``--timeout``, ``--allow-remote-ollama``), as the
+    stages that embed take it (``vaulteval.pipeline.stages.embedder``)."""
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
 
-    return RerankConfig(backend=EMBEDDERS[args.embedder or "ollama"], model=args.model,
-                        allow_remote=args.allow_remote_ollama, timeout=args.timeout)
+    return EmbedderSettings(EMBEDDERS[args.embedder or "ollama"], args.model, allow_remote=args.allow_remote_ollama,
+                    timeout=args.timeout)
 
 
 def chosen_pipeline(args: argparse.Namespace, vault) -> "tuple[Pipeline, str, dict | None]":
@@ -196,15 +196,15 @@ def chosen_pipeline(args: argparse.Namespace, vault) -> "tuple[Pipeline, str, di
     elif args.embedder or args.model:
         from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 
-        pipeline = pipeline.replace(reranker=EmbeddingRerank.from_config(_rerank_config(args)))
+        pipeline = pipeline.replace(reranker=EmbeddingRerank.of(_embedder(args)))
     elif pipeline.reranker is not None and hasattr(pipeline.reranker, "with_allow_remote"):
         # The command's remote permission and timeout reach a reranker the strategy or the tuned pipeline names.
         reranker = pipeline.reranker.with_allow_remote(args.allow_remote_ollama)
         if "timeout" in reranker.values:
             reranker = reranker.replace(timeout=args.timeout)
         pipeline = pipeline.replace(reranker=reranker)
-    # The embedder settings module is loaded only for a stage that embeds the query (a plain query stays lean).
-    return (pipeline.with_embed(_rerank_config(args)) if pipeline.embeds_query else pipeline), source, tuned
+    # The embedder is loaded only for a stage that embeds the query (a plain query stays lean).
+    return (pipeline.with_embedder(_embedder(args)) if pipeline.embeds_query else pipeline), source, tuned
 
 
 def _check_tuned_index(vault, entry: dict, tuned: dict) -> None:
@@ -249,17 +249,22 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
 
 @_cmd("rerank")
 def cmd_rerank(args: argparse.Namespace) -> int:
-    from vaulteval.pipeline.retrieve import retrieve
-    from vaulteval.embeddings.rerank import peek
+    from vaulteval.pipeline.retrieve import check_limit, check_query, retrieve
 
-    config = _rerank_config(args)
+    embedder = _embedder(args)
     if args.peek:
-        _emit(peek(config))
+        _emit(embedder.peek())
         return EXIT_OK
     if not args.query:
         raise UsageError("give a query to rerank, or pass --peek")
-    result = retrieve(_vault(args), args.query, top=args.top, bm25_top=args.bm25_top, rerank=config,
-                      explain=True)
+    vault = _vault(args)
+    check_query(args.query)  # the request's own errors before the embedder's settings, as retrieve orders them
+    check_limit("--top", args.top)
+    check_limit("--bm25-top", args.bm25_top)
+    from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
+
+    reranker = EmbeddingRerank.of(embedder.checked())
+    result = retrieve(vault, args.query, top=args.top, bm25_top=args.bm25_top, rerank=reranker, explain=True)
     sys.stdout.write(result.to_json() + "\n")
     return EXIT_OK
 

@@ -41,7 +41,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     if importlib.util.find_spec("mcp") is None:  # (importing the SDK is most of the start-up: done below)
         raise UsageError(NEEDS_MCP)
-    from vaulteval.cli.pipeline import _rerank_config, chosen_pipeline
+    from vaulteval.cli.pipeline import _embedder, chosen_pipeline
     from vaulteval.pipeline.retrieve import check_limit
     from vaulteval.server.warm import Served, WarmVault
 
@@ -51,7 +51,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise UsageError(f"--port must be from 0 to 65535, got {args.port}")
     vault = select_vault(args)
     chosen, source, tuned = chosen_pipeline(args, vault)  # what `retrieve` runs with the same flags
-    served = Served(chosen, embed=_rerank_config(args), tuned=tuned, source=source)
+    served = Served(chosen, embedder=_embedder(args), tuned=tuned, source=source)
     log = None
     if args.log:
         from vaulteval.pipeline.querylog import QueryLog

@@ -27,10 +27,9 @@ from vaulteval.hosts import (  # noqa: F401  (re-exported: the rerank settings' 
     normalize_host,
     request_timeout,
 )
-from vaulteval.embeddings.models import default_st_model, is_shipped_name, split_tag
+from vaulteval.embeddings.models import DEFAULT_OLLAMA_MODEL, default_st_model, is_shipped_name, split_tag
 from vaulteval.vault.paths import home_path
 
-DEFAULT_OLLAMA_MODEL = "nomic-embed-text-v2-moe"
 BACKENDS = ("ollama", "sentence-transformers")
 MAX_BATCH = 4096
 MAX_TIMEOUT = 600.0

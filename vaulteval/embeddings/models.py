@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+DEFAULT_OLLAMA_MODEL = "nomic-embed-text-v2-moe"  # Ollama's model when none is named
+
 
 def split_tag(name: str) -> tuple[str, str | None]:
     """Usage: ``split_tag("reg:5000/ns/m:q4")`` -> ``("reg:5000/ns/m", "q4")``; no tag -> None."""

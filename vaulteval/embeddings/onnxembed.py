@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["EXPORT_FILE", "EXPORT_KIND", "EXPORT_VERSION", "MODEL_FILE", "ONNX_DIR", "SOURCE_FILES",
            "TOKENIZER_FILE", "WEIGHTS_FILE", "OnnxEmbedder", "file_signature", "machine_threads", "open_bulk_onnx",
-           "open_onnx", "open_query_embedder", "read_export", "session_options", "source_signature"]
+           "open_onnx", "open_query_embedder", "open_store_query_embedder", "read_export", "session_options", "source_signature"]
 
 # The exports a process has opened, most recent last. Bounded: a long-lived process (the MCP server, a
 # notebook, a test loop) that meets export after export keeps only the newest, not one model per export.
@@ -153,6 +153,14 @@ def open_query_embedder(config: "RerankConfig", onnx_dir: Path | None = None) ->
     runs without torch. Raises EmbedFailure as ``open_embedder`` does."""
     exported = open_onnx(onnx_dir, config)
     return exported if exported is not None else open_embedder(config)
+
+
+def open_store_query_embedder(store: Any, onnx_dir: Path | None = None) -> Embedder:
+    """``open_query_embedder`` for the backend and model a store's vectors were made with (what its dense
+    queries embed with). Raises RerankConfigError for a model that cannot be used here, else as it does."""
+    from vaulteval.embeddings.config import RerankConfig, resolve
+
+    return open_query_embedder(resolve(RerankConfig(backend=store.backend, model=store.model)), onnx_dir)
 
 
 def machine_threads() -> int:

@@ -236,13 +236,14 @@ def _embeddings(vault: "Vault", retriever: Retriever, report: DoctorReport) -> b
 
 def _onnx_export(vault: "Vault", store) -> dict[str, Any] | None:
     """The state of the ONNX export a sentence-transformers store's queries use (None for other backends)."""
-    from vaulteval.embeddings.config import RerankConfig, RerankConfigError, resolve
     from vaulteval.embeddings.onnxfiles import ONNX_DIR, export_state
+    from vaulteval.hosts import RerankConfigError
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
 
     if store.backend != "sentence-transformers":
         return None
     try:
-        model = str(resolve(RerankConfig(backend=store.backend, model=store.model)).model)
+        model = str(EmbedderSettings.of_store(store).checked().model)
     except RerankConfigError as exc:
         return {"state": "unknown", "problem": str(exc)}
     return export_state(vault.meta_dir / ONNX_DIR, model)

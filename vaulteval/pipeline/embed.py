@@ -2,7 +2,7 @@
 
 Usage (under the vault lock, after the index build; ``meta`` is the lock's MetaDir)::
 
-    report = embed_vault(vault, RerankConfig(backend="sentence-transformers"), meta, progress=sys.stderr)
+    report = embed_vault(vault, EmbedderSettings("sentence-transformers"), meta, progress=sys.stderr)
 
 The chunks are the index's documents whose record and page are current; each
 is embedded from the same text the rerank stage uses, so rerank and dense
@@ -25,8 +25,8 @@ from vaulteval.index.reader import BM25Index, open_index
 from vaulteval.embeddings.store import EmbeddingStore, StoreError, open_store
 
 if TYPE_CHECKING:
-    from vaulteval.embeddings.config import RerankConfig
     from vaulteval.embeddings.storebuild import StoreReport
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
     from vaulteval.vault.vault import Vault
 
 
@@ -74,15 +74,14 @@ def chunk_items(vault: "Vault") -> list[tuple[str, str, str]]:
     return items
 
 
-def embed_vault(vault: "Vault", config: "RerankConfig", meta: Any, *,
+def embed_vault(vault: "Vault", embedder: "EmbedderSettings", meta: Any, *,
                 progress: IO[str] | None = None) -> "StoreReport":
     """Embed the chunks that changed and publish the store; the caller holds the vault lock."""
-    from vaulteval.embeddings.config import resolve
     from vaulteval.embeddings.embedders import EmbedFailure
     from vaulteval.embeddings.onnxembed import ONNX_DIR, open_bulk_onnx
     from vaulteval.embeddings.storebuild import build_store
 
-    config = resolve(config)
+    config = embedder.checked().config()
     export = ensure_export(meta, config)
     try:
         report = build_store(meta, chunk_items(vault), config, cache_path=vault.meta_dir / "embeddings.sqlite",
@@ -94,9 +93,9 @@ def embed_vault(vault: "Vault", config: "RerankConfig", meta: Any, *,
     return report
 
 
-def ensure_export(meta: Any, config: "RerankConfig") -> dict[str, Any] | None:
+def ensure_export(meta: Any, config: Any) -> dict[str, Any] | None:
     """A sentence-transformers model gets its ONNX export (what provisioning and queries embed with); the
-    export's state, or None for another backend."""
+    export's state, or None for another backend. ``config``: ``EmbedderSettings.config()``, checked."""
     if config.backend != "sentence-transformers":
         return None
     from vaulteval.embeddings.onnxexport import ensure_onnx_export

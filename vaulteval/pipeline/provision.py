@@ -30,7 +30,7 @@ from vaulteval.vault.notesrecord import write_notes_record
 SCHEMA = "vaulteval.provision.v1"
 
 if TYPE_CHECKING:
-    from vaulteval.embeddings.config import RerankConfig
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
     from vaulteval.vault.vault import Vault
 
 
@@ -133,7 +133,7 @@ def provision(
     b: float = bm25.B,
     params: ChunkParams = ChunkParams(),
     prefix_settings=None,
-    embed: "RerankConfig | None" = None,
+    embed: "EmbedderSettings | None" = None,
     embed_required: bool = True,
     progress: "IO[str] | None" = None,
 ) -> dict[str, Any]:
@@ -142,7 +142,7 @@ def provision(
     A notes folder named by ``--notes-dir`` (``vault.notes_origin == "flag"``) is recorded in
     ``.vault-meta/vaulteval/notes-folder.json``, so every later command finds it without the flag.
 
-    With ``embed`` (a rerank config naming backend and model), the chunk vectors
+    With ``embed`` (``EmbedderSettings`` naming backend and model), the chunk vectors
     are then stored in ``.vault-meta/vaulteval/embeddings/`` under the same lock; only
     chunks whose text changed are embedded. With ``embed_required=False`` an
     embedding failure leaves the store as it was and is returned under
@@ -249,28 +249,29 @@ def provision_tuned(vault: "Vault", settings: dict[str, Any], *, progress: "IO[s
 
     Usage: ``provision_tuned(vault, {"analyzer": "english", "k1": 1.5, "b": 0.75, "target": 2000, ...})``
     """
-    embed, why_not = stored_embed_config(vault)
+    embed, why_not = stored_embedder(vault)
     report = provision(vault, embed=embed, embed_required=False, progress=progress, **index_kwargs(settings))
     if why_not is not None:
         report["embeddings_not_refreshed"] = why_not
     return report
 
 
-def stored_embed_config(vault: "Vault", *, allow_remote: bool = False) -> "tuple[RerankConfig | None, str | None]":
+def stored_embedder(vault: "Vault", *, allow_remote: bool = False) -> "tuple[EmbedderSettings | None, str | None]":
     """(the backend and model of the vault's stored embeddings, to keep them current; why they cannot be).
 
     No usable store gives (None, None). A store whose backend may not be used from here (an
     ``OLLAMA_HOST`` on another machine without ``allow_remote``) gives (None, the reason).
     """
-    from vaulteval.embeddings.config import RerankConfig, RerankConfigError, resolve
     from vaulteval.embeddings.store import StoreError, open_store
+    from vaulteval.hosts import RerankConfigError
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
 
     try:
         store = open_store(vault.meta_dir)
     except StoreError:
         return None, None
     try:
-        return resolve(RerankConfig(backend=store.backend, model=store.model, allow_remote=allow_remote)), None
+        return EmbedderSettings.of_store(store, allow_remote=allow_remote).checked(), None
     except RerankConfigError as exc:
         return None, str(exc)
 
@@ -280,8 +281,7 @@ def embed_refresh_command(vault: "Vault") -> str:
     ``--embed`` would embed with Ollama's default model), with ``--allow-remote-ollama`` when Ollama is remote."""
     import shlex
 
-    from vaulteval.embeddings.config import DEFAULT_OLLAMA_MODEL
-    from vaulteval.embeddings.models import is_shipped_name
+    from vaulteval.embeddings.models import DEFAULT_OLLAMA_MODEL, is_shipped_name
     from vaulteval.embeddings.store import StoreError, open_store
     from vaulteval.hosts import host_is_local, host_setting
 

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from vaulteval.pipeline.firststage import FirstStage
     from vaulteval.pipeline.spec import Pipeline
     from vaulteval.pipeline.stages.base import Reranker
-    from vaulteval.embeddings.rerank import RerankConfig
     from vaulteval.embeddings.store import EmbeddingStore
     from vaulteval.vault.vault import Vault
 
@@ -180,7 +179,7 @@ def retrieve(source: "Vault | Retriever", query: str, **options: Any) -> Retriev
 
 
 def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = DEFAULT_DEPTH,
-         rerank: "RerankConfig | Reranker | None | bool" = None, explain: bool = False,
+         rerank: "Reranker | None | bool" = None, explain: bool = False,
          embed_cache: Path | None | str = "default", first: "FirstStage | None" = None,
          bm25_hits: "list[Hit] | None" = None, pipeline: "Pipeline | None" = None) -> RetrievalResult:
     """Run the pipeline's steps; ``rerank=None`` (or ``False``) keeps the first-stage order.
@@ -232,19 +231,16 @@ def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = DEFA
     return _assemble(query, label, top, ranked, deduped, info)
 
 
-def _validate(query: str, top: int, bm25_top: int, rerank: "RerankConfig | Reranker | None | bool"):
+def _validate(query: str, top: int, bm25_top: int, rerank: "Reranker | None | bool"):
     """Check the request before any work: the query, the limits, and the reranker's settings (no connection yet)."""
     check_query(query)
     check_limit("--top", top)
     check_limit("--bm25-top", bm25_top)
     if rerank is None or rerank is False:  # False reads as "no rerank", like None
         return None
-    if getattr(rerank, "role", None) == "rerank":
-        return rerank.checked()
-    from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
-    from vaulteval.embeddings.rerank import resolve
-
-    return EmbeddingRerank.from_config(resolve(rerank))
+    if getattr(rerank, "role", None) != "rerank":
+        raise UsageError(f"rerank must be a reranker of the stage registry (vaulteval.pipeline.stages), got {rerank!r}")
+    return rerank.checked()
 
 
 def _open_index(retriever: Retriever) -> BM25Index:

@@ -120,11 +120,11 @@ class Pipeline:
         """True when the first stage embeds the query (it then takes the command's embedder settings)."""
         return self._first is not None and self._first.embeds_query
 
-    def with_embed(self, config: Any) -> "Pipeline":
-        """The same pipeline with the query embedder's host, timeout and remote permission (a command's setting)."""
+    def with_embedder(self, embedder: Any) -> "Pipeline":
+        """The pipeline whose first stage embeds the query with a command's host, timeout, permission (``embedder``)."""
         if not self.embeds_query:
             return self
-        return self.replace(first=self._first.with_embed(config))
+        return self.replace(first=self._first.with_embedder(embedder))
 
     @property
     def index_settings(self) -> Any:
@@ -338,10 +338,11 @@ def default_choice(vault: "Vault") -> "tuple[Pipeline, str | None]":
         store = open_store(vault.meta_dir)
     except (StoreError, OSError) as exc:
         return plain, fallback_warning(vault, str(exc))
-    from vaulteval.embeddings.config import RerankConfig, RerankConfigError, resolve
+    from vaulteval.hosts import RerankConfigError
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
 
     try:
-        model = str(resolve(RerankConfig(backend=store.backend, model=store.model)).model)
+        model = str(EmbedderSettings.of_store(store).checked().model)
     except RerankConfigError as exc:
         return plain, fallback_warning(vault, f"they name a model that cannot be used here: {exc}")
     if not model_reads_vault(vault, model):

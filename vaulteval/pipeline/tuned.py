@@ -96,12 +96,12 @@ def check_pipeline(rerank: Any, bm25_top: Any) -> None:
             raise UsageError(f"rerank names {found.name!r}, which is not a reranker")
         found(**values).checked()
     elif rerank is not None:
-        from vaulteval.embeddings.config import BACKENDS, RerankConfig, resolve
+        from vaulteval.pipeline.stages.embedder import BACKENDS, EmbedderSettings
 
         if (not isinstance(rerank, dict) or set(rerank) - {"backend", "model"} or rerank.get("backend") not in BACKENDS
                 or not isinstance(rerank.get("model"), (str, type(None)))):
             raise UsageError(f"rerank must be null or {{\"backend\": {' | '.join(BACKENDS)}, \"model\": name}}")
-        resolve(RerankConfig(backend=rerank["backend"], model=rerank.get("model")))
+        EmbedderSettings(rerank["backend"], rerank.get("model")).checked()
     if bm25_top is not None and (isinstance(bm25_top, bool) or not isinstance(bm25_top, int)
                                  or not 1 <= bm25_top <= 1000):
         raise UsageError(f"bm25_top must be a whole number from 1 to 1000, got {bm25_top!r}")

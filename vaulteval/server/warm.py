@@ -36,7 +36,7 @@ from vaulteval.server.opening import Opening
 
 if TYPE_CHECKING:
     from vaulteval.pipeline.querylog import QueryLog
-    from vaulteval.embeddings.config import RerankConfig
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
     from vaulteval.server.links import LinkTable
     from vaulteval.vault.vault import Vault
 
@@ -51,13 +51,14 @@ class Served:
     """What a search runs when the caller names no strategy: ``pipeline``, what ``retrieve`` runs with the
     server's flags (``vaulteval.cli.pipeline.chosen_pipeline``), and what is not part of a pipeline.
 
-    ``embed`` carries the host, timeout and remote permission a dense query a call names is embedded with;
+    ``embedder`` (``vaulteval.pipeline.stages.embedder``) carries the host, timeout and remote permission a
+    dense query a call names is embedded with;
     ``tuned`` is the tuned entry the pipeline came from; ``source`` is default, tuned or strategy. A call that
     names its own strategy runs exactly that pipeline (a reranker only when the strategy names one).
     """
 
     pipeline: Pipeline = field(default_factory=Pipeline)
-    embed: "RerankConfig | None" = None
+    embedder: "EmbedderSettings | None" = None
     tuned: dict[str, Any] | None = None
     source: str = "default"  # default, tuned or strategy
 
@@ -176,15 +177,13 @@ class WarmVault:
         except VaultevalError:
             return  # reported by the first search, with the CLI's message
         if store.backend == "sentence-transformers" and not self._stopping:
-            from vaulteval.embeddings.config import RerankConfig, resolve
             from vaulteval.embeddings.embedders import EmbedFailure
-            from vaulteval.embeddings.onnxembed import open_query_embedder
+            from vaulteval.embeddings.onnxembed import open_store_query_embedder
 
             # The query embedder (the ONNX export when there is one) stays in the process. One text through it
             # opens its tokenizer and session here rather than in the first query whose vector is not cached.
             try:
-                open_query_embedder(resolve(RerankConfig(backend=store.backend, model=store.model)),
-                                    retriever.onnx_dir()).embed(["warm-up"])
+                open_store_query_embedder(store, retriever.onnx_dir()).embed(["warm-up"])
             except (EmbedFailure, VaultevalError):
                 pass  # the first dense query reports the fallback
 
@@ -230,8 +229,8 @@ class WarmVault:
             return served.pipeline, served.tuned
         named = Pipeline.parse(strategy)
         named.check_served(self.vault)  # index settings it names must be the vault's index's own
-        if served.embed is not None:
-            named = named.with_embed(served.embed)
+        if served.embedder is not None:
+            named = named.with_embedder(served.embedder)
         return named, None
 
     def links(self) -> "LinkTable":

@@ -87,9 +87,9 @@ def vault_languages(vault: "Vault") -> set[str]:
 
 def store_reranker(vault: "Vault") -> str | None:
     """``st`` or ``ollama`` plus the store's model (``st,model=...``), or None without a readable store."""
-    from vaulteval.embeddings.config import BACKENDS
     from vaulteval.embeddings.models import is_shipped_name
     from vaulteval.embeddings.store import StoreError, open_store, store_path
+    from vaulteval.pipeline.stages.embedder import BACKENDS
 
     if not store_path(vault.meta_dir).exists():
         return None

@@ -3,7 +3,10 @@
 - ``registry``: the stage protocols (``FirstStage``, ``Reranker``), ``register`` and lookup by name;
 - ``params``: ``Param``, one parameter's name, type, default, range and help;
 - one module per first stage (``bm25``, ``dense``, ``hybrid``, ...) and per reranker
-  (``embedding_rerank``), each listed here.
+  (``embedding_rerank``), each listed here;
+- ``embedder``: ``EmbedderSettings``, the backend, model, host, timeout and remote permission the stages that
+  embed use (the command line, the MCP server and provisioning hand them over; the embeddings package's config
+  stays inside the stages).
 """
 
 # How each stage is written in a strategy string, and the module of its class: explicit lists, so the

@@ -121,7 +121,7 @@ class FirstStage(Stage):
 
     role = "first"
     ranked_by = "bm25"
-    embed: Any = None  # the query embedder's host/timeout (a RerankConfig); a command setting, not a parameter
+    embed: Any = None  # the query embedder's host and timeout (``EmbedderSettings``): a command's, not a parameter
 
     @property
     def plain(self) -> bool:
@@ -137,9 +137,11 @@ class FirstStage(Stage):
         """The same stage on the body only (when the field index is missing)."""
         return self
 
-    def with_embed(self, config: Any) -> "FirstStage":
+    def with_embedder(self, embedder: Any) -> "FirstStage":
+        """The stage with the command's ``EmbedderSettings`` (``vaulteval.pipeline.stages.embedder``): a stage
+        that embeds the query reaches the store's model with their host, timeout and remote permission."""
         other = self.replace()
-        other.embed = config
+        other.embed = embedder
         return other
 
     def run(self, retriever: Any, query: str, depth: int, cache_path: Any) -> Ranking:

@@ -25,14 +25,12 @@ def dense_top(retriever: Any, query: str, embed: Any, depth: int, cache_path: An
 
     The info holds ``embedding_model`` and ``timings_ms["dense"]`` (query embedding and cosine search).
     """
-    from dataclasses import replace
-
-    from vaulteval.embeddings.config import RerankConfig
     from vaulteval.embeddings.rerank import embed_query
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
 
     started = time.perf_counter()
     store = retriever.store()
-    config = replace(embed or RerankConfig(), backend=store.backend, model=store.model)
+    config = (embed or EmbedderSettings()).for_store(store).config()
     # A Retriever kept for many queries keeps the cache file open too (no open, WAL rewrite and fsync per query).
     qv = embed_query(query, config, cache_path, onnx_dir=retriever.onnx_dir(), keep_cache=retriever.warm)
     info: dict[str, Any] = {"embedding_model": qv.model, "timings_ms": {}}

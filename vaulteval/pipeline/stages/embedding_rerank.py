@@ -1,7 +1,8 @@
 """The embedding reranker: cosine between the query and each candidate, from Ollama or sentence-transformers.
 
-Usage: ``EmbeddingRerank(backend="sentence-transformers").config()`` is the ``RerankConfig`` the
-pipeline's rerank step runs (``vaulteval.embeddings.rerank``). Written ``rerank:st`` or
+Usage: ``EmbeddingRerank.of(EmbedderSettings("sentence-transformers"))`` (``vaulteval.pipeline.stages.embedder``)
+is ``retrieve --embedder st``'s reranker; its ``config()`` is the settings the pipeline's rerank step
+hands the embeddings package (``vaulteval.embeddings.rerank``). Written ``rerank:st`` or
 ``rerank:ollama,model=nomic-embed-text-v2-moe``. The host, timeout and batch size are checked with
 ``retrieve``'s rules when the first query runs; a remote host also needs the command's
 ``--allow-remote-ollama`` (``allow_remote`` is that flag, never a key).
@@ -43,6 +44,12 @@ class EmbeddingRerank(Reranker):
 
         return RerankConfig(backend=self["backend"], model=self["model"], host=self["host"],
                             allow_remote=self.allow_remote, timeout=self["timeout"], batch_size=self["batch_size"])
+
+    @classmethod
+    def of(cls, embedder: Any) -> "EmbeddingRerank":
+        """The reranker that embeds with ``embedder`` (``EmbedderSettings``): its backend, model, host, timeout, batch
+        size and remote permission."""
+        return cls.from_config(embedder.config())
 
     @classmethod
     def from_config(cls, config: Any) -> "EmbeddingRerank":
