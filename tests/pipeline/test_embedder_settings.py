@@ -78,3 +78,13 @@ def test_retrieve_takes_a_reranker_stage_only() -> None:
     with pytest.raises(UsageError, match="reranker of the stage registry"):
         _validate("q", 5, 20, EmbedderSettings("sentence-transformers").config())
     assert _validate("q", 5, 20, None) is None
+
+
+def test_a_named_reranker_takes_the_commands_timeout_and_permission_only() -> None:
+    named = Pipeline.parse("rerank:ollama,model=all-minilm,host=http://127.0.0.1:5").reranker
+    command = EmbedderSettings("sentence-transformers", "other", timeout=4.0, allow_remote=True)
+    taken = named.with_embedder(command)
+    assert (taken["backend"], taken["model"], taken["host"]) == ("ollama", "all-minilm", "http://127.0.0.1:5")
+    assert (taken["timeout"], taken.allow_remote) == (4.0, True)
+    cross = Pipeline.parse("rerank:cross,model=/m").reranker
+    assert cross.with_embedder(command) is cross  # it embeds with no server

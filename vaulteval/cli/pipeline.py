@@ -165,12 +165,12 @@ def _build_analyzer(args: argparse.Namespace, vault) -> str:
 
 
 def _embedder(args: argparse.Namespace):
-    """The embedder the flags name (``--embedder``, ``--model``, ``--timeout``, ``--allow-remote-ollama``), as the
-    stages that embed take it (``vaulteval.pipeline.stages.embedder``)."""
+    """The embedder settings the flags name (``--embedder``, ``--model``, ``--timeout``, ``--allow-remote-ollama``),
+    as the stages that embed take them (``vaulteval.pipeline.stages.embedder``)."""
     from vaulteval.pipeline.stages.embedder import EmbedderSettings
 
     return EmbedderSettings(EMBEDDERS[args.embedder or "ollama"], args.model, allow_remote=args.allow_remote_ollama,
-                    timeout=args.timeout)
+                            timeout=args.timeout)
 
 
 def chosen_pipeline(args: argparse.Namespace, vault) -> "tuple[Pipeline, str, dict | None]":
@@ -197,13 +197,10 @@ def chosen_pipeline(args: argparse.Namespace, vault) -> "tuple[Pipeline, str, di
         from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 
         pipeline = pipeline.replace(reranker=EmbeddingRerank.of(_embedder(args)))
-    elif pipeline.reranker is not None and hasattr(pipeline.reranker, "with_allow_remote"):
+    elif pipeline.reranker is not None:
         # The command's remote permission and timeout reach a reranker the strategy or the tuned pipeline names.
-        reranker = pipeline.reranker.with_allow_remote(args.allow_remote_ollama)
-        if "timeout" in reranker.values:
-            reranker = reranker.replace(timeout=args.timeout)
-        pipeline = pipeline.replace(reranker=reranker)
-    # The embedder is loaded only for a stage that embeds the query (a plain query stays lean).
+        pipeline = pipeline.replace(reranker=pipeline.reranker.with_embedder(_embedder(args)))
+    # The settings are built only for a stage that embeds (a plain query stays lean).
     return (pipeline.with_embedder(_embedder(args)) if pipeline.embeds_query else pipeline), source, tuned
 
 

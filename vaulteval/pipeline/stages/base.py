@@ -157,6 +157,7 @@ class Reranker(Stage):
     caller keeps the first stage's order). The evaluation workbench reaches a
     reranker only through this protocol: ``warm`` before sharded runs,
     ``describe`` for a run's manifest, ``with_default_host`` for a worker,
+    ``with_embedder`` for the command's embedder settings,
     ``retrieve_flags`` and ``settings`` for what ``retrieve`` and
     ``.vaulteval.json`` say of it.
     """
@@ -193,6 +194,11 @@ class Reranker(Stage):
     def with_default_host(self, host: str | None) -> "Reranker":
         """The reranker with ``host`` where it would read its server from the environment (a worker's own
         environment must not pick it); itself when it has no server."""
+        return self
+
+    def with_embedder(self, embedder: Any) -> "Reranker":
+        """The reranker with the command's ``EmbedderSettings`` (``vaulteval.pipeline.stages.embedder``): their
+        timeout and remote permission where it embeds with a server; itself when it does not."""
         return self
 
     def retrieve_flags(self) -> list[str] | None:

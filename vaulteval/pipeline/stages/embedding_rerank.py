@@ -102,6 +102,10 @@ class EmbeddingRerank(Reranker):
             return self
         return self.replace(host=host)
 
+    def with_embedder(self, embedder: Any) -> "EmbeddingRerank":
+        """The command's timeout and remote permission; its backend, model and host stay this stage's own."""
+        return self.with_allow_remote(embedder.allow_remote).replace(timeout=embedder.timeout)
+
     def retrieve_flags(self) -> list[str]:
         flags = ["--embedder st"] if self["backend"] == "sentence-transformers" else []
         if self["model"]:
