@@ -36,29 +36,31 @@ def main() -> int:
     from vaulteval.cli.sample import copy_sample
     from vaulteval.pipeline.provision import provision
     from vaulteval.pipeline.retrieve import Retriever
-    from vaulteval.embeddings.config import RerankConfig
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
+    from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vault", help="a vault provisioned with --embed (default: a copy of the sample)")
     parser.add_argument("--queries", type=int, default=30)
     args = parser.parse_args()
-    config = RerankConfig(backend="sentence-transformers")
+    settings = EmbedderSettings("sentence-transformers")
+    reranker = EmbeddingRerank.of(settings)
     tmp = None
     if args.vault:
         vault = Vault(args.vault)
     else:
         tmp = tempfile.TemporaryDirectory(prefix="vaulteval-bench-")
         vault = Vault(copy_sample(Path(tmp.name) / "vault"))
-        provision(vault, embed=config)
+        provision(vault, embed=settings)
     retriever = Retriever(vault)
-    retriever.retrieve("warm up the model", top=5, bm25_top=20, rerank=config, embed_cache=None)
+    retriever.retrieve("warm up the model", top=5, bm25_top=20, rerank=reranker, embed_cache=None)
     plain, reranked, embedded_docs = [], [], 0
     for i in range(args.queries):
         query = f"{WORDS[i % len(WORDS)]} {WORDS[(i * 7 + 3) % len(WORDS)]} note {i}"
         t0 = time.perf_counter()
         retriever.retrieve(query, top=5, bm25_top=20, rerank=None)
         t1 = time.perf_counter()
-        res = retriever.retrieve(query, top=5, bm25_top=20, rerank=config, explain=True, embed_cache=None)
+        res = retriever.retrieve(query, top=5, bm25_top=20, rerank=reranker, explain=True, embed_cache=None)
         t2 = time.perf_counter()
         assert res.label.reranked, res.strategy
         plain.append(t1 - t0)

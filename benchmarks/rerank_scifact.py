@@ -85,19 +85,20 @@ def main() -> int:
 
 def _latency(retriever, qs, server) -> dict:
     """Added latency of reranking 20 candidates: cold cache (fresh file) vs warm (same queries again)."""
-    from vaulteval.embeddings.rerank import RerankConfig
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
+    from vaulteval.pipeline.stages.embedding_rerank import EmbeddingRerank
 
     queries = [q.text for q in qs.queries[:20]]
     out = {}
-    for backend, config in (("ollama", RerankConfig(backend="ollama", model="all-minilm", timeout=120)),
-                            ("sentence-transformers", RerankConfig(backend="sentence-transformers"))):
+    for backend, reranker in (("ollama", EmbeddingRerank.of(EmbedderSettings("ollama", "all-minilm", timeout=120))),
+                            ("sentence-transformers", EmbeddingRerank.of(EmbedderSettings("sentence-transformers")))):
         cache_file = Path(tempfile.mkdtemp(prefix="vaulteval-lat-")) / "embeddings.sqlite"
         runs = {}
         for label in ("cold", "warm"):
             added = []
             for q in queries:
                 base = retriever.retrieve(q, top=20, bm25_top=20, explain=True)
-                rr = retriever.retrieve(q, top=20, bm25_top=20, rerank=config, explain=True, embed_cache=cache_file)
+                rr = retriever.retrieve(q, top=20, bm25_top=20, rerank=reranker, explain=True, embed_cache=cache_file)
                 assert rr.label.reranked, rr.strategy
                 added.append(rr.explain["timings_ms"]["rerank"])
                 del base

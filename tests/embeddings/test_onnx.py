@@ -35,6 +35,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 
 ST = RerankConfig(backend="sentence-transformers")
+SETTINGS = EmbedderSettings("sentence-transformers")  # what provision takes
 TORCH_MODULES = ("torch", "sentence_transformers", "transformers")
 QUERIES = ["how do I remove limescale from the coffee maker", "router factory reset", "budget for the month",
            "Ein deutscher Satz über Kaffee", "普洱茶怎么冲泡", "   spaces around   ", "x" * 3000]
@@ -43,7 +44,7 @@ QUERIES = ["how do I remove limescale from the coffee maker", "router factory re
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     root = copy_sample(tmp_path_factory.mktemp("onnx") / "vault")
-    report = provision(Vault(root), embed=EmbedderSettings(ST.backend))
+    report = provision(Vault(root), embed=SETTINGS)
     return root, report
 
 
@@ -58,7 +59,7 @@ def test_provision_exports_the_model_once_and_checks_it_against_torch(embedded: 
     assert info["version"] == 2 and info["optimized"] == "basic"
     assert (folder / WEIGHTS_FILE).stat().st_size > 50 * (folder / MODEL_FILE).stat().st_size
     assert info["model_name"] == SentenceTransformerEmbedder.load(resolve(ST)).model_key
-    again = provision(Vault(root), embed=EmbedderSettings(ST.backend))["embeddings"]["onnx"]
+    again = provision(Vault(root), embed=SETTINGS)["embeddings"]["onnx"]
     assert again == {"state": "current"}
 
 
@@ -158,7 +159,7 @@ def test_provision_records_the_signatures_of_a_copied_export_so_queries_stop_has
     real_sha256 = onnxfiles.file_sha256
     monkeypatch.setattr(onnxfiles, "file_sha256", lambda path: (hashed.append(Path(path).name), real_sha256(path))[1])
     assert onnxfiles.check_files(folder, info)[0] is None and sorted(hashed) == sorted(onnxfiles.exported_files(info))
-    assert provision(Vault(root), embed=ST)["embeddings"]["onnx"] == {"state": "current"}
+    assert provision(Vault(root), embed=SETTINGS)["embeddings"]["onnx"] == {"state": "current"}
     hashed.clear()
     recorded = json.loads((folder / EXPORT_FILE).read_text())
     assert onnxfiles.check_files(folder, recorded)[0] is None and hashed == []  # one stat each now
@@ -224,7 +225,7 @@ def test_a_cli_query_over_damaged_weights_says_so_once_and_still_answers(embedde
     assert out["strategy"] == "hybrid:cc" and DESCALING_NOTE in [c["page_path"] for c in out["candidates"]]
     assert snapshot(root / "wiki") == notes
     # provision notices the damage (the description alone still matches the model) and writes the export again
-    report = provision(Vault(root), embed=EmbedderSettings(ST.backend))["embeddings"]["onnx"]
+    report = provision(Vault(root), embed=SETTINGS)["embeddings"]["onnx"]
     assert report["state"] == "exported"
     assert open_onnx(Vault(root).meta_dir / ONNX_DIR, resolve(ST)) is not None
 
@@ -264,7 +265,7 @@ def test_an_export_of_another_version_is_not_used_and_provision_replaces_it(
     assert open_onnx(folder, config) is None  # queries embed with sentence-transformers meanwhile
     state = export_state(folder, str(config.model))
     assert state["state"] == "damaged" and "version" in state["problem"]
-    assert provision(Vault(root), embed=EmbedderSettings(ST.backend))["embeddings"]["onnx"]["state"] == "exported"
+    assert provision(Vault(root), embed=SETTINGS)["embeddings"]["onnx"]["state"] == "exported"
     assert json.loads((folder / EXPORT_FILE).read_text())["version"] == 2
 
 

@@ -28,6 +28,7 @@ from vaulteval.embeddings.rerank import rerank
 from vaulteval.embeddings.store import open_store, store_path
 
 ST = RerankConfig(backend="sentence-transformers")
+SETTINGS = EmbedderSettings("sentence-transformers")  # what provision takes
 CHINESE_QUERY = "普洱茶怎么冲泡"
 JAPANESE_QUERY = "京都の紅葉はいつが見頃ですか"
 
@@ -35,7 +36,7 @@ JAPANESE_QUERY = "京都の紅葉はいつが見頃ですか"
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_sample(tmp_path_factory.mktemp("embedded") / "vault")
-    provision(Vault(root), embed=EmbedderSettings(ST.backend))
+    provision(Vault(root), embed=SETTINGS)
     return root
 
 
@@ -73,10 +74,10 @@ def test_the_store_names_the_shipped_model_by_package_and_version_not_its_folder
 
 def test_a_second_provision_embeds_nothing_and_an_edit_embeds_only_its_chunks(embedded_copy: Path) -> None:
     vault = Vault(embedded_copy)
-    again = provision(vault, embed=EmbedderSettings(ST.backend))["embeddings"]
+    again = provision(vault, embed=SETTINGS)["embeddings"]
     assert again["embedded"] == 0 and again["reused_store"] == again["rows"]
     append_text(embedded_copy, DESCALING_NOTE, "\nAlso rinse the drip tray with vinegar water.\n")
-    after = provision(vault, embed=EmbedderSettings(ST.backend))["embeddings"]
+    after = provision(vault, embed=SETTINGS)["embeddings"]
     assert after["embedded"] == 1 and after["reused_store"] == after["rows"] - 1
 
 

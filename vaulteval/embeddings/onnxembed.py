@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["EXPORT_FILE", "EXPORT_KIND", "EXPORT_VERSION", "MODEL_FILE", "ONNX_DIR", "SOURCE_FILES",
            "TOKENIZER_FILE", "WEIGHTS_FILE", "OnnxEmbedder", "file_signature", "machine_threads", "open_bulk_onnx",
-           "open_onnx", "open_query_embedder", "open_store_query_embedder", "read_export", "session_options", "source_signature"]
+           "open_onnx", "open_query_embedder", "open_store_query_embedder", "read_export", "session_options",
+           "source_signature"]
 
 # The exports a process has opened, most recent last. Bounded: a long-lived process (the MCP server, a
 # notebook, a test loop) that meets export after export keeps only the newest, not one model per export.
