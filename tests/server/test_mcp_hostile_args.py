@@ -83,3 +83,13 @@ def test_an_answer_that_cannot_be_encoded_is_an_error_not_silence(provisioned_sa
     assert result.isError is True and result.structuredContent["exit_code"] == 1
     assert "cannot be encoded" in result.content[0].text
     result.model_dump_json()  # what a transport sends
+
+
+@pytest.mark.parametrize("page", ["0\n0", "a\rb", "x\x1b[31my"])
+def test_a_control_character_in_a_name_stays_on_the_error_s_one_line(provisioned_sample: Path, page: str) -> None:
+    """An unknown page whose name holds a newline or an escape is named escaped, as the CLI prints it."""
+    warm = WarmVault(Vault(provisioned_sample), Served())
+    result = call(warm, "read", {"page": page})
+    text = result.content[0].text
+    assert result.isError is True and result.structuredContent == {"error": text, "exit_code": 3}  # no such page
+    assert not any(ch in text for ch in "\n\r\x1b") and "matches no page" in text

@@ -28,6 +28,7 @@ from vaulteval.errors import EXIT_FAILED, UsageError, VaultevalError
 from vaulteval.server.args import TOOLS, check_encodable, input_schema, spec_of
 from vaulteval.server.evalargs import EVAL_TOOLS
 from vaulteval.server.warm import WarmVault
+from vaulteval.vault.notefiles import printable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -91,8 +92,8 @@ def call(warm: WarmVault, name: str, arguments: dict[str, Any] | None,
         if progress is not None and name in PROGRESS_TOOLS:
             return _result(handler(progress, **(arguments or {})))
         return _result(handler(**(arguments or {})))
-    except VaultevalError as exc:
-        return _result({"error": str(exc), "exit_code": exc.exit_code}, error=True)
+    except VaultevalError as exc:  # one line, as the CLI prints it: a name's control characters escaped
+        return _result({"error": printable(str(exc)), "exit_code": exc.exit_code}, error=True)
 
 
 def build_server(warm: WarmVault, evals: "EvalTools | None" = None) -> Server:
