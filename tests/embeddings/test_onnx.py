@@ -312,6 +312,7 @@ def test_a_warm_retriever_keeps_the_query_cache_open_and_a_cli_query_does_not(em
     from vaulteval.pipeline.retrieve import retrieve
     from vaulteval.pipeline.stages.registry import parse_first_stage
     from vaulteval.embeddings import keptcache
+    from vaulteval.vault.usercache import query_embed_cache
 
     monkeypatch.setattr(keptcache, "_KEPT", OrderedDict())
     vault = Vault(embedded[0])
@@ -322,7 +323,7 @@ def test_a_warm_retriever_keeps_the_query_cache_open_and_a_cli_query_does_not(em
     [path] = list(keptcache._KEPT)
     kept = keptcache._KEPT[path]
     again = warm.retrieve("budget for the month", first=parse_first_stage("hybrid:cc"))
-    assert path == str(vault.meta_dir / "embeddings.sqlite") and keptcache._KEPT[path] is kept
+    assert path == str(query_embed_cache(vault)) and keptcache._KEPT[path] is kept
     assert first.strategy == again.strategy == "hybrid:cc"
 
 

@@ -119,13 +119,16 @@ def test_retrieve_refuses_a_symlinked_meta_folder(fresh_vault: Path, tmp_path: P
     assert "symlink" in line
 
 
-def test_the_embedding_cache_is_never_written_through_a_symlink(fresh_vault: Path, outside: Path,
-                                                                ollama_server, monkeypatch) -> None:
+def test_retrieve_never_opens_the_vaults_embedding_cache(fresh_vault: Path, outside: Path,
+                                                         ollama_server, monkeypatch) -> None:
+    # The query path caches outside the vault: a symlink where provisioning keeps its cache is never followed.
     monkeypatch.setenv("OLLAMA_HOST", ollama_server.url)
     target = outside / "notes.txt"
     os.symlink(target, fresh_vault / META / "embeddings.sqlite")
+    before = snapshot(fresh_vault)
     code, out, err = run_main("retrieve", "--vault", fresh_vault, "descaling", "--model", "all-minilm")
-    assert code == 2 and "embeddings.sqlite" in err and len(err.splitlines()) == 1
+    assert code == 0 and json.loads(out)["strategy"] == "bm25+rerank:ollama", err
+    assert snapshot(fresh_vault) == before
     assert target.read_text() == "keep me\n"
     assert sorted(p.name for p in outside.iterdir()) == ["c-000103", "family-photos", "notes.txt"]
 

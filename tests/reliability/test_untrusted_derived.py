@@ -500,8 +500,11 @@ def test_a_malformed_embedding_cache_is_replaced(fresh_vault: Path, data: bytes)
 
     from vaulteval.embeddings.embedcache import EmbeddingCache
 
-    path = fresh_vault / META / "embeddings.sqlite"
+    from vaulteval import Vault
+    from vaulteval.vault.usercache import query_embed_cache
+
+    path = query_embed_cache(Vault(fresh_vault))  # the query path's cache, outside the vault
     path.write_bytes(data)
-    with EmbeddingCache.open(path, anchor=fresh_vault) as cache:
+    with EmbeddingCache.open(path) as cache:
         assert cache.put("b", "m", "s", {"k": np.ones(3, dtype=np.float32)}) == 1
         assert list(cache.get("b", "m", "s", ["k"])) == ["k"]

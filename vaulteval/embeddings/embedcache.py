@@ -85,18 +85,14 @@ class EmbeddingCache:
         return self._conn is not None or self._create_on_write
 
     @classmethod
-    def open(cls, path: Path, *, anchor: Path | None = None) -> "EmbeddingCache":
+    def open(cls, path: Path) -> "EmbeddingCache":
         """Usage: ``EmbeddingCache.open(path)``; replaces a corrupt file.
 
         A missing file is created only when the first vector is written, so a
-        rerank that falls back leaves no trace. With ``anchor`` (the vault root)
-        the folder is opened from it one level at a time: a symlink anywhere on
-        the way, or a cache file that is not a regular file, raises
-        ``UnsafeMetaPath`` (exit 2) before anything is written.
+        rerank that falls back leaves no trace. A cache file that is a symlink,
+        or a missing folder, means nothing is cached.
         """
         path = Path(path)
-        if anchor is not None:
-            return cls._open_anchored(path, Path(anchor))
         if path.is_symlink():
             log.warning("embedding cache %s is a symlink; not using it", path)
             return cls(path, None)
@@ -106,49 +102,6 @@ class EmbeddingCache:
         if not path.exists():
             return cls(path, None, create_on_write=True)
         return cls(path, _open_or_replace(path))
-
-    @classmethod
-    def _open_anchored(cls, path: Path, anchor: Path) -> "EmbeddingCache":
-        import stat as st_mod
-
-        from vaulteval.errors import UnsafeMetaPath
-        from vaulteval.vault.metadir import open_dir
-
-        try:
-            parts = path.parent.relative_to(anchor).parts
-        except ValueError:
-            raise UnsafeMetaPath(f"embedding cache {path} is not inside {anchor}") from None
-        fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        where = anchor
-        try:
-            for part in parts:
-                where = where / part
-                nxt = open_dir(fd, part, str(where))
-                os.close(fd)
-                fd = nxt
-        except FileNotFoundError:
-            os.close(fd)
-            log.info("embedding cache folder %s does not exist; not caching", path.parent)
-            return cls(path, None)
-        except BaseException:
-            os.close(fd)
-            raise
-        for suffix in ("", "-wal", "-shm"):
-            try:
-                st = os.stat(path.name + suffix, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            if not st_mod.S_ISREG(st.st_mode):
-                os.close(fd)
-                raise UnsafeMetaPath(f"{path}{suffix} is a symlink or special file, not a cache; remove it")
-        # SQLite takes a path: one through the opened folder's descriptor cannot be redirected.
-        through = Path(f"/proc/self/fd/{fd}/{path.name}")
-        if not os.path.isdir(f"/proc/self/fd/{fd}"):
-            through = path
-        exists = os.path.exists(through)
-        cache = cls(through, None, create_on_write=True) if not exists else cls(through, _open_or_replace(through))
-        cache._dir_fd = fd
-        return cache
 
     def get(self, backend: str, model: str, scheme: str, keys: list[str]) -> dict[str, np.ndarray]:
         """Usage: ``cache.get(backend, model, scheme, keys)`` -> {key: float32 vector} for valid rows."""
@@ -215,10 +168,6 @@ class EmbeddingCache:
             except sqlite3.Error:
                 pass
             self._conn = None
-        fd = getattr(self, "_dir_fd", None)
-        if fd is not None:
-            self._dir_fd = None
-            os.close(fd)
 
     def __enter__(self) -> "EmbeddingCache":
         return self

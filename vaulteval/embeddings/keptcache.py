@@ -2,7 +2,7 @@
 
 Usage::
 
-    cache = kept_cache(meta_dir / "embeddings.sqlite")   # this process's open cache for the file
+    cache = kept_cache(query_embed_cache(vault))           # this process's open cache for the file
     found = cache.get(backend, model, scheme, [key])       # get and put take the cache's own lock
     cache.put(backend, model, scheme, {key: vector})
     cache.close()                                         # a no-op: the connection stays for the next query

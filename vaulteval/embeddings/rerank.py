@@ -85,7 +85,7 @@ class RerankOutcome:
 
 
 def rerank(query: str, texts: list[str], config: RerankConfig, cache_path: Path | None = None,
-           cache_anchor: Path | None = None, store: "EmbeddingStore | None" = None,
+           store: "EmbeddingStore | None" = None,
            onnx_dir: Path | None = None) -> RerankOutcome:
     """Usage: ``rerank(query, texts, RerankConfig(), cache_path, store)`` -> RerankOutcome; never raises on backend failure.
 
@@ -113,7 +113,7 @@ def rerank(query: str, texts: list[str], config: RerankConfig, cache_path: Path 
         stored = {}
         if store is not None and store.matches(embedder.source, embedder.model_key, scheme.name):
             stored = store.lookup(d_keys)
-        cache = EmbeddingCache.open(cache_path, anchor=cache_anchor) if cache_path is not None else None
+        cache = EmbeddingCache.open(cache_path) if cache_path is not None else None
         try:
             wanted = [k for k in key_text if k not in stored]
             cached = cache.get(embedder.source, embedder.model_key, scheme.name, wanted) if cache else {}

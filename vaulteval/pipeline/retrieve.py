@@ -76,7 +76,7 @@ class Retriever:
         self._store_docs: list[int] | None = None
         self._fields: Any = False
         self._layouts: "NoteLayouts | None" = None
-        self._embed_cache: Path | None = None  # default_embed_cache(vault), worked out once
+        self._embed_cache: Path | None | bool = False  # query_embed_cache(vault), worked out once
         self.text_memo = TextMemo()  # chunk sentences and terms for snippets and matched terms, across queries
         self._loads = Loads()
 
@@ -187,9 +187,9 @@ def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = DEFA
     ``pipeline`` (``vaulteval.pipeline.spec``) gives the first stage, the reranker and the depth at once;
     else ``first`` picks the first stage (BM25 when None), ``bm25_top`` its depth and ``rerank`` the reranker.
 
-    ``embed_cache``: ``"default"`` is the vault's ``.vault-meta/vaulteval/embeddings.sqlite``; evaluation
-    passes its own (it never writes the vault); ``None`` caches nothing. ``bm25_hits``: this query's BM25
-    hits when a batch scorer computed them. Without rerank and explain, ``pool`` ends at the hit that
+    ``embed_cache``: ``"default"`` is this vault's query cache in the user's cache folder, never under the vault
+    (``vaulteval.vault.usercache``); evaluation passes its own; ``None`` caches nothing. ``bm25_hits``: this
+    query's BM25 hits when a batch scorer computed them. Without rerank and explain, ``pool`` ends at the hit that
     completed the ``top`` pages (the rest are neither read nor verified).
     """
     if pipeline is not None:
@@ -198,10 +198,10 @@ def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = DEFA
     watch = Stopwatch()
     index = _open_index(retriever)
     watch.lap("index_open")
+    cache = embed_cache
     if embed_cache == "default":
-        cache = retriever._embed_cache = retriever._embed_cache or default_embed_cache(retriever.vault)
-    else:
-        cache = embed_cache
+        embeds = rerank is not None or (first is not None and first.embeds_query)
+        cache = _default_cache(retriever) if embeds else None  # a query that embeds nothing makes no folder
     # Without rerank or explain only the first `top` current pages are read and verified, so plain BM25 first
     # ranks a shallower list, a prefix of the full one (hits are in one total order); it goes the full depth
     # only when that prefix runs out before `top` pages are served.
@@ -218,9 +218,7 @@ def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = DEFA
         pool, texts, stale = _verify(retriever, ranking, top, passages)
     watch.lap("integrity")
     label = Label(ranking.first_stage, None, ranking.fallbacks)
-    # Resolving the meta folder costs two realpath calls: only a rerank needs the answer.
-    anchored = rerank is not None and embed_cache == "default" and not retriever.vault.meta_is_external
-    ranked, rerank_model = _rerank(retriever, query, pool, texts, rerank, cache, anchored, label)
+    ranked, rerank_model = _rerank(retriever, query, pool, texts, rerank, cache, label)
     watch.lap("rerank", ran=rerank is not None)
     deduped = _dedupe(ranked)
     watch.lap("dedupe")
@@ -229,6 +227,15 @@ def _run(retriever: Retriever, query: str, *, top: int = 5, bm25_top: int = DEFA
         info = _explain(index.analyzer_name, ranking, label, ranked, deduped, bm25_top, rerank_model, stale,
                         watch.done())
     return _assemble(query, label, top, ranked, deduped, info)
+
+
+def _default_cache(retriever: Retriever) -> Path | None:
+    """The query path's embedding cache, outside the vault (``vault/usercache``); None caches nothing."""
+    if retriever._embed_cache is False:
+        from vaulteval.vault.usercache import query_embed_cache
+
+        retriever._embed_cache = query_embed_cache(retriever.vault)
+    return retriever._embed_cache
 
 
 def _validate(query: str, top: int, bm25_top: int, rerank: "Reranker | None | bool"):
@@ -317,8 +324,7 @@ def _verify(retriever: Retriever, ranking: Ranking, pages_wanted: int | None,
 
 
 def _rerank(retriever: Retriever, query: str, pool: list[Candidate], texts: list[str],
-            reranker: "Reranker | None", cache: Path | None, anchored: bool,
-            label: Label) -> tuple[list[Candidate], str | None]:
+            reranker: "Reranker | None", cache: Path | None, label: Label) -> tuple[list[Candidate], str | None]:
     """The pool reordered by rerank cosine (stable: ties keep first-stage order), and the model.
 
     Records on ``label`` the backend that reranked, or why the first-stage
@@ -330,9 +336,7 @@ def _rerank(retriever: Retriever, query: str, pool: list[Candidate], texts: list
         label.fallbacks += (("rerank", NO_CANDIDATES),)  # nothing to rerank; never counted as a rerank
         return pool, reranker.model_name
     # The step talks to the registry's Reranker protocol: another reranker is one class in pipeline/stages/.
-    # The vault's own cache is reached from the vault root without following a symlink.
-    anchor = retriever.vault.root if anchored else None
-    outcome = reranker.rerank(query, texts, cache, cache_anchor=anchor, store=retriever.optional_store(),
+    outcome = reranker.rerank(query, texts, cache, store=retriever.optional_store(),
                               onnx_dir=retriever.onnx_dir())
     if outcome.scores is None:
         label.fallbacks += (("rerank", outcome.fallback_reason),)
@@ -382,7 +386,3 @@ def _explain(analyzer: str, ranking: Ranking, label: Label, ranked: list[Candida
         "timings_ms": timings,
     }
 
-
-def default_embed_cache(vault: "Vault") -> Path:
-    """The embedding cache: the one thing retrieve may write, and only when reranking."""
-    return vault.meta_dir / "embeddings.sqlite"

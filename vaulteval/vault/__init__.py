@@ -11,6 +11,8 @@ atomic write and directory-descriptor access every writer of derived state goes 
 - ``atomic``: the one atomic write (temporary sibling, rename) used by every writer; ``metadir``:
   every write, rename and delete of derived state through directory descriptors opened without
   following symlinks, and non-blocking reads of regular files only.
+- ``usercache``: the user's cache folder outside every vault (evaluation's, and the query path's
+  per-vault embedding cache).
 - ``bounded``: the one loader of YAML and JSON read from disk (nesting and alias expansion bounded,
   no NaN); ``testhooks``: the inert pause points of the crash suite.
 """

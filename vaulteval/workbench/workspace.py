@@ -27,6 +27,7 @@ from vaulteval.errors import NotProvisioned, UsageError
 from vaulteval.workbench.fingerprint import VaultFingerprint, index_fingerprint, vault_fingerprint
 from vaulteval.vault.locking import wait_lock
 from vaulteval.vault.paths import home_path, is_inside
+from vaulteval.vault.usercache import cache_root
 from vaulteval.pipeline.provision import ensure_fields, provision
 from vaulteval.pipeline.retrieve import Retriever
 from vaulteval.chunks.obsidian import CHUNKER_VERSION
@@ -42,14 +43,6 @@ log = logging.getLogger(__name__)
 
 # How long a build waits for another process building the same variant.
 BUILD_WAIT_SECONDS = 1800.0
-
-
-def cache_root() -> Path:
-    """Usage: ``cache_root()``: $VAULTEVAL_CACHE, else $XDG_CACHE_HOME/vaulteval, else ~/.cache/vaulteval."""
-    if os.environ.get("VAULTEVAL_CACHE"):
-        return home_path(os.environ["VAULTEVAL_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "vaulteval"
 
 
 @dataclass

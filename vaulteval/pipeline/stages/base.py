@@ -151,7 +151,7 @@ class FirstStage(Stage):
 class Reranker(Stage):
     """Protocol of a reranker: ``rerank`` scores the first stage's candidate texts for a query.
 
-    ``rerank(query, texts, cache_path, cache_anchor=None, store=None, onnx_dir=None)``
+    ``rerank(query, texts, cache_path, store=None, onnx_dir=None)``
     returns an outcome with ``scores`` in input order, ``source`` and
     ``model`` (what ranked), or ``scores=None`` and ``fallback_reason`` (the
     caller keeps the first stage's order). The evaluation workbench reaches a
@@ -209,8 +209,8 @@ class Reranker(Stage):
         """What ``tune --write`` keeps of it in ``.vaulteval.json`` (read back by ``vaulteval.pipeline.spec``)."""
         return self.to_dict()
 
-    def rerank(self, query: str, texts: list[str], cache_path: Any, cache_anchor: Any = None,
-               store: Any = None, onnx_dir: Any = None) -> Any:
+    def rerank(self, query: str, texts: list[str], cache_path: Any, store: Any = None,
+               onnx_dir: Any = None) -> Any:
         raise NotImplementedError
 
 

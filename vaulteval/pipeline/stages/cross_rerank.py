@@ -74,8 +74,8 @@ class CrossRerank(Reranker):
         return {**super().describe(), "backend": f"cross-encoder:{form}", "model": str(folder),
                 "digest": folder_digest(str(folder))}
 
-    def rerank(self, query: str, texts: list[str], cache_path: Any, cache_anchor: Any = None,
-               store: Any = None, onnx_dir: Any = None) -> CrossOutcome:
+    def rerank(self, query: str, texts: list[str], cache_path: Any, store: Any = None,
+               onnx_dir: Any = None) -> CrossOutcome:
         """Logits in input order; nothing is cached (a pair's score needs its query). A model that fails on
         these inputs keeps the first stage's order (``fallback_reason`` ``model-error``) and logs why."""
         import time

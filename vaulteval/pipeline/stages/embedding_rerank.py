@@ -118,9 +118,9 @@ class EmbeddingRerank(Reranker):
         """``{"backend", "model"}``: host, timeout and batch size are the command's, not the tuned pipeline's."""
         return {"backend": self["backend"], "model": self["model"]}
 
-    def rerank(self, query: str, texts: list[str], cache_path: Any, cache_anchor: Any = None,
-               store: Any = None, onnx_dir: Any = None) -> Any:
+    def rerank(self, query: str, texts: list[str], cache_path: Any, store: Any = None,
+               onnx_dir: Any = None) -> Any:
         from vaulteval.embeddings.rerank import rerank
 
-        return rerank(query, texts, self.config(), cache_path, cache_anchor=cache_anchor, store=store,
+        return rerank(query, texts, self.config(), cache_path, store=store,
                       onnx_dir=onnx_dir)
