@@ -11,7 +11,7 @@ from hypothesis import settings
 
 from evalkit import eval_cache  # noqa: F401  (autouse: a private evaluation cache, no stray env)
 from ollama_server import minilm_model, ollama_server, ollama_server_session  # noqa: F401
-from pipeline_fixtures import fresh_vault, provisioned_sample, unprovisioned_vault  # noqa: F401
+from pipeline_fixtures import embedded_sample, fresh_vault, provisioned_sample, unprovisioned_vault  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 

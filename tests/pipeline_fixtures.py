@@ -1,7 +1,7 @@
 """Shared helpers and fixtures for the retrieval-pipeline behaviour tests (tests/pipeline/, tests/cli/, tests/vault/ ...).
 
 Usage (in a test module): ``from pipeline_fixtures import run_cli, snapshot``; the
-fixtures (``provisioned_sample``, ``fresh_vault``, ``unprovisioned_vault``) come
+fixtures (``provisioned_sample``, ``embedded_sample``, ``fresh_vault``, ``unprovisioned_vault``) come
 from tests/conftest.py.
 Nothing here mocks the package: vaults are real folders, the CLI is a real subprocess.
 """
@@ -265,6 +265,17 @@ def retrieve_json(root: Path, query: str, *extra: Any) -> dict:
 def provisioned_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A provisioned copy of the sample vault shared by one test module; tests must not mutate it."""
     return make_vault(tmp_path_factory.mktemp("shared") / "vault")
+
+
+@pytest.fixture(scope="module")
+def embedded_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the sample vault provisioned with stored MiniLM vectors, shared by one test module; tests must
+    not mutate it (copy it first)."""
+    from vaulteval.pipeline.stages.embedder import EmbedderSettings
+
+    root = copy_sample(tmp_path_factory.mktemp("embedded") / "vault")
+    provision_vault(Vault(root), embed=EmbedderSettings("sentence-transformers"))
+    return root
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The pipeline value: one grammar for every registered stage, the default built from what the vault has,
 and one ranking whether retrieve, the MCP server or eval run's ``default`` runs it.
 
-The embedded sample vault is built once per module in-process (sentence-transformers, offline).
+The embedded sample vault (``embedded_sample``) is built once per module in-process (sentence-transformers, offline).
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from evalkit import write_yaml
-from pipeline_fixtures import cli_env, copy_sample, run_json, run_main
+from pipeline_fixtures import cli_env, run_json, run_main
 from vaulteval import Vault
 from vaulteval.errors import UsageError
 from vaulteval.pipeline.spec import WITH_VECTORS, default_pipeline, has_vectors
-from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.indexsettings import IndexSettings
 from vaulteval.pipeline.spec import DEFAULT_DEPTH, Pipeline
 from vaulteval.pipeline.tuned import built_index_settings
@@ -157,14 +156,7 @@ def test_the_served_path_refuses_index_settings_the_vaults_index_was_not_built_w
         [c["page_path"] for c in plain["candidates"]]  # its own settings, named: run exactly as without them
 
 
-@pytest.fixture(scope="module")
-def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = copy_sample(tmp_path_factory.mktemp("pipeline-value") / "vault")
-    provision(Vault(root), embed=EmbedderSettings("sentence-transformers"))
-    return root
-
-
-def test_retrieve_mcp_search_and_eval_runs_default_return_the_same_ranking(embedded: Path, tmp_path: Path) -> None:
+def test_retrieve_mcp_search_and_eval_runs_default_return_the_same_ranking(embedded_sample: Path, tmp_path: Path) -> None:
     anyio = pytest.importorskip("anyio")
     pytest.importorskip("mcp")
     from mcp import ClientSession, StdioServerParameters
@@ -175,13 +167,13 @@ def test_retrieve_mcp_search_and_eval_runs_default_return_the_same_ranking(embed
 
     cli = {}
     for query in QUERIES:
-        out = run_json("retrieve", "--vault", embedded, query, "--top", "5")
+        out = run_json("retrieve", "--vault", embedded_sample, query, "--top", "5")
         assert out["pipeline"] == {"text": WITH_VECTORS, "source": "default"}
         assert out["label"]["first_stage"] == "hybrid:cc" and out["label"]["reranker"] is None
         cli[query] = [c["page_path"] for c in out["candidates"]]
 
     async def search_all() -> dict:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "vaulteval", "mcp", "--vault", str(embedded)],
+        params = StdioServerParameters(command=sys.executable, args=["-m", "vaulteval", "mcp", "--vault", str(embedded_sample)],
                                        env=cli_env())
         found = {}
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
@@ -195,29 +187,29 @@ def test_retrieve_mcp_search_and_eval_runs_default_return_the_same_ranking(embed
 
     assert anyio.run(search_all) == cli
     qs = write_yaml(tmp_path / "q.yaml", [{"id": f"q{i}", "query": q, "relevant": {cli[q][0]: 1}}
-                                          for i, q in enumerate(QUERIES)], vault=str(embedded))
-    ev = evaluate(Vault(embedded), load_queryset(qs), ["default"], measures=["nDCG@10"])
+                                          for i, q in enumerate(QUERIES)], vault=str(embedded_sample))
+    ev = evaluate(Vault(embedded_sample), load_queryset(qs), ["default"], measures=["nDCG@10"])
     rankings = ev.run("default").rankings()
     assert {q: rankings[f"q{i}"][:5] for i, q in enumerate(QUERIES)} == cli
 
 
-def test_dense_is_dense_in_retrieve_and_eval(embedded: Path) -> None:
-    out = run_json("retrieve", "--vault", embedded, QUERIES[0], "--strategy", "dense")
+def test_dense_is_dense_in_retrieve_and_eval(embedded_sample: Path) -> None:
+    out = run_json("retrieve", "--vault", embedded_sample, QUERIES[0], "--strategy", "dense")
     assert out["label"] == {"first_stage": "dense", "reranker": None, "fallbacks": []}
     assert out["pipeline"] == {"text": "dense", "source": "strategy"}
     assert all("rerank" not in c["scores"] for c in out["candidates"])
-    reranked = run_json("retrieve", "--vault", embedded, QUERIES[0], "--strategy", "dense:rerank=st")
+    reranked = run_json("retrieve", "--vault", embedded_sample, QUERIES[0], "--strategy", "dense:rerank=st")
     assert reranked["label"]["reranker"] == "sentence-transformers"
 
 
 def test_a_store_whose_model_does_not_read_the_vaults_language_is_not_the_default(
-        embedded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        embedded_sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An English model over a vault whose ``auto`` index counts most chunks in German: BM25 (docs/strategies.md)."""
     import vaulteval.index.location as location
     from vaulteval.pipeline.spec import model_reads_vault
     from vaulteval.embeddings.store import open_store
 
-    vault = Vault(embedded)
+    vault = Vault(embedded_sample)
     store = open_store(vault.meta_dir)
     model = str(EmbedderSettings.of_store(store).checked().model)
     assert model_reads_vault(vault, model)  # no language counts: the store is trusted

@@ -22,20 +22,11 @@ from vaulteval import Vault
 from vaulteval.embeddings import keptcache
 from vaulteval.embeddings import rerank as rerank_module
 from vaulteval.embeddings.embedcache import input_key
-from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.spec import default_pipeline
-from vaulteval.pipeline.stages.embedder import EmbedderSettings
 from vaulteval.vault.usercache import query_embed_cache, vault_key
 
 QUERY = "how often should I descale"
 NO_OLLAMA = "http://127.0.0.1:9"  # the discard port: nothing answers
-
-
-@pytest.fixture(scope="module")
-def store_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = copy_sample(tmp_path_factory.mktemp("qcache") / "vault")
-    provision(Vault(root), embed=EmbedderSettings("sentence-transformers"))
-    return root
 
 
 @pytest.fixture
@@ -67,34 +58,34 @@ def _cached_keys(path: Path) -> set[str]:
 
 
 def test_a_default_retrieve_writes_nothing_under_the_vault_and_caches_per_vault(
-        store_vault: Path, eval_cache: Path, embedded_texts: list[str]) -> None:
-    before = snapshot(store_vault)
-    code, out, err = run_main("retrieve", "--vault", store_vault, QUERY, "--top", 10)
+        embedded_sample: Path, eval_cache: Path, embedded_texts: list[str]) -> None:
+    before = snapshot(embedded_sample)
+    code, out, err = run_main("retrieve", "--vault", embedded_sample, QUERY, "--top", 10)
     assert code == 0, err
     first = json.loads(out)
     assert first["label"]["first_stage"] == "hybrid:cc" and first["label"]["fallbacks"] == []
     assert embedded_texts == [QUERY]
-    assert snapshot(store_vault) == before  # bytes, mtimes, and no new entry, .vault-meta included
-    cache = query_embed_cache(Vault(store_vault))
-    assert cache == eval_cache / "query" / vault_key(Vault(store_vault)) / "embeddings.sqlite"
+    assert snapshot(embedded_sample) == before  # bytes, mtimes, and no new entry, .vault-meta included
+    cache = query_embed_cache(Vault(embedded_sample))
+    assert cache == eval_cache / "query" / vault_key(Vault(embedded_sample)) / "embeddings.sqlite"
     assert _cached_keys(cache) == {input_key(QUERY)}  # a hash of the query, never its text
 
-    code, out, err = run_main("retrieve", "--vault", store_vault, QUERY, "--top", 10)
+    code, out, err = run_main("retrieve", "--vault", embedded_sample, QUERY, "--top", 10)
     assert code == 0, err
     assert embedded_texts == [QUERY]  # the second run read the vector from the cache
     assert [c["chunk_id"] for c in json.loads(out)["candidates"]] == [c["chunk_id"] for c in first["candidates"]]
-    assert snapshot(store_vault) == before
+    assert snapshot(embedded_sample) == before
 
 
 def test_an_mcp_search_writes_nothing_under_the_vault_and_hits_the_cache(
-        store_vault: Path, embedded_texts: list[str]) -> None:
+        embedded_sample: Path, embedded_texts: list[str]) -> None:
     pytest.importorskip("mcp")
     from vaulteval.server.app import call
     from vaulteval.server.warm import Served, WarmVault
 
-    before = snapshot(store_vault)
-    served = Served(default_pipeline(Vault(store_vault)))  # what `vaulteval mcp` serves on this vault
-    warm = WarmVault(Vault(store_vault), served)
+    before = snapshot(embedded_sample)
+    served = Served(default_pipeline(Vault(embedded_sample)))  # what `vaulteval mcp` serves on this vault
+    warm = WarmVault(Vault(embedded_sample), served)
     first = call(warm, "search", {"query": QUERY, "limit": 5})
     assert first.isError is False, first.content
     assert first.structuredContent["label"]["first_stage"] == "hybrid:cc"
@@ -103,28 +94,28 @@ def test_an_mcp_search_writes_nothing_under_the_vault_and_hits_the_cache(
     assert embedded_texts == [QUERY]  # embedded once; the second search was served from the cache
     assert [c["page_path"] for c in again.structuredContent["candidates"]] == \
         [c["page_path"] for c in first.structuredContent["candidates"]]
-    assert snapshot(store_vault) == before
-    assert input_key(QUERY) in _cached_keys(query_embed_cache(Vault(store_vault)))
+    assert snapshot(embedded_sample) == before
+    assert input_key(QUERY) in _cached_keys(query_embed_cache(Vault(embedded_sample)))
 
 
-def test_two_vaults_get_two_cache_folders(store_vault: Path, tmp_path: Path) -> None:
+def test_two_vaults_get_two_cache_folders(embedded_sample: Path, tmp_path: Path) -> None:
     other = copy_sample(tmp_path / "other")
-    assert query_embed_cache(Vault(store_vault)).parent != query_embed_cache(Vault(other)).parent
+    assert query_embed_cache(Vault(embedded_sample)).parent != query_embed_cache(Vault(other)).parent
 
 
 @pytest.mark.parametrize("where", ["a-file", "inside-the-vault"])
 def test_a_cache_folder_that_cannot_be_used_caches_nothing_and_retrieval_goes_on(
-        store_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedded_texts: list[str],
+        embedded_sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedded_texts: list[str],
         where: str) -> None:
     if where == "a-file":
         blocker = tmp_path / "not-a-folder"
         blocker.write_text("x")
         monkeypatch.setenv("VAULTEVAL_CACHE", str(blocker / "cache"))  # mkdir under a file fails
     else:
-        monkeypatch.setenv("VAULTEVAL_CACHE", str(store_vault / "cache"))
-    before = snapshot(store_vault)
+        monkeypatch.setenv("VAULTEVAL_CACHE", str(embedded_sample / "cache"))
+    before = snapshot(embedded_sample)
     for _ in range(2):
-        code, out, err = run_main("retrieve", "--vault", store_vault, QUERY)
+        code, out, err = run_main("retrieve", "--vault", embedded_sample, QUERY)
         assert code == 0 and err == "" and json.loads(out)["label"]["fallbacks"] == []
     assert embedded_texts == [QUERY, QUERY]  # nothing cached, so embedded each time
-    assert snapshot(store_vault) == before
+    assert snapshot(embedded_sample) == before

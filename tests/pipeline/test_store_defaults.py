@@ -13,24 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from pipeline_fixtures import cli_env, copy_sample, run_cli, snapshot, write_note
 from vaulteval import Vault
 from vaulteval.pipeline.provision import provision
 from vaulteval.pipeline.tuned import write_tuned
-from vaulteval.pipeline.stages.embedder import EmbedderSettings
 from vaulteval.vault.metadir import META_REL
 
 QUERY = "how often should I descale"
 NO_OLLAMA = "http://127.0.0.1:9"  # the discard port: nothing answers
-
-
-@pytest.fixture(scope="module")
-def store_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = copy_sample(tmp_path_factory.mktemp("store") / "vault")
-    provision(Vault(root), embed=EmbedderSettings("sentence-transformers"))
-    return root
 
 
 def _notes(root: Path) -> dict:
@@ -45,14 +35,14 @@ def _retrieve(root: Path, *extra: str) -> tuple[dict, str]:
     return json.loads(proc.stdout), proc.stderr
 
 
-def test_default_retrieve_is_the_hybrid_over_the_stores_model_and_never_tries_ollama(store_vault: Path) -> None:
-    before = _notes(store_vault)
-    out, err = _retrieve(store_vault)
+def test_default_retrieve_is_the_hybrid_over_the_stores_model_and_never_tries_ollama(embedded_sample: Path) -> None:
+    before = _notes(embedded_sample)
+    out, err = _retrieve(embedded_sample)
     assert out["label"] == {"first_stage": "hybrid:cc", "reranker": None, "fallbacks": []}
     assert out["pipeline"] == {"text": "hybrid:cc", "source": "default"}
     assert {c["rerank_source"] for c in out["candidates"]} == {"skipped"}
     assert "ollama" not in err.lower() and "warning" not in err
-    assert _notes(store_vault) == before
+    assert _notes(embedded_sample) == before
 
 
 def test_without_a_store_the_default_is_bm25_with_no_model_contacted(tmp_path: Path) -> None:
@@ -62,29 +52,29 @@ def test_without_a_store_the_default_is_bm25_with_no_model_contacted(tmp_path: P
     assert out["strategy"] == "bm25-only" and err == ""
 
 
-def test_ollama_named_by_the_user_is_tried_and_its_failure_is_said(store_vault: Path) -> None:
-    out, err = _retrieve(store_vault, "--embedder", "ollama")
+def test_ollama_named_by_the_user_is_tried_and_its_failure_is_said(embedded_sample: Path) -> None:
+    out, err = _retrieve(embedded_sample, "--embedder", "ollama")
     assert out["label"]["reranker"] is None and out["label"]["first_stage"] == "hybrid:cc"
     assert out["label"]["fallbacks"] == [{"stage": "rerank", "reason": "ollama-unreachable"}]
     assert "rerank fell back to BM25 order" in err
 
 
-def test_a_tuned_pipeline_without_a_reranker_adds_none(store_vault: Path, tmp_path: Path) -> None:
+def test_a_tuned_pipeline_without_a_reranker_adds_none(embedded_sample: Path, tmp_path: Path) -> None:
     import shutil
 
-    root = Path(shutil.copytree(store_vault, tmp_path / "vault", symlinks=True))
+    root = Path(shutil.copytree(embedded_sample, tmp_path / "vault", symlinks=True))
     write_tuned(Vault(root), "bm25", run_id="r1", rerank=None)
     out, err = _retrieve(root)
     assert out["strategy"] == "bm25-only" and out["tuned"]["strategy"] == "bm25" and err == ""
 
 
-def test_a_store_whose_model_is_gone_gives_one_warning_and_bm25(store_vault: Path, tmp_path: Path) -> None:
+def test_a_store_whose_model_is_gone_gives_one_warning_and_bm25(embedded_sample: Path, tmp_path: Path) -> None:
     import shutil
 
     from vaulteval.embeddings.store import open_store, write_store
     from vaulteval.vault.locking import vault_lock
 
-    root = Path(shutil.copytree(store_vault, tmp_path / "vault", symlinks=True))
+    root = Path(shutil.copytree(embedded_sample, tmp_path / "vault", symlinks=True))
     store = open_store(Vault(root).meta_dir)
     identity = {"backend": store.backend, "model": str(tmp_path / "no-such-model"), "model_key": "gone",
                 "scheme": store.scheme}
@@ -105,10 +95,10 @@ def _imports_of_provision(root: Path) -> tuple[dict, set[str]]:
     return json.loads(proc.stdout), names
 
 
-def test_a_provision_with_nothing_to_embed_does_not_load_the_model(store_vault: Path, tmp_path: Path) -> None:
+def test_a_provision_with_nothing_to_embed_does_not_load_the_model(embedded_sample: Path, tmp_path: Path) -> None:
     import shutil
 
-    root = Path(shutil.copytree(store_vault, tmp_path / "vault", symlinks=True))
+    root = Path(shutil.copytree(embedded_sample, tmp_path / "vault", symlinks=True))
     before = _notes(root)
     report, imported = _imports_of_provision(root)
     assert report["embeddings"]["embedded"] == 0 and report["embeddings"]["reused_store"] == report["embeddings"]["rows"]

@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_fixtures import copy_sample, run_json, run_main
+from pipeline_fixtures import run_json, run_main
 from vaulteval import Vault
-from vaulteval.pipeline.provision import provision
-from vaulteval.pipeline.stages.embedder import EmbedderSettings
 from vaulteval.querysets.queryset import load_queryset
 from vaulteval.workbench.grid import available_analyzers, default_grid
 from vaulteval.workbench.runs import Run
@@ -23,22 +21,15 @@ QUERYSET = REPO / "querysets" / "sample-vault.yaml"
 UNREACHABLE_OLLAMA = "http://127.0.0.1:9"  # discard port: a rerank that tried Ollama would say so in its label
 
 
-@pytest.fixture(scope="module")
-def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = copy_sample(tmp_path_factory.mktemp("embedded") / "vault")
-    provision(Vault(root), embed=EmbedderSettings("sentence-transformers"))
-    return root
-
-
 @pytest.fixture
-def embedded_copy(embedded: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(embedded, tmp_path / "vault", symlinks=True))
+def embedded_copy(embedded_sample: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(embedded_sample, tmp_path / "vault", symlinks=True))
 
 
-def test_the_grid_offers_the_stores_reranker_over_bm25_on_every_analyzer(embedded: Path) -> None:
-    grid = default_grid(Vault(embedded), "bm25")
-    assert "auto" in available_analyzers(Vault(embedded))
-    for analyzer in available_analyzers(Vault(embedded)):
+def test_the_grid_offers_the_stores_reranker_over_bm25_on_every_analyzer(embedded_sample: Path) -> None:
+    grid = default_grid(Vault(embedded_sample), "bm25")
+    assert "auto" in available_analyzers(Vault(embedded_sample))
+    for analyzer in available_analyzers(Vault(embedded_sample)):
         keys = "" if analyzer == "default" else f",analyzer={analyzer}"
         assert f"rerank:st{keys}" in grid and f"hybrid:rrf{keys}" in grid and f"hybrid:cc{keys}" in grid
     parsed = [Strategy.parse(s) for s in grid]  # every entry is a valid, distinct strategy
@@ -49,20 +40,20 @@ def test_the_grid_offers_the_stores_reranker_over_bm25_on_every_analyzer(embedde
     assert {s.first.label for s in reranked} == {"bm25"}
 
 
-def test_no_two_grid_entries_rank_alike_by_construction(embedded: Path, tmp_path: Path) -> None:
+def test_no_two_grid_entries_rank_alike_by_construction(embedded_sample: Path, tmp_path: Path) -> None:
     """What the grid leaves out is what would duplicate dense: the store's reranker over a hybrid."""
     from vaulteval.workbench.evaluate import evaluate
 
-    ev = evaluate(Vault(embedded), load_queryset(QUERYSET, Vault(embedded)), ["dense", "hybrid:cc,rerank=st", "hybrid:rrf,rerank=st"],
+    ev = evaluate(Vault(embedded_sample), load_queryset(QUERYSET, Vault(embedded_sample)), ["dense", "hybrid:cc,rerank=st", "hybrid:rrf,rerank=st"],
                   measures=["nDCG@10"])
     dense = ev.run("dense").rankings()
     assert ev.run(ev.runs[1].name).rankings() == dense == ev.run(ev.runs[2].name).rankings()
 
 
-def test_the_grid_comes_from_the_registry(embedded: Path, fresh_vault: Path) -> None:
+def test_the_grid_comes_from_the_registry(embedded_sample: Path, fresh_vault: Path) -> None:
     from vaulteval.pipeline.stages import registry
 
-    lexical, embedded_grid = default_grid(Vault(fresh_vault), "bm25"), default_grid(Vault(embedded), "bm25")
+    lexical, embedded_grid = default_grid(Vault(fresh_vault), "bm25"), default_grid(Vault(embedded_sample), "bm25")
     assert set(lexical) < set(embedded_grid)
     for cls in registry.first_stages():
         for point in cls.tune_grid:
