@@ -119,25 +119,20 @@ def test_condensed_lists_drop_unjudged_pages_before_scoring(setup) -> None:
 
 
 @pytest.fixture(scope="module")
-def embedded_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Vault, Path]:
-    from vaulteval.cli.sample import copy_sample
-    from vaulteval.pipeline.provision import provision
-    from vaulteval.pipeline.stages.embedder import EmbedderSettings
-
+def unjudged_set(embedded_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three questions over the embedded sample vault, nothing judged: every pooled page is listed."""
     base = tmp_path_factory.mktemp("pool-embedded")
-    vault = Vault(copy_sample(base / "v"))
-    provision(vault, embed=EmbedderSettings("sentence-transformers"))
-    qs = write_yaml(base / "q.yaml", [  # nothing judged: every pooled page is listed
+    return write_yaml(base / "q.yaml", [
         {"id": "q1", "query": "coffee machine flow is weak and the steam wand sputters", "relevant": {}},
         {"id": "q2", "query": "dough slumps out of the basket when the kitchen is warm", "relevant": {}},
         {"id": "q3", "query": "starter smells like nail polish remover", "relevant": {}},
-    ], vault="v")
-    return vault, qs
+    ], vault=str(embedded_sample))
 
 
 @pytest.mark.parametrize("strategy", ["dense", "hybrid:cc", "hybrid:rrf,bm25_top=30", "rerank:st,bm25_top=20"])
-def test_a_pool_holds_exactly_the_pages_eval_run_ranks_for_that_strategy(embedded_sample, strategy: str) -> None:
-    vault, path = embedded_sample
+def test_a_pool_holds_exactly_the_pages_eval_run_ranks_for_that_strategy(embedded_sample: Path, unjudged_set: Path,
+                                                                          strategy: str) -> None:
+    vault, path = Vault(embedded_sample), unjudged_set
     qs, depth = load_queryset(path), 4
     pool = pool_queryset(vault, qs, [strategy], depth=depth)
     pooled: dict[str, list[str]] = {}
